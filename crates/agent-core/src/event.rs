@@ -1,0 +1,97 @@
+//! What a run reports as it goes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{AgentRunResult, StopReason, ToolCall, ToolChoice, Usage};
+
+/// A step of a running agent. Plain data, so a CLI, a web page, a log or a
+/// test can consume it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// The run began.
+    RunStarted {
+        /// The agent's name.
+        agent: String,
+        /// The provider.
+        provider: String,
+        /// The model.
+        model: String,
+    },
+    /// A request goes to the model.
+    ModelRequestStarted {
+        /// 1-based iteration.
+        iteration: u32,
+        /// The tool choice sent (forced answers send `none`).
+        tool_choice: ToolChoice,
+    },
+    /// The model answered.
+    ModelRequestFinished {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Tokens used by this call.
+        usage: Usage,
+        /// Its estimated cost, when the price is known.
+        cost_usd: Option<f64>,
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// Wall-clock time of the call.
+        duration_ms: u64,
+    },
+    /// Text as it is generated (streamed runs) or as a whole (other runs).
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The model asked for a tool.
+    ToolCallRequested {
+        /// 1-based iteration.
+        iteration: u32,
+        /// The call.
+        call: ToolCall,
+    },
+    /// A tool began to run.
+    ToolStarted {
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        name: String,
+    },
+    /// A tool finished.
+    ToolCompleted {
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// What the model will be told.
+        result: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// How long it ran.
+        duration_ms: u64,
+        /// Attributes the tool's provider added.
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        attributes: Map<String, Value>,
+    },
+    /// The model repeated the previous turn's calls; the next request forces an answer.
+    LoopDetected {
+        /// 1-based iteration.
+        iteration: u32,
+    },
+    /// An iteration (model call plus its tools) ended.
+    IterationFinished {
+        /// 1-based iteration.
+        iteration: u32,
+    },
+    /// Something failed; the run ends with `RunFinished` after it.
+    Error {
+        /// What failed.
+        message: String,
+    },
+    /// The run ended.
+    RunFinished {
+        /// Its full record.
+        result: Box<AgentRunResult>,
+    },
+}

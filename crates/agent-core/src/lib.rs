@@ -1,0 +1,50 @@
+//! # agent-core
+//!
+//! The ports of Agentry: plain data types for conversations, requests and
+//! replies, the [`LlmClient`] trait every provider implements, the tool traits
+//! ([`ToolProvider`], [`ToolRegistry`]), run events and records, and the
+//! [`ModelCatalog`] that prices [`Usage`]. No I/O happens here.
+//!
+//! ```
+//! use agent_core::{ChatRequest, Message, ModelCatalog, ModelInfo, Pricing, Usage};
+//!
+//! let request = ChatRequest::new(vec![Message::user("What is 2 + 2?")])
+//!     .with_system("You are terse.");
+//! assert_eq!(request.messages.len(), 1);
+//!
+//! let mut catalog = ModelCatalog::new();
+//! catalog.insert("gpt-4o-mini", ModelInfo {
+//!     provider: "openai".into(),
+//!     context_window: Some(128_000),
+//!     pricing: Pricing { input_per_million: 0.15, output_per_million: 0.6, ..Pricing::default() },
+//! });
+//! let cost = catalog.cost("gpt-4o-mini-2024-07-18", &Usage::new(1_000_000, 0));
+//! assert_eq!(cost, Some(0.15));
+//! ```
+
+mod catalog;
+mod client;
+mod error;
+mod event;
+mod message;
+mod request;
+mod run;
+mod stream;
+mod tool;
+mod usage;
+
+pub use catalog::{ModelCatalog, ModelInfo, Pricing};
+pub use client::{Capabilities, EventStream, LlmClient};
+pub use error::{LlmError, LlmErrorKind};
+pub use event::AgentEvent;
+pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
+pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};
+pub use run::{AgentRunResult, ModelCallRecord, StopCause, ToolCallRecord};
+pub use stream::{StreamAccumulator, StreamEvent, response_to_events};
+pub use tool::{
+    RegistryError, ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider, ToolRegistry,
+};
+pub use usage::Usage;
+
+/// Re-exported so implementors need not depend on tokio-util themselves.
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,234 @@
+//! Conversation turns: what is said by whom, including tool calls and their results.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The author of a [`Message`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions from the application.
+    System,
+    /// The person (or program) talking to the agent.
+    User,
+    /// The model.
+    Assistant,
+    /// The result of a tool the model called.
+    Tool,
+}
+
+/// One turn of a conversation.
+///
+/// Serialised with a `role` tag, e.g. `{"role":"user","content":"hi"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Instructions from the application (in addition to [`crate::ChatRequest::system`]).
+    System {
+        /// The instruction text.
+        content: String,
+    },
+    /// A user turn.
+    User {
+        /// What the user said.
+        content: String,
+    },
+    /// A model turn: text, tool calls and opaque reasoning.
+    Assistant(AssistantMessage),
+    /// The result of one tool call.
+    Tool(ToolResult),
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::System {
+            content: content.into(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message with text only.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::Assistant(AssistantMessage::text(text))
+    }
+
+    /// A tool-result message.
+    pub fn tool(result: ToolResult) -> Self {
+        Self::Tool(result)
+    }
+
+    /// Who wrote this message.
+    pub fn role(&self) -> Role {
+        match self {
+            Self::System { .. } => Role::System,
+            Self::User { .. } => Role::User,
+            Self::Assistant(_) => Role::Assistant,
+            Self::Tool(_) => Role::Tool,
+        }
+    }
+
+    /// The assistant message, if this is one.
+    pub fn as_assistant(&self) -> Option<&AssistantMessage> {
+        match self {
+            Self::Assistant(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The tool result, if this is one.
+    pub fn as_tool_result(&self) -> Option<&ToolResult> {
+        match self {
+            Self::Tool(result) => Some(result),
+            _ => None,
+        }
+    }
+}
+
+/// What the model said in one turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    /// Visible text (may be empty when the model only calls tools).
+    #[serde(default)]
+    pub content: String,
+    /// Tools the model asked to run, in the order it emitted them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Reasoning/thinking blocks, kept so they can be sent back unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<ReasoningBlock>,
+}
+
+impl AssistantMessage {
+    /// An assistant message with text only.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+
+    /// An assistant message that calls tools (with optional text before the calls).
+    pub fn with_tool_calls(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self {
+            content: content.into(),
+            tool_calls,
+            reasoning: Vec::new(),
+        }
+    }
+}
+
+/// A provider's reasoning ("thinking") output. Agentry never interprets it; it
+/// only keeps it so that it can be echoed back to the provider that produced it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningBlock {
+    /// Readable reasoning text, when the provider returns any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+    /// Provider-issued signature that must be returned with the block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Any other opaque payload (e.g. redacted or encrypted reasoning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// A model's request to run one tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Identifier chosen by the provider (or synthesised); results refer to it.
+    pub id: String,
+    /// Name of the tool to run.
+    pub name: String,
+    /// Arguments as JSON (an object for well-formed calls).
+    pub arguments: Value,
+    /// The raw argument text when the model produced something that is not
+    /// valid JSON. `arguments` is then `null`; the runner reports the problem
+    /// to the model instead of running the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_arguments: Option<String>,
+}
+
+impl ToolCall {
+    /// A well-formed tool call.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            raw_arguments: None,
+        }
+    }
+
+    /// Builds a call from argument text as it arrives on the wire: valid JSON
+    /// becomes `arguments`, anything else is kept in `raw_arguments`. Empty
+    /// text means "no arguments" (`{}`).
+    pub fn from_argument_text(id: impl Into<String>, name: impl Into<String>, text: &str) -> Self {
+        let trimmed = text.trim();
+        let (arguments, raw_arguments) = if trimmed.is_empty() {
+            (Value::Object(serde_json::Map::new()), None)
+        } else {
+            match serde_json::from_str(trimmed) {
+                Ok(value) => (value, None),
+                Err(_) => (Value::Null, Some(text.to_owned())),
+            }
+        };
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            raw_arguments,
+        }
+    }
+
+    /// The arguments as the model sent them, as text: the raw text when they
+    /// were malformed, otherwise compact JSON.
+    pub fn arguments_text(&self) -> String {
+        match &self.raw_arguments {
+            Some(raw) => raw.clone(),
+            None => self.arguments.to_string(),
+        }
+    }
+}
+
+/// The outcome of one tool call, as the model will see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The [`ToolCall::id`] this answers.
+    pub call_id: String,
+    /// Name of the tool that was called (some providers need it).
+    pub name: String,
+    /// The result text (JSON text for structured results).
+    pub content: String,
+    /// Whether the call failed; `content` then explains why.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn success(call_id: impl Into<String>, name: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed result whose content tells the model what went wrong.
+    pub fn error(call_id: impl Into<String>, name: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}

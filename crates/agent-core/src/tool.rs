@@ -1,0 +1,342 @@
+//! Tools: their definitions, the context they run in, the providers that
+//! group them by domain, and the registry port.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// Unique name the model calls it by.
+    pub name: String,
+    /// What it does and when to use it, written for the model.
+    pub description: String,
+    /// JSON Schema of its arguments (an object schema).
+    pub input_schema: Value,
+}
+
+impl ToolDefinition {
+    /// A definition.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
+    }
+}
+
+/// What a tool returns on success.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum ToolOutput {
+    /// Plain text.
+    Text(String),
+    /// A structured result, sent to the model as compact JSON.
+    Json(Value),
+}
+
+impl ToolOutput {
+    /// The text the model receives.
+    pub fn to_content(&self) -> String {
+        match self {
+            Self::Text(text) => text.clone(),
+            Self::Json(value) => value.to_string(),
+        }
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_owned())
+    }
+}
+
+impl From<Value> for ToolOutput {
+    fn from(value: Value) -> Self {
+        Self::Json(value)
+    }
+}
+
+/// Why a tool call failed. Its text is what the model reads, so it says what
+/// to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// No enabled provider has a tool of this name.
+    #[error("unknown tool `{name}`; available tools: {}", list(available))]
+    UnknownTool {
+        /// The requested name.
+        name: String,
+        /// Names of the enabled tools.
+        available: Vec<String>,
+    },
+    /// The tool exists but its provider is disabled.
+    #[error("tool `{name}` is disabled")]
+    Disabled {
+        /// The requested name.
+        name: String,
+    },
+    /// The arguments do not match the tool's schema; the tool did not run.
+    #[error("invalid arguments for `{tool}`: {}", problems.join("; "))]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// One line per problem, naming the argument and the rule.
+        problems: Vec<String>,
+    },
+    /// The caller lacks a role the tool requires.
+    #[error("permission denied for `{tool}`: requires role(s) {}", list(missing_roles))]
+    PermissionDenied {
+        /// The tool.
+        tool: String,
+        /// Roles the caller would need.
+        missing_roles: Vec<String>,
+    },
+    /// The tool ran and failed.
+    #[error("{message}")]
+    Failed {
+        /// What went wrong, for the model.
+        message: String,
+    },
+    /// The tool panicked; the run goes on.
+    #[error("tool `{tool}` crashed: {message}")]
+    Panicked {
+        /// The tool.
+        tool: String,
+        /// The panic message.
+        message: String,
+    },
+    /// The tool did not finish in time.
+    #[error("tool `{tool}` timed out after {} ms", after.as_millis())]
+    TimedOut {
+        /// The tool.
+        tool: String,
+        /// How long it was given.
+        after: Duration,
+    },
+    /// The run was cancelled while the tool ran.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ToolError {
+    /// A tool's own failure with a message for the model.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed {
+            message: message.into(),
+        }
+    }
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "(none)".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// Who is asking, and the run's cancellation signal. Tools use it for
+/// permission checks and to stop early.
+#[derive(Debug, Clone, Default)]
+pub struct ToolContext {
+    /// The end user, when known.
+    pub user_id: Option<String>,
+    /// Roles the caller holds.
+    pub roles: BTreeSet<String>,
+    /// Free-form attributes (guild, channel, tenant, ...).
+    pub attributes: BTreeMap<String, Value>,
+    /// Fires when the run is cancelled.
+    pub cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// An anonymous context with no roles.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the user id.
+    pub fn with_user(mut self, user_id: impl Into<String>) -> Self {
+        self.user_id = Some(user_id.into());
+        self
+    }
+
+    /// Adds a role.
+    pub fn with_role(mut self, role: impl Into<String>) -> Self {
+        self.roles.insert(role.into());
+        self
+    }
+
+    /// Adds an attribute.
+    pub fn with_attribute(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.attributes.insert(key.into(), value.into());
+        self
+    }
+
+    /// Uses this cancellation token.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// The roles of `required` the caller does not hold.
+    pub fn missing_roles(&self, required: &[String]) -> Vec<String> {
+        required
+            .iter()
+            .filter(|role| !self.roles.contains(*role))
+            .cloned()
+            .collect()
+    }
+}
+
+/// A named group of tools of one domain (math, travel, SQL, ...).
+///
+/// Implementations only run their tools; the registry validates arguments,
+/// checks roles and records telemetry around [`execute`](Self::execute), so
+/// those cannot be skipped. The `*_hook` methods let a provider add its own
+/// attributes to that record.
+#[async_trait]
+pub trait ToolProvider: Send + Sync {
+    /// The domain name used to enable or disable the group (`math`, `travel`).
+    fn name(&self) -> &str;
+
+    /// One line on what the group is for.
+    fn description(&self) -> &str;
+
+    /// The tools, in a stable order.
+    fn tools(&self) -> Vec<ToolDefinition>;
+
+    /// Roles a caller needs to run `tool` (default: none).
+    fn required_roles(&self, tool: &str) -> Vec<String> {
+        let _ = tool;
+        Vec::new()
+    }
+
+    /// Runs `tool` with arguments already validated against its schema.
+    async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Attributes to record on the execution span before the tool runs.
+    fn span_attributes_hook(&self, tool: &str, arguments: &Value) -> Vec<(String, Value)> {
+        let _ = (tool, arguments);
+        Vec::new()
+    }
+
+    /// Attributes to record with the completion event after the tool ran.
+    fn completion_attributes_hook(&self, tool: &str, outcome: &Result<ToolOutput, ToolError>) -> Vec<(String, Value)> {
+        let _ = (tool, outcome);
+        Vec::new()
+    }
+}
+
+/// The record of one execution through a [`ToolRegistry`].
+#[derive(Debug, Clone)]
+pub struct ToolExecution {
+    /// The tool's output or why it failed.
+    pub outcome: Result<ToolOutput, ToolError>,
+    /// How long the call took, validation included.
+    pub duration: Duration,
+    /// The provider that ran it, when one was found.
+    pub provider: Option<String>,
+    /// Attributes added by the provider's hooks.
+    pub attributes: Vec<(String, Value)>,
+}
+
+/// Problems registering or toggling providers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// A provider of this name is already registered.
+    #[error("a tool provider named `{0}` is already registered")]
+    DuplicateProvider(String),
+    /// Two enabled providers define the same tool name.
+    #[error("tool `{tool}` is defined by both `{first}` and `{second}`; disable one of them or rename the tool")]
+    DuplicateTool {
+        /// The tool name.
+        tool: String,
+        /// The provider registered first.
+        first: String,
+        /// The provider that clashes with it.
+        second: String,
+    },
+    /// No provider of this name is registered.
+    #[error("no tool provider named `{name}`; registered: {}", list(registered))]
+    UnknownProvider {
+        /// The requested name.
+        name: String,
+        /// Names of registered providers.
+        registered: Vec<String>,
+    },
+}
+
+/// The set of tool providers an agent can use. The implementation lives in
+/// `agent-tools`; the runner only knows this port.
+#[async_trait]
+pub trait ToolRegistry: Send + Sync {
+    /// Adds a provider, enabled or disabled. Fails if an enabled provider
+    /// would clash with the tool names of another enabled one.
+    fn register(&self, provider: Arc<dyn ToolProvider>, enabled: bool) -> Result<(), RegistryError>;
+
+    /// Enables or disables a provider by name.
+    fn set_enabled(&self, provider: &str, enabled: bool) -> Result<(), RegistryError>;
+
+    /// Definitions of every enabled tool, providers in registration order.
+    fn definitions(&self) -> Vec<ToolDefinition>;
+
+    /// Runs a tool by name on the first enabled provider that has it, after
+    /// checking roles and validating `arguments` against its schema.
+    async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn errors_read_as_instructions() {
+        let error = ToolError::UnknownTool {
+            name: "get_wether".into(),
+            available: vec!["get_weather".into(), "calculator".into()],
+        };
+        assert_eq!(
+            error.to_string(),
+            "unknown tool `get_wether`; available tools: get_weather, calculator"
+        );
+        let error = ToolError::PermissionDenied {
+            tool: "drop".into(),
+            missing_roles: vec!["admin".into()],
+        };
+        assert_eq!(
+            error.to_string(),
+            "permission denied for `drop`: requires role(s) admin"
+        );
+    }
+
+    #[test]
+    fn json_output_is_sent_compact() {
+        assert_eq!(ToolOutput::from(json!({"a": [1, 2]})).to_content(), r#"{"a":[1,2]}"#);
+        assert_eq!(ToolOutput::from("plain").to_content(), "plain");
+    }
+
+    #[test]
+    fn missing_roles_lists_only_what_is_absent() {
+        let context = ToolContext::new().with_role("user");
+        assert_eq!(
+            context.missing_roles(&["user".into(), "admin".into()]),
+            vec!["admin".to_owned()]
+        );
+    }
+}

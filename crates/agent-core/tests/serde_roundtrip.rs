@@ -1,0 +1,167 @@
+//! Every DTO survives a JSON round trip unchanged.
+
+use agent_core::{
+    AgentEvent, AgentRunResult, AssistantMessage, Capabilities, ChatRequest, ChatResponse, LlmError, LlmErrorKind,
+    Message, ModelCallRecord, ReasoningBlock, ResponseFormat, StopCause, StopReason, StreamEvent, ToolCall,
+    ToolCallRecord, ToolChoice, ToolDefinition, ToolOutput, ToolResult, Usage,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+fn round_trip<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(value: &T) {
+    let text = serde_json::to_string(value).unwrap_or_else(|e| panic!("serialize {value:?}: {e}"));
+    let back: T = serde_json::from_str(&text).unwrap_or_else(|e| panic!("deserialize {text}: {e}"));
+    assert_eq!(&back, value, "{text}");
+}
+
+fn conversation() -> Vec<Message> {
+    vec![
+        Message::system("be brief"),
+        Message::user("weather in Tokyo and 2+2?"),
+        Message::Assistant(AssistantMessage {
+            content: "Checking.".into(),
+            tool_calls: vec![
+                ToolCall::new(
+                    "call_1",
+                    "get_weather",
+                    json!({"location": "Tokyo", "units": "celsius"}),
+                ),
+                ToolCall::from_argument_text("call_2", "calculator", "{not json"),
+            ],
+            reasoning: vec![ReasoningBlock {
+                text: "need two tools".into(),
+                signature: Some("c2lnbmF0dXJl".into()),
+                data: Some(json!({"encrypted": "xyz"})),
+            }],
+        }),
+        Message::tool(ToolResult::success("call_1", "get_weather", r#"{"temp":21}"#)),
+        Message::tool(ToolResult::error(
+            "call_2",
+            "calculator",
+            "arguments are not valid JSON",
+        )),
+        Message::assistant("21°C in Tokyo."),
+    ]
+}
+
+#[test]
+fn messages_and_requests_round_trip() {
+    for message in conversation() {
+        round_trip(&message);
+    }
+    let request = ChatRequest {
+        model: Some("gpt-4o".into()),
+        system: Some("sys".into()),
+        messages: conversation(),
+        tools: vec![ToolDefinition::new(
+            "get_weather",
+            "Weather",
+            json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
+        )],
+        tool_choice: ToolChoice::Tool {
+            name: "get_weather".into(),
+        },
+        parallel_tool_calls: Some(true),
+        max_tokens: Some(100),
+        temperature: Some(0.5),
+        stop: vec!["Observation:".into()],
+        response_format: Some(ResponseFormat {
+            name: "answer".into(),
+            schema: json!({"type": "object"}),
+            strict: true,
+        }),
+        prompt_caching: true,
+    };
+    round_trip(&request);
+    for choice in [ToolChoice::Auto, ToolChoice::None, ToolChoice::Required] {
+        round_trip(&choice);
+    }
+}
+
+#[test]
+fn message_wire_shape_is_role_tagged() {
+    let text = serde_json::to_value(Message::user("hi")).unwrap_or_default();
+    assert_eq!(text, json!({"role": "user", "content": "hi"}));
+    let text = serde_json::to_value(Message::tool(ToolResult::error("c", "t", "boom"))).unwrap_or_default();
+    assert_eq!(
+        text,
+        json!({"role": "tool", "call_id": "c", "name": "t", "content": "boom", "is_error": true})
+    );
+}
+
+#[test]
+fn responses_events_errors_and_records_round_trip() {
+    let response = ChatResponse {
+        message: AssistantMessage::with_tool_calls("", vec![ToolCall::new("a", "t", json!({}))]),
+        stop_reason: StopReason::ToolUse,
+        usage: Usage {
+            input_tokens: 5,
+            output_tokens: 3,
+            cache_read_tokens: 2,
+            cache_write_tokens: 1,
+            reasoning_tokens: 1,
+        },
+        model: "m".into(),
+        id: Some("id".into()),
+    };
+    round_trip(&response);
+    for event in agent_core::response_to_events(response.clone()) {
+        round_trip(&event);
+    }
+    round_trip(&StreamEvent::ReasoningSignature { signature: "s".into() });
+    round_trip(&Capabilities {
+        native_tools: true,
+        streaming: true,
+        ..Capabilities::default()
+    });
+    round_trip(
+        &LlmError::new(LlmErrorKind::RateLimited, "slow down")
+            .with_status(429)
+            .with_retry_after(Some(std::time::Duration::from_secs(2))),
+    );
+    round_trip(&ToolOutput::Json(json!({"ok": true})));
+    round_trip(&ToolOutput::Text("plain".into()));
+
+    let result = AgentRunResult {
+        response: "done".into(),
+        stop_reason: StopCause::MaxIterations,
+        stop_detail: Some("limit 10".into()),
+        iterations: 11,
+        tool_calls: vec![ToolCallRecord {
+            id: "a".into(),
+            name: "t".into(),
+            arguments: json!({"x": 1}),
+            result: "2".into(),
+            is_error: false,
+            duration_ms: 3,
+            iteration: 1,
+        }],
+        model_calls: vec![ModelCallRecord {
+            iteration: 1,
+            model: "m".into(),
+            usage: Usage::new(1, 2),
+            cost_usd: Some(0.5),
+            stop_reason: StopReason::EndTurn,
+            duration_ms: 9,
+        }],
+        usage: Usage::new(1, 2),
+        cost_usd: None,
+        provider: "p".into(),
+        model: "m".into(),
+        messages: conversation(),
+    };
+    round_trip(&result);
+    round_trip(&AgentEvent::LoopDetected { iteration: 2 });
+    round_trip(&AgentEvent::ModelRequestStarted {
+        iteration: 1,
+        tool_choice: ToolChoice::None,
+    });
+    round_trip(&AgentEvent::RunFinished {
+        result: Box::new(result),
+    });
+    assert_eq!(
+        serde_json::to_value(StopCause::BudgetExceeded).unwrap_or_default(),
+        json!("budget_exceeded")
+    );
+}
