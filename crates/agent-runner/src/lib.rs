@@ -1,1 +1,44 @@
-//! Placeholder.
+//! # agent-runner
+//!
+//! The agentic loop. An [`Agent`] sends the conversation and its tools to a
+//! model, runs the tools the model asks for (concurrently, deduplicated,
+//! validated), feeds the results back and repeats until the model answers,
+//! with guards against loops, runaway iterations, failing tools and budgets.
+//!
+//! The decisions live in [`RunState`], a serde state machine that does no I/O;
+//! [`Agent::run`] drives it. A run can therefore be saved between steps and
+//! resumed ([`Agent::resume`]), or stepped by hand.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agent_core::{StopCause, ToolContext, ToolRegistry};
+//! use agent_runner::Agent;
+//! use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let client = ScriptedClient::new()
+//!     .respond(response::tool_calls([("lookup", json!({"q": "rust"}))]))
+//!     .respond(response::text("Rust is a language."));
+//! let registry = agent_tools::Registry::new();
+//! let tools = TestTools::new("demo").with(TestTool::new("lookup", ToolBehaviour::Reply("a language".into())));
+//! registry.register(Arc::new(tools), true).unwrap();
+//!
+//! let agent = Agent::builder(Arc::new(client)).tools(Arc::new(registry)).build();
+//! let result = agent.run(Vec::new(), "What is Rust?", &ToolContext::new()).await.unwrap();
+//! assert_eq!(result.stop_reason, StopCause::Completed);
+//! assert_eq!(result.tool_calls[0].result, "a language");
+//! # }
+//! ```
+
+mod agent;
+mod config;
+mod driver;
+pub mod history;
+mod state;
+mod telemetry;
+
+pub use agent::{Agent, AgentBuilder, RunError};
+pub use config::{Budget, RunConfig, ToolProtocol};
+pub use state::{DEFAULT_FORCED_ANSWER_INSTRUCTION, RunIdentity, RunState, Step, StepError, ToolOutcome};

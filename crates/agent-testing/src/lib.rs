@@ -1,1 +1,36 @@
-//! Placeholder.
+//! # agent-testing
+//!
+//! Test doubles for code built on Agentry (a dev-dependency, never shipped):
+//!
+//! - [`ScriptedClient`]: an [`LlmClient`](agent_core::LlmClient) that answers
+//!   from a queue of responses, stream events or errors (optionally after a
+//!   delay) and records every [`ChatRequest`](agent_core::ChatRequest) it got.
+//! - [`TestTools`]: a [`ToolProvider`](agent_core::ToolProvider) whose tools
+//!   reply, fail, sleep or panic as configured, counting their executions.
+//! - [`response`]: builders for responses with text and tool calls.
+//! - [`mocks`]: mockall mocks of the core traits, for expectation-style tests.
+//!
+//! ```
+//! use agent_core::{ChatRequest, LlmClient, Message, CancellationToken};
+//! use agent_testing::{ScriptedClient, response};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let client = ScriptedClient::new()
+//!     .respond(response::tool_calls([("get_weather", json!({"location": "Tokyo"}))]))
+//!     .respond(response::text("Sunny, 21°C."));
+//! let request = ChatRequest::new(vec![Message::user("Weather in Tokyo?")]);
+//! let first = client.complete(&request, &CancellationToken::new()).await.unwrap();
+//! assert_eq!(first.message.tool_calls[0].name, "get_weather");
+//! assert_eq!(client.requests().len(), 1);
+//! # }
+//! ```
+
+pub mod mocks;
+pub mod response;
+mod scripted;
+mod tools;
+
+pub use scripted::{Script, ScriptedClient};
+pub use tools::{ComputeFn, TestTool, TestTools, ToolBehaviour};

@@ -1,0 +1,93 @@
+//! `runner_overhead`: what the loop itself costs. One run = one model turn
+//! asking for one tool call, the tool, and a second model turn with the final
+//! answer, against a client that answers instantly. The figure is the time
+//! per run, i.e. the loop's overhead on top of two model calls and one tool.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_core::{
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, ToolContext, ToolOutput,
+    ToolRegistry,
+};
+use agent_runner::Agent;
+use agent_testing::{TestTool, TestTools, ToolBehaviour, response};
+use async_trait::async_trait;
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+
+/// Alternates between a tool call and a final answer, with no recording.
+struct InstantClient {
+    turn: AtomicUsize,
+    call: ChatResponse,
+    answer: ChatResponse,
+}
+
+#[async_trait]
+impl LlmClient for InstantClient {
+    fn provider(&self) -> &'static str {
+        "bench"
+    }
+    fn model(&self) -> &'static str {
+        "bench-model"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            native_tools: true,
+            ..Capabilities::default()
+        }
+    }
+    async fn complete(&self, _request: &ChatRequest, _cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+        let turn = self.turn.fetch_add(1, Ordering::Relaxed);
+        Ok(if turn % 2 == 0 {
+            self.call.clone()
+        } else {
+            self.answer.clone()
+        })
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let client = Arc::new(InstantClient {
+        turn: AtomicUsize::new(0),
+        call: response::tool_calls([("get_weather", json!({"location": "Tokyo", "unit": "celsius"}))]),
+        answer: response::text("It is 21 °C and sunny in Tokyo."),
+    });
+    let registry = agent_tools::Registry::new();
+    let tools = TestTools::new("travel").with(
+        TestTool::new(
+            "get_weather",
+            ToolBehaviour::Reply(ToolOutput::Json(json!({"temp_c": 21, "sky": "sunny"}))),
+        )
+        .with_schema(json!({
+            "type": "object",
+            "properties": {
+                "location": {"type": "string", "description": "City name"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+            },
+            "required": ["location"]
+        })),
+    );
+    if let Err(error) = registry.register(Arc::new(tools), true) {
+        panic!("bench tools: {error}");
+    }
+    let agent = Agent::builder(client)
+        .name("bench")
+        .system_prompt("You are a travel assistant.")
+        .tools(Arc::new(registry))
+        .build();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let context = ToolContext::new();
+    c.bench_function("runner_overhead/tool_call_then_answer", |b| {
+        b.to_async(&runtime).iter(|| async {
+            let result = agent.run(Vec::new(), "What's the weather in Tokyo?", &context).await;
+            assert!(result.is_ok_and(|r| r.tool_calls.len() == 1));
+        });
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

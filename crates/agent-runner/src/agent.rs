@@ -1,0 +1,425 @@
+//! The agent: configuration plus the entry points that run the loop.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_core::{
+    AgentEvent, AgentRunResult, ChatRequest, LlmClient, LlmError, Message, ModelCatalog, StopCause, ToolChoice,
+    ToolContext, ToolRegistry,
+};
+use futures::Stream;
+use tokio::sync::mpsc;
+
+use crate::driver::Driver;
+use crate::state::{DEFAULT_FORCED_ANSWER_INSTRUCTION, RunIdentity, RunState};
+use crate::{Budget, RunConfig, ToolProtocol};
+
+/// A run that ended in failure. The partial record is kept: nothing of the
+/// conversation or of the tool results is lost.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("agent run failed: {}", result.stop_detail.as_deref().unwrap_or("unknown error"))]
+pub struct RunError {
+    /// Everything the run produced before it failed.
+    pub result: Box<AgentRunResult>,
+    /// The model error behind the failure, when there was one.
+    pub source_error: Option<LlmError>,
+}
+
+/// A configured agent: a model client, tools, a system prompt and the loop's
+/// policies. Cheap to clone; runs share nothing mutable.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    description: String,
+    system_prompt: Option<String>,
+    client: Arc<dyn LlmClient>,
+    registry: Arc<dyn ToolRegistry>,
+    config: RunConfig,
+    max_tokens: Option<u32>,
+    temperature: Option<f32>,
+    stop: Vec<String>,
+    prompt_caching: bool,
+    catalog: Option<Arc<ModelCatalog>>,
+    capture_content: bool,
+    forced_answer_instruction: String,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.inner.name)
+            .field("provider", &self.inner.client.provider())
+            .field("model", &self.inner.client.model())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Starts configuring an agent that talks to `client`.
+    pub fn builder(client: Arc<dyn LlmClient>) -> AgentBuilder {
+        AgentBuilder::new(client)
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The agent's description.
+    pub fn description(&self) -> &str {
+        &self.inner.description
+    }
+
+    /// The tools it can use.
+    pub fn registry(&self) -> &Arc<dyn ToolRegistry> {
+        &self.inner.registry
+    }
+
+    /// The model client.
+    pub fn client(&self) -> &Arc<dyn LlmClient> {
+        &self.inner.client
+    }
+
+    /// The loop's policies.
+    pub fn config(&self) -> &RunConfig {
+        &self.inner.config
+    }
+
+    /// The state of a new run: `history` (a previous run's
+    /// [`AgentRunResult::messages`], or empty) followed by `user_message`.
+    /// Drive it with [`resume`](Self::resume), or step it yourself.
+    pub fn start(&self, history: Vec<Message>, user_message: impl Into<String>) -> RunState {
+        let inner = &self.inner;
+        let mut messages = history;
+        messages.push(Message::user(user_message));
+        let protocol = match inner.config.tool_protocol {
+            ToolProtocol::Auto | ToolProtocol::Native => ToolProtocol::Native,
+            ToolProtocol::Text => ToolProtocol::Text,
+        };
+        let _ = protocol;
+        let request = ChatRequest {
+            model: None,
+            system: self.system_prompt(),
+            messages,
+            tools: inner.registry.definitions(),
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: None,
+            max_tokens: inner.max_tokens,
+            temperature: inner.temperature,
+            stop: inner.stop.clone(),
+            response_format: None,
+            prompt_caching: inner.prompt_caching,
+        };
+        let identity = RunIdentity {
+            agent: inner.name.clone(),
+            provider: inner.client.provider().to_owned(),
+            model: inner.client.model().to_owned(),
+        };
+        let pricing = inner
+            .catalog
+            .as_ref()
+            .and_then(|catalog| catalog.get(&identity.model))
+            .map(|info| info.pricing);
+        RunState::new(identity, inner.config.clone(), request, pricing)
+            .with_forced_answer_instruction(inner.forced_answer_instruction.clone())
+    }
+
+    /// Runs one user turn to the end. `context` says who is asking and
+    /// carries the cancellation token.
+    ///
+    /// A cancelled run or one that hit a limit is a successful result with the
+    /// matching [`StopCause`]; a failed one is a [`RunError`] that keeps the
+    /// partial record.
+    pub async fn run(
+        &self,
+        history: Vec<Message>,
+        user_message: impl Into<String>,
+        context: &ToolContext,
+    ) -> Result<AgentRunResult, RunError> {
+        self.resume(self.start(history, user_message), context).await
+    }
+
+    /// Drives a run from a saved or hand-stepped state to the end.
+    pub async fn resume(&self, mut state: RunState, context: &ToolContext) -> Result<AgentRunResult, RunError> {
+        self.driver(context, None).drive(&mut state).await;
+        finish(state)
+    }
+
+    /// Runs one user turn as a stream of [`AgentEvent`]s, the model's text
+    /// arriving as it is generated, ending with [`AgentEvent::RunFinished`].
+    /// Dropping the stream cancels the run.
+    pub fn run_stream(
+        &self,
+        history: Vec<Message>,
+        user_message: impl Into<String>,
+        context: ToolContext,
+    ) -> impl Stream<Item = AgentEvent> + Send + 'static {
+        let state = self.start(history, user_message);
+        let agent = self.clone();
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let cancel = context.cancel.child_token();
+        let guard = cancel.clone().drop_guard();
+        let context = ToolContext { cancel, ..context };
+        tokio::spawn(async move {
+            let mut state = state;
+            let _ = sender.send(AgentEvent::RunStarted {
+                agent: agent.inner.name.clone(),
+                provider: agent.inner.client.provider().to_owned(),
+                model: agent.inner.client.model().to_owned(),
+            });
+            agent.driver(&context, Some(&sender)).drive(&mut state).await;
+            let result = state.into_result();
+            let _ = sender.send(AgentEvent::RunFinished {
+                result: Box::new(result),
+            });
+        });
+        EventStream {
+            receiver,
+            _cancel_on_drop: guard,
+        }
+    }
+
+    fn driver<'a>(
+        &'a self,
+        context: &'a ToolContext,
+        events: Option<&'a mpsc::UnboundedSender<AgentEvent>>,
+    ) -> Driver<'a> {
+        let inner = &self.inner;
+        Driver {
+            client: inner.client.as_ref(),
+            registry: inner.registry.as_ref(),
+            context,
+            deadline: inner.config.budget.deadline.map(|limit| Instant::now() + limit),
+            max_concurrent_tools: inner.config.max_concurrent_tools,
+            capture_content: inner.capture_content,
+            events,
+        }
+    }
+
+    fn system_prompt(&self) -> Option<String> {
+        let inner = &self.inner;
+        if inner.system_prompt.is_some() {
+            return inner.system_prompt.clone();
+        }
+        if inner.description.is_empty() {
+            return None;
+        }
+        Some(format!("You are {}: {}", inner.name, inner.description))
+    }
+}
+
+fn finish(state: RunState) -> Result<AgentRunResult, RunError> {
+    let error = state.error().cloned();
+    let result = state.into_result();
+    if result.stop_reason == StopCause::Error {
+        Err(RunError {
+            result: Box::new(result),
+            source_error: error,
+        })
+    } else {
+        Ok(result)
+    }
+}
+
+/// The stream returned by [`Agent::run_stream`].
+struct EventStream {
+    receiver: mpsc::UnboundedReceiver<AgentEvent>,
+    _cancel_on_drop: tokio_util::sync::DropGuard,
+}
+
+impl Stream for EventStream {
+    type Item = AgentEvent;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<AgentEvent>> {
+        self.receiver.poll_recv(cx)
+    }
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    client: Arc<dyn LlmClient>,
+    name: String,
+    description: String,
+    system_prompt: Option<String>,
+    registry: Option<Arc<dyn ToolRegistry>>,
+    config: RunConfig,
+    max_tokens: Option<u32>,
+    temperature: Option<f32>,
+    stop: Vec<String>,
+    prompt_caching: bool,
+    catalog: Option<Arc<ModelCatalog>>,
+    capture_content: bool,
+    forced_answer_instruction: String,
+}
+
+impl AgentBuilder {
+    fn new(client: Arc<dyn LlmClient>) -> Self {
+        Self {
+            client,
+            name: "agent".to_owned(),
+            description: String::new(),
+            system_prompt: None,
+            registry: None,
+            config: RunConfig::default(),
+            max_tokens: None,
+            temperature: None,
+            stop: Vec::new(),
+            prompt_caching: false,
+            catalog: None,
+            capture_content: false,
+            forced_answer_instruction: DEFAULT_FORCED_ANSWER_INSTRUCTION.to_owned(),
+        }
+    }
+
+    /// The agent's name (telemetry, events, text-protocol prompt).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// What the agent is for.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// The tools (default: none).
+    pub fn tools(mut self, registry: Arc<dyn ToolRegistry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Replaces all loop policies at once.
+    pub fn config(mut self, config: RunConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Model calls that may request tools before the answer is forced (default 10).
+    pub fn max_iterations(mut self, max_iterations: u32) -> Self {
+        self.config.max_iterations = max_iterations;
+        self
+    }
+
+    /// Consecutive all-failing iterations before the run fails (default 3).
+    pub fn max_consecutive_failures(mut self, max: u32) -> Self {
+        self.config.max_consecutive_failures = max;
+        self
+    }
+
+    /// Tools of one batch run at most this many at a time (default 8).
+    pub fn max_concurrent_tools(mut self, max: usize) -> Self {
+        self.config.max_concurrent_tools = max;
+        self
+    }
+
+    /// Whether identical calls of one batch run once (default on).
+    pub fn deduplicate_calls(mut self, on: bool) -> Self {
+        self.config.deduplicate_calls = on;
+        self
+    }
+
+    /// Tool choice of the first request; later ones use `auto`.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.config.tool_choice = choice;
+        self
+    }
+
+    /// Native tool calling, the text protocol, or automatic choice.
+    pub fn tool_protocol(mut self, protocol: ToolProtocol) -> Self {
+        self.config.tool_protocol = protocol;
+        self
+    }
+
+    /// Budgets (tokens, cost, tool calls, deadline).
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.config.budget = budget;
+        self
+    }
+
+    /// Wall-clock limit of a run.
+    pub fn deadline(mut self, limit: Duration) -> Self {
+        self.config.budget.deadline = Some(limit);
+        self
+    }
+
+    /// Upper bound on generated tokens per model call.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Stop sequences sent with every request.
+    pub fn stop_sequences<S: Into<String>>(mut self, stop: impl IntoIterator<Item = S>) -> Self {
+        self.stop = stop.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Ask the provider to cache the stable prompt prefix.
+    pub fn prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
+        self
+    }
+
+    /// Prices usage with this catalog.
+    pub fn catalog(mut self, catalog: Arc<ModelCatalog>) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// Record message content in telemetry (off by default: it may be sensitive).
+    pub fn capture_content(mut self, on: bool) -> Self {
+        self.capture_content = on;
+        self
+    }
+
+    /// The instruction sent with a forced final answer.
+    pub fn forced_answer_instruction(mut self, instruction: impl Into<String>) -> Self {
+        self.forced_answer_instruction = instruction.into();
+        self
+    }
+
+    /// The agent.
+    pub fn build(self) -> Agent {
+        let registry = self
+            .registry
+            .unwrap_or_else(|| Arc::new(agent_tools::Registry::new()) as Arc<dyn ToolRegistry>);
+        Agent {
+            inner: Arc::new(Inner {
+                name: self.name,
+                description: self.description,
+                system_prompt: self.system_prompt,
+                client: self.client,
+                registry,
+                config: self.config,
+                max_tokens: self.max_tokens,
+                temperature: self.temperature,
+                stop: self.stop,
+                prompt_caching: self.prompt_caching,
+                catalog: self.catalog,
+                capture_content: self.capture_content,
+                forced_answer_instruction: self.forced_answer_instruction,
+            }),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Limits and policies of a run.
+
+use std::time::Duration;
+
+use agent_core::ToolChoice;
+use serde::{Deserialize, Serialize};
+
+/// How tools reach the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolProtocol {
+    /// Native when the client supports it, the text protocol otherwise.
+    #[default]
+    Auto,
+    /// Tool definitions in the request, structured calls in the reply.
+    Native,
+    /// Tools described in the system prompt, calls parsed from the reply text.
+    Text,
+}
+
+/// Budgets that end a run early with [`StopCause::BudgetExceeded`](agent_core::StopCause).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Maximum input + output tokens over all model calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    /// Maximum estimated cost in USD (needs the model in the catalog).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Maximum tool executions; a batch that would exceed it does not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
+    /// Maximum wall-clock time of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_ms")]
+    pub deadline: Option<Duration>,
+}
+
+/// The loop's policies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Model calls that may request tools before the answer is forced (default 10).
+    pub max_iterations: u32,
+    /// Consecutive iterations whose calls all failed before the run ends with
+    /// an error (default 3).
+    pub max_consecutive_failures: u32,
+    /// Run identical calls of one batch once (default on).
+    pub deduplicate_calls: bool,
+    /// Tools of one batch run at most this many at a time (default 8).
+    pub max_concurrent_tools: usize,
+    /// Tool choice of the first request; later requests use `auto`.
+    pub tool_choice: ToolChoice,
+    /// Native tool calling or the text protocol.
+    pub tool_protocol: ToolProtocol,
+    /// Budgets.
+    pub budget: Budget,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            max_iterations: 10,
+            max_consecutive_failures: 3,
+            deduplicate_calls: true,
+            max_concurrent_tools: 8,
+            tool_choice: ToolChoice::Auto,
+            tool_protocol: ToolProtocol::Auto,
+            budget: Budget::default(),
+        }
+    }
+}
+
+mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[allow(clippy::ref_option)]
+    pub fn serialize<S: Serializer>(value: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+        value
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(deserializer)?.map(Duration::from_millis))
+    }
+}

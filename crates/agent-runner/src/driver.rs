@@ -1,0 +1,232 @@
+//! The async driver: performs the I/O a [`RunState`] asks for.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use agent_core::{
+    AgentEvent, ChatRequest, ChatResponse, LlmClient, LlmError, StopCause, StreamAccumulator, StreamEvent, ToolCall,
+    ToolContext, ToolError, ToolExecution, ToolRegistry,
+};
+use futures::stream::FuturesOrdered;
+use futures::{FutureExt, StreamExt};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::Instrument;
+
+use crate::state::{RunState, Step, ToolOutcome};
+use crate::telemetry;
+
+/// Everything the driver needs besides the state.
+pub(crate) struct Driver<'a> {
+    pub client: &'a dyn LlmClient,
+    pub registry: &'a dyn ToolRegistry,
+    pub context: &'a ToolContext,
+    pub deadline: Option<Instant>,
+    pub max_concurrent_tools: usize,
+    pub capture_content: bool,
+    /// Where events go; `None` for runs nobody watches.
+    pub events: Option<&'a UnboundedSender<AgentEvent>>,
+}
+
+/// Why a step was cut short.
+struct Interrupted {
+    cause: StopCause,
+    detail: String,
+}
+
+impl Driver<'_> {
+    /// Drives `state` until it is finished.
+    pub async fn drive(&self, state: &mut RunState) {
+        let identity = state.identity().clone();
+        let span = telemetry::run_span(&identity.agent, &identity.provider, &identity.model);
+        self.drive_steps(state).instrument(span.clone()).await;
+        span.record("gen_ai.usage.input_tokens", state.usage().input_tokens);
+        span.record("gen_ai.usage.output_tokens", state.usage().output_tokens);
+        span.record("agentry.iterations", state.iteration());
+        if let Some(cause) = state.stop_cause() {
+            span.record("agentry.stop_reason", cause.as_str());
+        }
+    }
+
+    async fn drive_steps(&self, state: &mut RunState) {
+        state.record_events(self.events.is_some());
+        loop {
+            let outcome = match state.next_step() {
+                Step::Finished => break,
+                Step::CallModel(request) => {
+                    let iteration = state.iteration() + 1;
+                    self.emit(AgentEvent::ModelRequestStarted {
+                        iteration,
+                        tool_choice: request.tool_choice.clone(),
+                    });
+                    let started = Instant::now();
+                    let model = request.model.as_deref().unwrap_or_else(|| self.client.model());
+                    let span = telemetry::chat_span(self.client.provider(), model, request, iteration);
+                    let result = self.guard(self.call_model(request).instrument(span.clone())).await;
+                    let elapsed = started.elapsed();
+                    if let Ok(outcome) = &result {
+                        telemetry::record_chat(
+                            &span,
+                            self.client.provider(),
+                            model,
+                            outcome.as_ref(),
+                            elapsed,
+                            self.capture_content,
+                            request,
+                        );
+                    }
+                    match result {
+                        Ok(Ok(response)) => state.on_model_response(response, elapsed),
+                        Ok(Err(error)) => state.on_model_error(error),
+                        Err(interrupted) => {
+                            state.interrupt(interrupted.cause, interrupted.detail);
+                            Ok(())
+                        }
+                    }
+                }
+                Step::RunTools(calls) => match self.guard(self.run_tools(calls)).await {
+                    Ok(outcomes) => state.on_tool_results(&outcomes),
+                    Err(interrupted) => {
+                        state.interrupt(interrupted.cause, interrupted.detail);
+                        Ok(())
+                    }
+                },
+            };
+            if let Err(error) = outcome {
+                state.interrupt(StopCause::Error, error.to_string());
+            }
+            if let Some(events) = self.events {
+                for event in state.drain_events() {
+                    let _ = events.send(event);
+                }
+            }
+        }
+    }
+
+    /// Runs `future` unless the run is cancelled or its deadline passes first.
+    async fn guard<F: Future>(&self, future: F) -> Result<F::Output, Interrupted> {
+        let deadline = async {
+            match self.deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = self.context.cancel.cancelled() => Err(Interrupted {
+                cause: StopCause::Cancelled,
+                detail: "the run was cancelled".to_owned(),
+            }),
+            () = deadline => Err(Interrupted {
+                cause: StopCause::BudgetExceeded,
+                detail: "the run's deadline passed".to_owned(),
+            }),
+            output = future => Ok(output),
+        }
+    }
+
+    async fn call_model(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let cancel = &self.context.cancel;
+        let Some(events) = self.events else {
+            return self.client.complete(request, cancel).await;
+        };
+        let mut stream = self.client.stream(request, cancel).await?;
+        let mut accumulator = StreamAccumulator::new();
+        while let Some(event) = stream.next().await {
+            let event = event?;
+            if let StreamEvent::TextDelta { text } = &event {
+                let _ = events.send(AgentEvent::TextDelta { text: text.clone() });
+            }
+            accumulator.push(event)?;
+        }
+        accumulator.finish()
+    }
+
+    async fn run_tools(&self, calls: &[ToolCall]) -> Vec<ToolOutcome> {
+        // Bounded concurrency with results in call order. Written as a plain
+        // loop (not `stream::iter(..).buffered(..)`) so the future stays `Send`
+        // without higher-ranked closure bounds.
+        let limit = self.max_concurrent_tools.max(1);
+        let mut running = FuturesOrdered::new();
+        let mut next = 0;
+        while next < calls.len() && running.len() < limit {
+            running.push_back(self.run_tool(&calls[next]));
+            next += 1;
+        }
+        let mut outcomes = Vec::with_capacity(calls.len());
+        while let Some(outcome) = running.next().await {
+            outcomes.push(outcome);
+            if next < calls.len() {
+                running.push_back(self.run_tool(&calls[next]));
+                next += 1;
+            }
+        }
+        outcomes
+    }
+
+    async fn run_tool(&self, call: &ToolCall) -> ToolOutcome {
+        self.emit(AgentEvent::ToolStarted {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        let started = Instant::now();
+        let execution = AssertUnwindSafe(self.registry.execute(&call.name, &call.arguments, self.context))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| ToolExecution {
+                outcome: Err(ToolError::Panicked {
+                    tool: call.name.clone(),
+                    message: panic_message(panic.as_ref()),
+                }),
+                duration: started.elapsed(),
+                provider: None,
+                attributes: Vec::new(),
+            });
+        let (content, is_error) = match &execution.outcome {
+            Ok(output) => (output.to_content(), false),
+            Err(error) => (error.to_string(), true),
+        };
+        let duration = if execution.duration.is_zero() {
+            started.elapsed()
+        } else {
+            execution.duration
+        };
+        if self.events.is_some() {
+            self.emit(AgentEvent::ToolCompleted {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                result: content.clone(),
+                is_error,
+                duration_ms: millis(duration),
+                attributes: execution.attributes.into_iter().collect::<Map<String, Value>>(),
+            });
+        }
+        ToolOutcome {
+            content,
+            is_error,
+            duration,
+        }
+    }
+
+    fn emit(&self, event: AgentEvent) {
+        if let Some(events) = self.events {
+            let _ = events.send(event);
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "the tool panicked".to_owned()
+    }
+}

@@ -1,0 +1,194 @@
+//! Keeping a conversation sendable, and comparing tool calls.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use agent_core::{Message, ToolCall, ToolResult};
+use serde_json::Value;
+
+/// The content of a result synthesised for a call that never got one.
+pub const INTERRUPTED_RESULT: &str = "The tool call was interrupted before it returned a result.";
+
+/// Makes `messages` sendable: every tool call of an assistant message gets a
+/// result in the tool messages that directly follow it (a synthesised
+/// "interrupted" error where it has none), and tool results that answer no
+/// call of the preceding assistant message are dropped. Idempotent; returns
+/// whether anything changed.
+pub fn repair_history(messages: &mut Vec<Message>) -> bool {
+    if is_sendable(messages) {
+        return false;
+    }
+    let original = std::mem::take(messages);
+    let mut repaired = Vec::with_capacity(original.len() + 1);
+    let mut open_calls: Vec<ToolCall> = Vec::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    for message in original {
+        match message {
+            Message::Tool(result) => {
+                let belongs = open_calls.iter().any(|call| call.id == result.call_id);
+                if belongs && answered.insert(result.call_id.clone()) {
+                    repaired.push(Message::Tool(result));
+                }
+            }
+            other => {
+                close_calls(&mut open_calls, &mut answered, &mut repaired);
+                if let Message::Assistant(assistant) = &other {
+                    open_calls.extend(assistant.tool_calls.iter().cloned());
+                }
+                repaired.push(other);
+            }
+        }
+    }
+    close_calls(&mut open_calls, &mut answered, &mut repaired);
+    *messages = repaired;
+    true
+}
+
+/// Appends an "interrupted" result for every open call that has none.
+fn close_calls(open_calls: &mut Vec<ToolCall>, answered: &mut HashSet<String>, out: &mut Vec<Message>) {
+    for call in open_calls.drain(..) {
+        if !answered.contains(&call.id) {
+            out.push(Message::Tool(ToolResult::error(call.id, call.name, INTERRUPTED_RESULT)));
+        }
+    }
+    answered.clear();
+}
+
+/// Whether every tool call is answered right after its assistant message and
+/// every tool result answers a call of the preceding assistant message.
+pub fn is_sendable(messages: &[Message]) -> bool {
+    let mut open: &[ToolCall] = &[];
+    let mut answered: Vec<&str> = Vec::new();
+    for message in messages {
+        match message {
+            Message::Tool(result) => {
+                let id = result.call_id.as_str();
+                if !open.iter().any(|call| call.id == id) || answered.contains(&id) {
+                    return false;
+                }
+                answered.push(id);
+            }
+            other => {
+                if answered.len() != open.len() {
+                    return false;
+                }
+                open = match other {
+                    Message::Assistant(assistant) => &assistant.tool_calls,
+                    _ => &[],
+                };
+                answered.clear();
+            }
+        }
+    }
+    answered.len() == open.len()
+}
+
+/// A canonical text form of a call (name + arguments with object keys
+/// sorted), so that calls differing only in key order compare equal.
+pub fn call_key(call: &ToolCall) -> String {
+    let mut key = String::with_capacity(call.name.len() + 32);
+    key.push_str(&call.name);
+    key.push('\u{0}');
+    match &call.raw_arguments {
+        Some(raw) => key.push_str(raw),
+        None => write_canonical(&call.arguments, &mut key),
+    }
+    key
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (position, (key, value)) in entries.into_iter().enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "{}", Value::String(key.clone()));
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (position, item) in items.iter().enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => {
+            let _ = write!(out, "{scalar}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_core::AssistantMessage;
+    use serde_json::json;
+
+    use super::*;
+
+    fn assistant_calling(ids: &[&str]) -> Message {
+        Message::Assistant(AssistantMessage::with_tool_calls(
+            "",
+            ids.iter().map(|id| ToolCall::new(*id, "t", json!({}))).collect(),
+        ))
+    }
+
+    #[test]
+    fn dangling_calls_get_interrupted_results_and_orphans_are_dropped() {
+        let mut messages = vec![
+            Message::user("hi"),
+            assistant_calling(&["a", "b"]),
+            Message::tool(ToolResult::success("a", "t", "ok")),
+            Message::tool(ToolResult::success("zzz", "t", "orphan")),
+            Message::user("next"),
+            Message::tool(ToolResult::success("a", "t", "late duplicate")),
+        ];
+        assert!(!is_sendable(&messages));
+        assert!(repair_history(&mut messages));
+        assert!(is_sendable(&messages));
+        let results: Vec<_> = messages
+            .iter()
+            .filter_map(Message::as_tool_result)
+            .map(|r| (r.call_id.as_str(), r.is_error))
+            .collect();
+        assert_eq!(results, [("a", false), ("b", true)]);
+        assert_eq!(messages.len(), 5);
+    }
+
+    #[test]
+    fn repairing_twice_changes_nothing() {
+        let mut messages = vec![Message::user("hi"), assistant_calling(&["a"])];
+        assert!(repair_history(&mut messages));
+        let once = messages.clone();
+        assert!(!repair_history(&mut messages));
+        assert_eq!(messages, once);
+    }
+
+    #[test]
+    fn a_duplicate_result_for_one_call_is_not_sendable() {
+        let messages = vec![
+            assistant_calling(&["a", "b"]),
+            Message::tool(ToolResult::success("a", "t", "1")),
+            Message::tool(ToolResult::success("a", "t", "2")),
+        ];
+        assert!(!is_sendable(&messages));
+    }
+
+    #[test]
+    fn call_keys_ignore_object_key_order() {
+        let a = ToolCall::new("1", "t", json!({"x": 1, "y": {"b": [1, {"d": 1, "c": 2}], "a": null}}));
+        let b = ToolCall::new("2", "t", json!({"y": {"a": null, "b": [1, {"c": 2, "d": 1}]}, "x": 1}));
+        let c = ToolCall::new("3", "t", json!({"x": 2}));
+        assert_eq!(call_key(&a), call_key(&b));
+        assert_ne!(call_key(&a), call_key(&c));
+    }
+}

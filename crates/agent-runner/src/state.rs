@@ -1,0 +1,575 @@
+//! The run as a plain state machine: it decides, the driver does the I/O.
+//!
+//! [`RunState::next_step`] says what to do next (call the model with this
+//! request, run these tools, or nothing: the run is over); the driver does it
+//! and reports back with [`RunState::on_model_response`],
+//! [`RunState::on_tool_results`], [`RunState::on_model_error`] or
+//! [`RunState::interrupt`]. The state is serde data, so a run can be saved
+//! between steps and resumed, and every decision is testable without a runtime.
+
+use std::time::Duration;
+
+use agent_core::{
+    AgentEvent, AgentRunResult, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Message, ModelCallRecord, Pricing,
+    StopCause, ToolCall, ToolCallRecord, ToolChoice, ToolResult, Usage,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::RunConfig;
+use crate::history::{INTERRUPTED_RESULT, call_key, repair_history};
+
+/// The instruction sent with a forced final answer unless the agent sets its own.
+pub const DEFAULT_FORCED_ANSWER_INSTRUCTION: &str = "You cannot call any more tools for this request. \
+Answer the user's last message now, using only the information above, and say briefly what you could not find out.";
+
+/// What the driver must do next.
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// Send this request to the model.
+    CallModel(&'a ChatRequest),
+    /// Run these tool calls (already deduplicated) and report their outcomes
+    /// in the same order.
+    RunTools(&'a [ToolCall]),
+    /// The run is over; take the result with [`RunState::into_result`].
+    Finished,
+}
+
+/// The outcome of one tool execution, as reported by the driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    /// What the model will be told.
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+    /// How long it ran.
+    pub duration: Duration,
+}
+
+/// A report that does not fit the phase the run is in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the run {expected}, but got {got}")]
+pub struct StepError {
+    expected: &'static str,
+    got: &'static str,
+}
+
+/// Who the run is for, as reported in events and the result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunIdentity {
+    /// The agent's name.
+    pub agent: String,
+    /// The provider.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ForcedReason {
+    MaxIterations,
+    LoopDetected,
+}
+
+impl ForcedReason {
+    fn cause(self) -> StopCause {
+        match self {
+            Self::MaxIterations => StopCause::MaxIterations,
+            Self::LoopDetected => StopCause::LoopDetected,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Forced {
+    reason: ForcedReason,
+    /// Position of the transient instruction message in the request.
+    instruction_at: usize,
+}
+
+/// What happens to one call of a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "slot", rename_all = "snake_case")]
+enum Slot {
+    /// Answered by the outcome at this index of `to_run`; `first` is false for
+    /// duplicates of an earlier call in the batch.
+    Run { index: usize, first: bool },
+    /// Not run: answered with this error.
+    Rejected { message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Batch {
+    calls: Vec<ToolCall>,
+    slots: Vec<Slot>,
+    to_run: Vec<ToolCall>,
+    loop_detected: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+enum Phase {
+    NeedsModel { forced: Option<Forced> },
+    NeedsTools { batch: Batch },
+    Finished { cause: StopCause, detail: Option<String> },
+}
+
+/// The complete, serialisable state of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    identity: RunIdentity,
+    config: RunConfig,
+    request: ChatRequest,
+    pricing: Option<Pricing>,
+    forced_answer_instruction: String,
+    phase: Phase,
+    iteration: u32,
+    usage: Usage,
+    cost_usd: Option<f64>,
+    tool_calls: Vec<ToolCallRecord>,
+    model_calls: Vec<ModelCallRecord>,
+    executed_tools: u32,
+    consecutive_failures: u32,
+    previous_batch: Option<Vec<String>>,
+    response: String,
+    #[serde(skip)]
+    error: Option<LlmError>,
+    #[serde(skip)]
+    record_events: bool,
+    #[serde(skip)]
+    events: Vec<AgentEvent>,
+}
+
+impl RunState {
+    /// A run that will send `request` (system prompt, tools, settings and the
+    /// conversation ending with the new user message) under `config`.
+    /// `pricing` prices the usage; without it costs are unknown.
+    pub fn new(identity: RunIdentity, config: RunConfig, mut request: ChatRequest, pricing: Option<Pricing>) -> Self {
+        repair_history(&mut request.messages);
+        request.tool_choice = config.tool_choice.clone();
+        Self {
+            identity,
+            config,
+            request,
+            cost_usd: pricing.map(|_| 0.0),
+            pricing,
+            forced_answer_instruction: DEFAULT_FORCED_ANSWER_INSTRUCTION.to_owned(),
+            phase: Phase::NeedsModel { forced: None },
+            iteration: 0,
+            usage: Usage::default(),
+            tool_calls: Vec::new(),
+            model_calls: Vec::new(),
+            executed_tools: 0,
+            consecutive_failures: 0,
+            previous_batch: None,
+            response: String::new(),
+            error: None,
+            record_events: false,
+            events: Vec::new(),
+        }
+    }
+
+    /// Replaces the instruction sent with a forced final answer.
+    pub fn with_forced_answer_instruction(mut self, instruction: impl Into<String>) -> Self {
+        self.forced_answer_instruction = instruction.into();
+        self
+    }
+
+    /// Collect [`AgentEvent`]s for [`drain_events`](Self::drain_events).
+    pub fn record_events(&mut self, on: bool) {
+        self.record_events = on;
+    }
+
+    /// Events produced since the last call.
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, AgentEvent> {
+        self.events.drain(..)
+    }
+
+    /// What to do next.
+    pub fn next_step(&self) -> Step<'_> {
+        match &self.phase {
+            Phase::NeedsModel { .. } => Step::CallModel(&self.request),
+            Phase::NeedsTools { batch } => Step::RunTools(&batch.to_run),
+            Phase::Finished { .. } => Step::Finished,
+        }
+    }
+
+    /// Model calls made so far.
+    pub fn iteration(&self) -> u32 {
+        self.iteration
+    }
+
+    /// Tokens used so far.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Why the run ended, once it has.
+    pub fn stop_cause(&self) -> Option<StopCause> {
+        match self.phase {
+            Phase::Finished { cause, .. } => Some(cause),
+            _ => None,
+        }
+    }
+
+    /// Who the run is for.
+    pub fn identity(&self) -> &RunIdentity {
+        &self.identity
+    }
+
+    /// The request the next model call sends (or the last one sent).
+    pub fn request(&self) -> &ChatRequest {
+        &self.request
+    }
+
+    /// The model error that ended the run, if one did.
+    pub fn error(&self) -> Option<&LlmError> {
+        self.error.as_ref()
+    }
+
+    /// Whether the run is over.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.phase, Phase::Finished { .. })
+    }
+
+    /// Takes the model's reply.
+    pub fn on_model_response(&mut self, response: ChatResponse, duration: Duration) -> Result<(), StepError> {
+        let Phase::NeedsModel { forced } = self.phase else {
+            return Err(self.unexpected("a model response"));
+        };
+        self.iteration += 1;
+        self.account(&response, duration);
+        let ChatResponse { mut message, .. } = response;
+        if !message.content.is_empty() {
+            self.response.clone_from(&message.content);
+        }
+
+        if let Some(forced) = forced {
+            self.request.messages.truncate(forced.instruction_at);
+            let ignored = std::mem::take(&mut message.tool_calls).len();
+            self.response.clone_from(&message.content);
+            self.request.messages.push(Message::Assistant(message));
+            let detail = match forced.reason {
+                ForcedReason::MaxIterations => format!(
+                    "reached the limit of {} iterations; the answer was forced",
+                    self.config.max_iterations
+                ),
+                ForcedReason::LoopDetected => {
+                    "the model repeated the same tool calls; the answer was forced".to_owned()
+                }
+            };
+            let detail = if ignored > 0 {
+                format!("{detail}; {ignored} tool call(s) requested afterwards were not run")
+            } else {
+                detail
+            };
+            self.finish(forced.reason.cause(), Some(detail));
+            return Ok(());
+        }
+
+        let calls = message.tool_calls.clone();
+        self.request.messages.push(Message::Assistant(message));
+        if let Some(detail) = self.exceeded_budget() {
+            self.abandon(calls, &detail);
+            self.finish(StopCause::BudgetExceeded, Some(detail));
+            return Ok(());
+        }
+        if calls.is_empty() {
+            self.finish(StopCause::Completed, None);
+            return Ok(());
+        }
+        // A forced tool choice applies to the first round only.
+        self.request.tool_choice = ToolChoice::Auto;
+        let batch = self.plan_batch(calls);
+        if let Some(max) = self.config.budget.max_tool_calls {
+            let wanted = batch.to_run.len() as u32;
+            if self.executed_tools + wanted > max {
+                let detail = format!(
+                    "the model asked for {wanted} more tool call(s), which would exceed the budget of {max} ({} used)",
+                    self.executed_tools
+                );
+                self.abandon(batch.calls, &detail);
+                self.finish(StopCause::BudgetExceeded, Some(detail));
+                return Ok(());
+            }
+        }
+        if self.record_events {
+            for call in &batch.calls {
+                self.events.push(AgentEvent::ToolCallRequested {
+                    iteration: self.iteration,
+                    call: call.clone(),
+                });
+            }
+        }
+        let nothing_to_run = batch.to_run.is_empty();
+        self.phase = Phase::NeedsTools { batch };
+        if nothing_to_run {
+            self.on_tool_results(&[])?;
+        }
+        Ok(())
+    }
+
+    /// Takes the outcomes of the calls of [`Step::RunTools`], in that order.
+    /// Missing outcomes count as interrupted.
+    pub fn on_tool_results(&mut self, outcomes: &[ToolOutcome]) -> Result<(), StepError> {
+        let Phase::NeedsTools { batch } = std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) else {
+            return Err(self.unexpected("tool results"));
+        };
+        self.executed_tools += batch.to_run.len() as u32;
+        let mut all_failed = true;
+        let mut last_error = None;
+        for (call, slot) in batch.calls.into_iter().zip(batch.slots) {
+            let (content, is_error, duration) = match slot {
+                Slot::Run { index, first } => match outcomes.get(index) {
+                    Some(outcome) => (
+                        outcome.content.clone(),
+                        outcome.is_error,
+                        if first { outcome.duration } else { Duration::ZERO },
+                    ),
+                    None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO),
+                },
+                Slot::Rejected { message } => (message, true, Duration::ZERO),
+            };
+            all_failed &= is_error;
+            if is_error {
+                last_error = Some(format!("`{}`: {content}", call.name));
+            }
+            self.record_call(call, content, is_error, duration);
+        }
+        self.consecutive_failures = if all_failed { self.consecutive_failures + 1 } else { 0 };
+        self.emit(AgentEvent::IterationFinished {
+            iteration: self.iteration,
+        });
+
+        if self.consecutive_failures >= self.config.max_consecutive_failures {
+            let detail = format!(
+                "every tool call failed in {} consecutive iterations; last error: {}",
+                self.consecutive_failures,
+                last_error.unwrap_or_default()
+            );
+            self.finish(StopCause::Error, Some(detail));
+        } else if batch.loop_detected {
+            self.emit(AgentEvent::LoopDetected {
+                iteration: self.iteration,
+            });
+            self.force_answer(ForcedReason::LoopDetected);
+        } else if self.iteration >= self.config.max_iterations {
+            self.force_answer(ForcedReason::MaxIterations);
+        }
+        Ok(())
+    }
+
+    /// Takes a failed model call; the run ends (retries are the client's job).
+    pub fn on_model_error(&mut self, error: LlmError) -> Result<(), StepError> {
+        if !matches!(self.phase, Phase::NeedsModel { .. }) {
+            return Err(self.unexpected("a model error"));
+        }
+        let cause = if error.kind == LlmErrorKind::Cancelled {
+            StopCause::Cancelled
+        } else {
+            StopCause::Error
+        };
+        self.emit(AgentEvent::Error {
+            message: error.to_string(),
+        });
+        let detail = error.to_string();
+        self.error = Some(error);
+        self.interrupt(cause, detail);
+        Ok(())
+    }
+
+    /// Ends the run now (cancellation, deadline). Calls that were waiting get
+    /// an "interrupted" result, so the history stays sendable.
+    pub fn interrupt(&mut self, cause: StopCause, detail: impl Into<String>) {
+        match std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
+            Phase::NeedsTools { batch } => {
+                for call in batch.calls {
+                    self.record_call(call, INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO);
+                }
+            }
+            Phase::NeedsModel { forced: Some(forced) } => self.request.messages.truncate(forced.instruction_at),
+            Phase::NeedsModel { forced: None } => {}
+            finished @ Phase::Finished { .. } => {
+                self.phase = finished;
+                return;
+            }
+        }
+        self.finish(cause, Some(detail.into()));
+    }
+
+    /// The run's record. Call once [`Step::Finished`] is reached; an
+    /// unfinished run is reported as interrupted.
+    pub fn into_result(mut self) -> AgentRunResult {
+        if !self.is_finished() {
+            self.interrupt(StopCause::Error, "the run was stopped before it finished");
+        }
+        let (stop_reason, stop_detail) = match self.phase {
+            Phase::Finished { cause, detail } => (cause, detail),
+            _ => (StopCause::Error, None),
+        };
+        AgentRunResult {
+            response: self.response,
+            stop_reason,
+            stop_detail,
+            iterations: self.iteration,
+            tool_calls: self.tool_calls,
+            model_calls: self.model_calls,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            provider: self.identity.provider,
+            model: self.identity.model,
+            messages: self.request.messages,
+        }
+    }
+
+    fn account(&mut self, response: &ChatResponse, duration: Duration) {
+        let cost = self.pricing.map(|pricing| pricing.cost(&response.usage));
+        self.usage += response.usage;
+        self.cost_usd = match (self.cost_usd, cost) {
+            (Some(total), Some(cost)) => Some(total + cost),
+            _ => None,
+        };
+        let model = if response.model.is_empty() {
+            self.identity.model.clone()
+        } else {
+            response.model.clone()
+        };
+        let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        self.model_calls.push(ModelCallRecord {
+            iteration: self.iteration,
+            model,
+            usage: response.usage,
+            cost_usd: cost,
+            stop_reason: response.stop_reason,
+            duration_ms,
+        });
+        self.emit(AgentEvent::ModelRequestFinished {
+            iteration: self.iteration,
+            usage: response.usage,
+            cost_usd: cost,
+            stop_reason: response.stop_reason,
+            duration_ms,
+        });
+    }
+
+    fn exceeded_budget(&self) -> Option<String> {
+        let budget = &self.config.budget;
+        if let Some(max) = budget.max_total_tokens {
+            if self.usage.total_tokens() > max {
+                return Some(format!(
+                    "used {} tokens, over the budget of {max}",
+                    self.usage.total_tokens()
+                ));
+            }
+        }
+        if let (Some(max), Some(cost)) = (budget.max_cost_usd, self.cost_usd) {
+            if cost > max {
+                return Some(format!("spent ${cost:.6}, over the budget of ${max:.6}"));
+            }
+        }
+        None
+    }
+
+    fn plan_batch(&mut self, calls: Vec<ToolCall>) -> Batch {
+        let keys: Vec<String> = calls.iter().map(call_key).collect();
+        let mut signature = keys.clone();
+        signature.sort_unstable();
+        let loop_detected = self.previous_batch.as_ref() == Some(&signature);
+        self.previous_batch = Some(signature);
+
+        let mut slots = Vec::with_capacity(calls.len());
+        let mut to_run: Vec<ToolCall> = Vec::with_capacity(calls.len());
+        let mut run_keys: Vec<&str> = Vec::with_capacity(calls.len());
+        for (call, key) in calls.iter().zip(&keys) {
+            if let Some(raw) = &call.raw_arguments {
+                slots.push(Slot::Rejected {
+                    message: format!(
+                        "invalid arguments for `{}`: not valid JSON: {raw}. Call the tool again with a JSON object.",
+                        call.name
+                    ),
+                });
+                continue;
+            }
+            let duplicate = self
+                .config
+                .deduplicate_calls
+                .then(|| run_keys.iter().position(|k| *k == key.as_str()))
+                .flatten();
+            if let Some(index) = duplicate {
+                slots.push(Slot::Run { index, first: false });
+            } else {
+                slots.push(Slot::Run {
+                    index: to_run.len(),
+                    first: true,
+                });
+                to_run.push(call.clone());
+                run_keys.push(key);
+            }
+        }
+        Batch {
+            calls,
+            slots,
+            to_run,
+            loop_detected,
+        }
+    }
+
+    fn force_answer(&mut self, reason: ForcedReason) {
+        self.request.tool_choice = ToolChoice::None;
+        if !self.request.has_tool_blocks() {
+            self.request.tools.clear();
+        }
+        let instruction_at = self.request.messages.len();
+        self.request
+            .messages
+            .push(Message::user(self.forced_answer_instruction.clone()));
+        self.phase = Phase::NeedsModel {
+            forced: Some(Forced { reason, instruction_at }),
+        };
+    }
+
+    /// Answers calls that will not run, so the record and the history stay complete.
+    fn abandon(&mut self, calls: Vec<ToolCall>, reason: &str) {
+        for call in calls {
+            self.record_call(call, format!("Not run: {reason}."), true, Duration::ZERO);
+        }
+    }
+
+    fn record_call(&mut self, call: ToolCall, content: String, is_error: bool, duration: Duration) {
+        self.request.messages.push(Message::Tool(ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: content.clone(),
+            is_error,
+        }));
+        self.tool_calls.push(ToolCallRecord {
+            id: call.id,
+            name: call.name,
+            arguments: call.arguments,
+            result: content,
+            is_error,
+            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            iteration: self.iteration,
+        });
+    }
+
+    fn finish(&mut self, cause: StopCause, detail: Option<String>) {
+        repair_history(&mut self.request.messages);
+        self.phase = Phase::Finished { cause, detail };
+    }
+
+    fn emit(&mut self, event: AgentEvent) {
+        if self.record_events {
+            self.events.push(event);
+        }
+    }
+
+    fn unexpected(&self, got: &'static str) -> StepError {
+        let expected = match self.phase {
+            Phase::NeedsModel { .. } => "is waiting for a model response",
+            Phase::NeedsTools { .. } => "is waiting for tool results",
+            Phase::Finished { .. } => "is finished",
+        };
+        StepError { expected, got }
+    }
+}

@@ -1,0 +1,125 @@
+//! Spans and metrics named after the OpenTelemetry GenAI semantic conventions.
+
+use std::time::Duration;
+
+use agent_core::{ChatRequest, ChatResponse, LlmError, StopReason};
+use tracing::Span;
+use tracing::field::Empty;
+
+/// The span of a whole run: `invoke_agent {agent}`.
+pub(crate) fn run_span(agent: &str, provider: &str, model: &str) -> Span {
+    tracing::info_span!(
+        "invoke_agent",
+        otel.name = %format_args!("invoke_agent {agent}"),
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = agent,
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = model,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        agentry.iterations = Empty,
+        agentry.stop_reason = Empty,
+    )
+}
+
+/// The span of one model call: `chat {model}`.
+pub(crate) fn chat_span(provider: &str, model: &str, request: &ChatRequest, iteration: u32) -> Span {
+    tracing::info_span!(
+        "chat",
+        otel.name = %format_args!("chat {model}"),
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = model,
+        gen_ai.request.max_tokens = request.max_tokens,
+        gen_ai.request.temperature = request.temperature,
+        agentry.iteration = iteration,
+        gen_ai.response.model = Empty,
+        gen_ai.response.id = Empty,
+        gen_ai.response.finish_reasons = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read_tokens = Empty,
+        error.type = Empty,
+    )
+}
+
+/// Records a model call's outcome on its span and in the metrics
+/// `gen_ai.client.token.usage` and `gen_ai.client.operation.duration`.
+pub(crate) fn record_chat(
+    span: &Span,
+    provider: &str,
+    model: &str,
+    outcome: Result<&ChatResponse, &LlmError>,
+    duration: Duration,
+    capture_content: bool,
+    request: &ChatRequest,
+) {
+    let error_type = match outcome {
+        Ok(response) => {
+            span.record("gen_ai.response.model", response.model.as_str());
+            if let Some(id) = &response.id {
+                span.record("gen_ai.response.id", id.as_str());
+            }
+            span.record("gen_ai.response.finish_reasons", finish_reason(response.stop_reason));
+            span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+            span.record("gen_ai.usage.cache_read_tokens", response.usage.cache_read_tokens);
+            for (token_type, count) in [
+                ("input", response.usage.input_tokens),
+                ("output", response.usage.output_tokens),
+            ] {
+                metrics::histogram!(
+                    "gen_ai.client.token.usage",
+                    "gen_ai.operation.name" => "chat",
+                    "gen_ai.provider.name" => provider.to_owned(),
+                    "gen_ai.request.model" => model.to_owned(),
+                    "gen_ai.token.type" => token_type,
+                )
+                .record(count as f64);
+            }
+            if capture_content {
+                let _entered = span.enter();
+                tracing::info!(
+                    gen_ai.input.messages = %serde_json::to_string(&request.messages).unwrap_or_default(),
+                    gen_ai.output.messages = %serde_json::to_string(&response.message).unwrap_or_default(),
+                    "gen_ai.content"
+                );
+            }
+            None
+        }
+        Err(error) => {
+            let kind = serde_json::to_value(error.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            span.record("error.type", kind.as_str());
+            Some(kind)
+        }
+    };
+    let histogram = if let Some(error_type) = error_type {
+        metrics::histogram!(
+            "gen_ai.client.operation.duration",
+            "gen_ai.operation.name" => "chat",
+            "gen_ai.provider.name" => provider.to_owned(),
+            "gen_ai.request.model" => model.to_owned(),
+            "error.type" => error_type,
+        )
+    } else {
+        metrics::histogram!(
+            "gen_ai.client.operation.duration",
+            "gen_ai.operation.name" => "chat",
+            "gen_ai.provider.name" => provider.to_owned(),
+            "gen_ai.request.model" => model.to_owned(),
+        )
+    };
+    histogram.record(duration.as_secs_f64());
+}
+
+fn finish_reason(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::EndTurn | StopReason::StopSequence => "stop",
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens => "length",
+        StopReason::ContentFilter => "content_filter",
+    }
+}

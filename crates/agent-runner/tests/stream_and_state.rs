@@ -1,0 +1,210 @@
+//! Streaming runs, saved-and-resumed runs, and telemetry.
+
+mod common;
+
+use agent_core::{AgentEvent, Message, StopReason, StreamEvent, ToolContext, Usage};
+use agent_runner::{RunState, Step};
+use agent_testing::{ScriptedClient, response};
+use futures::StreamExt;
+use serde_json::json;
+
+fn script() -> ScriptedClient {
+    ScriptedClient::new()
+        .stream_events(vec![
+            StreamEvent::TextDelta { text: "Let me ".into() },
+            StreamEvent::TextDelta { text: "check.".into() },
+            StreamEvent::ToolCallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "echo".into(),
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                arguments: "{\"city\":".into(),
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                arguments: "\"Tokyo\"}".into(),
+            },
+            StreamEvent::Usage {
+                usage: Usage {
+                    input_tokens: 40,
+                    output_tokens: 12,
+                    cache_read_tokens: 30,
+                    ..Usage::default()
+                },
+            },
+            StreamEvent::Stop {
+                reason: StopReason::ToolUse,
+            },
+        ])
+        .stream_events(vec![
+            StreamEvent::TextDelta { text: "Sunny".into() },
+            StreamEvent::TextDelta {
+                text: " in Tokyo.".into(),
+            },
+            StreamEvent::Usage {
+                usage: Usage::new(60, 5),
+            },
+            StreamEvent::Stop {
+                reason: StopReason::EndTurn,
+            },
+        ])
+}
+
+#[tokio::test]
+async fn a_streamed_run_reports_events_in_order_and_ends_with_the_result() {
+    let client = script();
+    let agent = common::agent(&client).build();
+    let events: Vec<AgentEvent> = agent.run_stream(vec![], "weather?", ToolContext::new()).collect().await;
+
+    assert!(matches!(events.first(), Some(AgentEvent::RunStarted { .. })));
+    let deltas: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, "Let me check.Sunny in Tokyo.");
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| match e {
+            AgentEvent::RunStarted { .. } => "run_started",
+            AgentEvent::ModelRequestStarted { .. } => "model_started",
+            AgentEvent::ModelRequestFinished { .. } => "model_finished",
+            AgentEvent::TextDelta { .. } => "text",
+            AgentEvent::ToolCallRequested { .. } => "tool_requested",
+            AgentEvent::ToolStarted { .. } => "tool_started",
+            AgentEvent::ToolCompleted { .. } => "tool_completed",
+            AgentEvent::LoopDetected { .. } => "loop",
+            AgentEvent::IterationFinished { .. } => "iteration_finished",
+            AgentEvent::Error { .. } => "error",
+            AgentEvent::RunFinished { .. } => "run_finished",
+        })
+        .filter(|k| *k != "text")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_started",
+            "model_started",
+            "model_finished",
+            "tool_requested",
+            "tool_started",
+            "tool_completed",
+            "iteration_finished",
+            "model_started",
+            "model_finished",
+            "run_finished"
+        ]
+    );
+    let Some(AgentEvent::RunFinished { result }) = events.last() else {
+        panic!("the last event is the result");
+    };
+    assert_eq!(result.response, "Sunny in Tokyo.");
+    assert_eq!(result.tool_calls[0].arguments, json!({"city": "Tokyo"}));
+}
+
+#[tokio::test]
+async fn streamed_and_unstreamed_runs_of_the_same_script_report_identical_usage() {
+    let streamed_client = script();
+    let events: Vec<AgentEvent> = common::agent(&streamed_client)
+        .build()
+        .run_stream(vec![], "weather?", ToolContext::new())
+        .collect()
+        .await;
+    let Some(AgentEvent::RunFinished { result: streamed }) = events.last().cloned() else {
+        panic!("no result");
+    };
+    let plain_client = script();
+    let plain = common::agent(&plain_client)
+        .build()
+        .run(vec![], "weather?", &ToolContext::new())
+        .await
+        .expect("run");
+    assert_eq!(streamed.usage, plain.usage);
+    assert_eq!(
+        plain.usage,
+        Usage {
+            input_tokens: 100,
+            output_tokens: 17,
+            cache_read_tokens: 30,
+            ..Usage::default()
+        }
+    );
+    assert_eq!(streamed.response, plain.response);
+    assert_eq!(streamed.messages, plain.messages);
+}
+
+#[tokio::test]
+async fn dropping_the_event_stream_cancels_the_run() {
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("slow_a", json!({}))]))
+        .respond(response::text("never"));
+    let agent = common::agent(&client).build();
+    let mut stream = Box::pin(agent.run_stream(vec![], "go", ToolContext::new()));
+    // Read until the tool starts, then walk away.
+    while let Some(event) = stream.next().await {
+        if matches!(event, AgentEvent::ToolStarted { .. }) {
+            break;
+        }
+    }
+    drop(stream);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        client.requests().len(),
+        1,
+        "no second model call after the stream was dropped"
+    );
+}
+
+#[tokio::test]
+async fn a_run_saved_between_steps_resumes_to_the_same_result() {
+    let make = || {
+        ScriptedClient::new()
+            .respond(response::tool_calls([("echo", json!({"n": 1}))]))
+            .respond(response::text("done"))
+    };
+    // Uninterrupted.
+    let client = make();
+    let agent = common::agent(&client).build();
+    let expected = agent.run(vec![], "go", &ToolContext::new()).await.expect("run");
+
+    // Stepped by hand: one model call, then saved as JSON, then resumed.
+    let client = make();
+    let agent = common::agent(&client).build();
+    let mut state = agent.start(vec![], "go");
+    let Step::CallModel(request) = state.next_step() else {
+        panic!("a new run calls the model first");
+    };
+    let response = {
+        use agent_core::LlmClient;
+        client
+            .complete(request, &agent_core::CancellationToken::new())
+            .await
+            .expect("scripted")
+    };
+    state
+        .on_model_response(response, std::time::Duration::ZERO)
+        .expect("in phase");
+    assert!(matches!(state.next_step(), Step::RunTools(calls) if calls.len() == 1));
+    let saved = serde_json::to_string(&state).expect("state serialises");
+    let restored: RunState = serde_json::from_str(&saved).expect("state deserialises");
+    assert_eq!(restored, state);
+    let resumed = agent.resume(restored, &ToolContext::new()).await.expect("run");
+    assert_eq!(resumed.response, expected.response);
+    assert_eq!(resumed.messages, expected.messages);
+    assert_eq!(resumed.tool_calls.len(), expected.tool_calls.len());
+}
+
+#[test]
+fn reports_out_of_phase_are_rejected_not_applied() {
+    let client = ScriptedClient::new();
+    let agent = common::agent(&client).build();
+    let mut state = agent.start(vec![Message::user("hi")], "go");
+    let before = state.clone();
+    let error = state.on_tool_results(&[]).expect_err("a new run waits for the model");
+    assert!(error.to_string().contains("waiting for a model response"), "{error}");
+    assert_eq!(state, before);
+}

@@ -1,0 +1,85 @@
+//! Behaviour 11, observability. This test has a binary of its own because
+//! tracing caches callsite interest process-wide: spans created by tests
+//! running at the same time without a subscriber would race with the scoped
+//! subscriber used here.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use agent_core::ToolContext;
+use agent_testing::{ScriptedClient, response};
+use serde_json::json;
+
+// 11. Observability: spans named after the GenAI conventions.
+#[derive(Clone, Default)]
+struct SpanNames(Arc<Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _id: &tracing::span::Id,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        struct Visitor(Option<String>);
+        impl tracing::field::Visit for Visitor {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "otel.name" {
+                    self.0 = Some(format!("{value:?}"));
+                }
+            }
+        }
+        let mut visitor = Visitor(None);
+        attrs.record(&mut visitor);
+        let name = visitor.0.unwrap_or_else(|| attrs.metadata().name().to_owned());
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(name);
+    }
+}
+
+#[test]
+fn a_run_opens_agent_chat_and_tool_spans_and_records_genai_metrics() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let names = SpanNames::default();
+    let subscriber = tracing_subscriber::registry().with(names.clone());
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("echo", json!({}))]))
+        .respond(response::text("done"));
+    let agent = common::agent(&client).name("travel").build();
+    tracing::subscriber::with_default(subscriber, || {
+        metrics::with_local_recorder(&recorder, || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime
+                .block_on(agent.run(vec![], "go", &ToolContext::new()))
+                .expect("run");
+        });
+    });
+    let names = names.0.lock().map(|n| n.clone()).unwrap_or_default();
+    assert!(names.contains(&"invoke_agent travel".to_owned()), "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| *n == "chat scripted-model").count(),
+        2,
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n.starts_with("execute_tool")), "{names:?}");
+
+    let metrics: Vec<String> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, _)| key.key().name().to_owned())
+        .collect();
+    assert!(metrics.contains(&"gen_ai.client.token.usage".to_owned()), "{metrics:?}");
+    assert!(
+        metrics.contains(&"gen_ai.client.operation.duration".to_owned()),
+        "{metrics:?}"
+    );
+}

@@ -1,0 +1,388 @@
+//! [`Registry`]: the [`ToolRegistry`] implementation.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use agent_core::{RegistryError, ToolContext, ToolDefinition, ToolExecution, ToolProvider, ToolRegistry};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::validate::{ArgumentValidator, SchemaError};
+
+/// The tool registry: providers registered enabled or disabled, toggled at
+/// runtime by name, and a single execution path that checks roles,
+/// validates arguments, guards against panics, cancellation and timeouts,
+/// and records telemetry around every call (see [`crate::telemetry`]).
+///
+/// - [`definitions`](ToolRegistry::definitions) lists the enabled tools,
+///   providers in registration order and tools in each provider's order. The
+///   list is cached and rebuilt only when providers change.
+/// - Tool names are unique across enabled providers: registering or enabling
+///   a provider that would define a name twice fails with
+///   [`RegistryError::DuplicateTool`]. A disabled provider may share names
+///   with enabled ones.
+/// - Each provider's [`tools`](ToolProvider::tools) is read once, at
+///   registration, and every schema is compiled then. A schema that does not
+///   compile does not fail registration (the port has no error for it);
+///   it is logged, listed by [`invalid_schemas`](Self::invalid_schemas), and
+///   calls to that tool fail with [`ToolError::Failed`](agent_core::ToolError::Failed)
+///   without running it.
+///
+/// The registry is `Send + Sync`; share it behind an `Arc`. Locks are held
+/// only for lookups, never while a tool runs.
+pub struct Registry {
+    state: RwLock<State>,
+    timeout: Option<Duration>,
+}
+
+#[derive(Default)]
+struct State {
+    providers: Vec<ProviderEntry>,
+    enabled: Snapshot,
+}
+
+struct ProviderEntry {
+    name: String,
+    provider: Arc<dyn ToolProvider>,
+    enabled: bool,
+    tools: Vec<Arc<ToolEntry>>,
+}
+
+/// One tool of a provider, with its compiled schema.
+pub(crate) struct ToolEntry {
+    pub(crate) definition: ToolDefinition,
+    pub(crate) validator: Result<ArgumentValidator, SchemaError>,
+}
+
+/// What the enabled providers offer, rebuilt on every change.
+#[derive(Default)]
+struct Snapshot {
+    definitions: Arc<[ToolDefinition]>,
+    /// Tool name -> (provider index, tool index).
+    routes: HashMap<String, (usize, usize)>,
+}
+
+/// Where a call goes.
+pub(crate) enum Resolved {
+    /// An enabled provider has the tool.
+    Found {
+        provider: Arc<dyn ToolProvider>,
+        provider_name: String,
+        tool: Arc<ToolEntry>,
+    },
+    /// Only disabled providers have it.
+    Disabled,
+    /// No provider has it; the enabled tools' names.
+    Unknown { available: Vec<String> },
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self {
+            state: RwLock::new(State::default()),
+            timeout: None,
+        }
+    }
+
+    /// A builder, to register providers and options in one expression.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    /// How long a tool may run before it fails with
+    /// [`ToolError::TimedOut`](agent_core::ToolError::TimedOut); `None` for
+    /// no limit (the default).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// Names of all registered providers, in registration order.
+    pub fn provider_names(&self) -> Vec<String> {
+        self.read().providers.iter().map(|entry| entry.name.clone()).collect()
+    }
+
+    /// Whether a provider of this name is registered and enabled.
+    pub fn is_enabled(&self, provider: &str) -> bool {
+        self.read()
+            .providers
+            .iter()
+            .any(|entry| entry.name == provider && entry.enabled)
+    }
+
+    /// The cached definitions of the enabled tools, without copying them.
+    pub fn shared_definitions(&self) -> Arc<[ToolDefinition]> {
+        Arc::clone(&self.read().enabled.definitions)
+    }
+
+    /// Tools (of any provider, enabled or not) whose input schema does not
+    /// compile, with the reason: `(provider, tool, error)`.
+    pub fn invalid_schemas(&self) -> Vec<(String, String, SchemaError)> {
+        let state = self.read();
+        let mut invalid = Vec::new();
+        for entry in &state.providers {
+            for tool in &entry.tools {
+                if let Err(error) = &tool.validator {
+                    invalid.push((entry.name.clone(), tool.definition.name.clone(), error.clone()));
+                }
+            }
+        }
+        invalid
+    }
+
+    /// Finds where a call to `tool` goes. The lock is released on return.
+    pub(crate) fn resolve(&self, tool: &str) -> Resolved {
+        let state = self.read();
+        if let Some(&(provider_index, tool_index)) = state.enabled.routes.get(tool) {
+            let entry = &state.providers[provider_index];
+            return Resolved::Found {
+                provider: Arc::clone(&entry.provider),
+                provider_name: entry.name.clone(),
+                tool: Arc::clone(&entry.tools[tool_index]),
+            };
+        }
+        let disabled = state
+            .providers
+            .iter()
+            .any(|entry| !entry.enabled && entry.tools.iter().any(|t| t.definition.name == tool));
+        if disabled {
+            Resolved::Disabled
+        } else {
+            Resolved::Unknown {
+                available: state.enabled.definitions.iter().map(|d| d.name.clone()).collect(),
+            }
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        // No code that can panic runs under the lock; recover if it ever did.
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.read();
+        let mut providers = f.debug_map();
+        for entry in &state.providers {
+            let tools: Vec<&str> = entry.tools.iter().map(|t| t.definition.name.as_str()).collect();
+            providers.entry(
+                &entry.name,
+                &format_args!("{} {tools:?}", if entry.enabled { "enabled" } else { "disabled" }),
+            );
+        }
+        providers.finish()
+    }
+}
+
+#[async_trait]
+impl ToolRegistry for Registry {
+    fn register(&self, provider: Arc<dyn ToolProvider>, enabled: bool) -> Result<(), RegistryError> {
+        // Call into the provider and compile schemas before taking the lock.
+        let name = provider.name().to_owned();
+        let definitions = provider.tools();
+        let mut seen = HashSet::new();
+        for definition in &definitions {
+            if !seen.insert(definition.name.as_str()) {
+                return Err(RegistryError::DuplicateTool {
+                    tool: definition.name.clone(),
+                    first: name.clone(),
+                    second: name,
+                });
+            }
+        }
+        let tools: Vec<Arc<ToolEntry>> = definitions
+            .into_iter()
+            .map(|definition| {
+                let validator = ArgumentValidator::new(&definition.input_schema);
+                if let Err(error) = &validator {
+                    tracing::warn!(
+                        target: crate::telemetry::EVENT_TARGET,
+                        provider = %name,
+                        gen_ai.tool.name = %definition.name,
+                        %error,
+                        "tool input schema does not compile; calls to this tool will fail"
+                    );
+                }
+                Arc::new(ToolEntry { definition, validator })
+            })
+            .collect();
+
+        let mut state = self.write();
+        if state.providers.iter().any(|entry| entry.name == name) {
+            return Err(RegistryError::DuplicateProvider(name));
+        }
+        if enabled {
+            if let Some(error) = clash(&state, &name, state.providers.len(), &tools) {
+                return Err(error);
+            }
+        }
+        state.providers.push(ProviderEntry {
+            name,
+            provider,
+            enabled,
+            tools,
+        });
+        if enabled {
+            rebuild(&mut state);
+        }
+        Ok(())
+    }
+
+    fn set_enabled(&self, provider: &str, enabled: bool) -> Result<(), RegistryError> {
+        let mut state = self.write();
+        let Some(index) = state.providers.iter().position(|entry| entry.name == provider) else {
+            return Err(RegistryError::UnknownProvider {
+                name: provider.to_owned(),
+                registered: state.providers.iter().map(|entry| entry.name.clone()).collect(),
+            });
+        };
+        if state.providers[index].enabled == enabled {
+            return Ok(());
+        }
+        if enabled {
+            let entry = &state.providers[index];
+            if let Some(error) = clash(&state, &entry.name, index, &entry.tools) {
+                return Err(error);
+            }
+        }
+        state.providers[index].enabled = enabled;
+        rebuild(&mut state);
+        Ok(())
+    }
+
+    fn definitions(&self) -> Vec<ToolDefinition> {
+        self.read().enabled.definitions.to_vec()
+    }
+
+    async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution {
+        crate::execution::execute(self, tool, arguments, context).await
+    }
+}
+
+/// The error if the tools of provider `name` (at registration position
+/// `index`) would share a name with an enabled provider.
+fn clash(state: &State, name: &str, index: usize, tools: &[Arc<ToolEntry>]) -> Option<RegistryError> {
+    tools.iter().find_map(|tool| {
+        let &(other_index, _) = state.enabled.routes.get(&tool.definition.name)?;
+        let other = state.providers[other_index].name.clone();
+        let (first, second) = if other_index < index {
+            (other, name.to_owned())
+        } else {
+            (name.to_owned(), other)
+        };
+        Some(RegistryError::DuplicateTool {
+            tool: tool.definition.name.clone(),
+            first,
+            second,
+        })
+    })
+}
+
+/// Rebuilds the enabled snapshot from the providers.
+fn rebuild(state: &mut State) {
+    let mut definitions = Vec::new();
+    let mut routes = HashMap::new();
+    for (provider_index, entry) in state.providers.iter().enumerate().filter(|(_, entry)| entry.enabled) {
+        for (tool_index, tool) in entry.tools.iter().enumerate() {
+            routes
+                .entry(tool.definition.name.clone())
+                .or_insert((provider_index, tool_index));
+            definitions.push(tool.definition.clone());
+        }
+    }
+    state.enabled = Snapshot {
+        definitions: definitions.into(),
+        routes,
+    };
+}
+
+/// Builds a [`Registry`] in one expression.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agent_tools::{Registry, ToolSet};
+///
+/// let registry = Registry::builder()
+///     .provider(Arc::new(ToolSet::new("math", "Arithmetic")))
+///     .disabled_provider(Arc::new(ToolSet::new("admin", "Maintenance")))
+///     .timeout(std::time::Duration::from_secs(30))
+///     .build()?;
+/// assert_eq!(registry.provider_names(), ["math", "admin"]);
+/// assert!(!registry.is_enabled("admin"));
+/// # Ok::<(), agent_core::RegistryError>(())
+/// ```
+#[derive(Default)]
+pub struct RegistryBuilder {
+    providers: Vec<(Arc<dyn ToolProvider>, bool)>,
+    timeout: Option<Duration>,
+}
+
+impl RegistryBuilder {
+    /// Adds an enabled provider.
+    pub fn provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
+        self.providers.push((provider, true));
+        self
+    }
+
+    /// Adds a disabled provider, to be enabled later with
+    /// [`set_enabled`](ToolRegistry::set_enabled).
+    pub fn disabled_provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
+        self.providers.push((provider, false));
+        self
+    }
+
+    /// Adds a provider, enabled or not.
+    pub fn provider_enabled(mut self, provider: Arc<dyn ToolProvider>, enabled: bool) -> Self {
+        self.providers.push((provider, enabled));
+        self
+    }
+
+    /// Fails any tool that runs longer than `timeout` with
+    /// [`ToolError::TimedOut`](agent_core::ToolError::TimedOut). Needs a
+    /// Tokio runtime with the time driver enabled.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Registers the providers in order; the first error wins.
+    pub fn build(self) -> Result<Registry, RegistryError> {
+        let registry = Registry {
+            state: RwLock::new(State::default()),
+            timeout: self.timeout,
+        };
+        for (provider, enabled) in self.providers {
+            registry.register(provider, enabled)?;
+        }
+        Ok(registry)
+    }
+}
+
+impl fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistryBuilder")
+            .field(
+                "providers",
+                &self
+                    .providers
+                    .iter()
+                    .map(|(p, enabled)| (p.name(), *enabled))
+                    .collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
