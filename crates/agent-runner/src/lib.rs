@@ -42,3 +42,8 @@ mod telemetry;
 pub use agent::{Agent, AgentBuilder, RunError};
 pub use config::{Budget, RunConfig, ToolProtocol};
 pub use state::{DEFAULT_FORCED_ANSWER_INSTRUCTION, RunIdentity, RunState, Step, StepError, ToolOutcome};
+
+/// The workspace README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExample;
