@@ -1,0 +1,44 @@
+//! `sse_decode`: SSE framing throughput over 1 MiB of recorded OpenAI chat
+//! chunks (the official SDK recording in ../shared/wire, repeated), fed in
+//! 4 KiB network-sized pieces.
+
+use std::path::PathBuf;
+
+use agent_http::sse::SseDecoder;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+fn recorded_stream() -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/wire/openai/sdk_recorded/python_stream_parallel_tool_calls.sse");
+    let recording = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let body = recording.replace("data: [DONE]\n\n", "");
+    let mut stream = String::with_capacity((1 << 20) + body.len());
+    while stream.len() < 1 << 20 {
+        stream.push_str(&body);
+    }
+    stream.push_str("data: [DONE]\n\n");
+    stream.into_bytes()
+}
+
+fn bench(c: &mut Criterion) {
+    let input = recorded_stream();
+    let mut group = c.benchmark_group("sse_decode");
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    group.bench_function("openai_chunks_1MiB", |b| {
+        let mut events = Vec::with_capacity(8192);
+        b.iter(|| {
+            events.clear();
+            let mut decoder = SseDecoder::new();
+            for chunk in input.chunks(4096) {
+                decoder.push(chunk, &mut events);
+            }
+            decoder.finish(&mut events);
+            assert!(events.last().is_some_and(agent_http::sse::SseEvent::is_done));
+            events.len()
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
