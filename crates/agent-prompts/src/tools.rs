@@ -7,7 +7,8 @@ use agent_core::ToolDefinition;
 use serde_json::Value;
 
 /// Describes tools as a Markdown list: name, description, and each argument
-/// with its type, whether it is required and its description.
+/// with its type (allowed values for enums), whether it is required, its
+/// description and its default.
 ///
 /// ```
 /// use agent_core::ToolDefinition;
@@ -61,6 +62,9 @@ pub fn render_tool_list(tools: &[ToolDefinition]) -> String {
                         if !description.is_empty() {
                             let _ = write!(out, ": {}", one_line(description));
                         }
+                    }
+                    if let Some(default) = schema.get("default") {
+                        let _ = write!(out, " (default: {default})");
                     }
                 }
             }
@@ -132,5 +136,21 @@ mod tests {
         let expected = "- search: Search the web.\n  Arguments:\n    - query (string, required)\n    - tags (array of string, optional)\n    - mode (one of \"fast\", \"deep\", optional)\n    - limit (integer or null, optional)\n    - x (number or string, optional)\n- now\n  Arguments: none";
         assert_eq!(render_tool_list(&tools), expected);
         assert_eq!(tool_names(&tools), "search, now");
+    }
+
+    #[test]
+    fn defaults_are_shown() {
+        let tools = [ToolDefinition::new(
+            "get_weather",
+            "Weather.",
+            serde_json::json!({
+                "type": "object",
+                "properties": {"units": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius", "description": "Unit."}}
+            }),
+        )];
+        assert_eq!(
+            render_tool_list(&tools),
+            "- get_weather: Weather.\n  Arguments:\n    - units (one of \"celsius\", \"fahrenheit\", optional): Unit. (default: \"celsius\")"
+        );
     }
 }

@@ -11,8 +11,11 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use crate::driver::Driver;
-use crate::state::{DEFAULT_FORCED_ANSWER_INSTRUCTION, RunIdentity, RunState};
-use crate::{Budget, RunConfig, ToolProtocol};
+use crate::state::{RunIdentity, RunState};
+use crate::{Budget, Protocol, RunConfig, ToolProtocol, prompts};
+
+/// Stop sequences of a ReAct run, so the model cannot write an Observation.
+pub const REACT_STOP_SEQUENCES: &[&str] = &["\nObservation:"];
 
 /// A run that ended in failure. The partial record is kept: nothing of the
 /// conversation or of the tool results is lost.
@@ -97,21 +100,37 @@ impl Agent {
         let inner = &self.inner;
         let mut messages = history;
         messages.push(Message::user(user_message));
-        let protocol = match inner.config.tool_protocol {
-            ToolProtocol::Auto | ToolProtocol::Native => ToolProtocol::Native,
-            ToolProtocol::Text => ToolProtocol::Text,
+        let tools = inner.registry.definitions();
+        let protocol = self.protocol(&tools);
+        let mut stop = inner.stop.clone();
+        let (system, tools) = match &protocol {
+            Protocol::Native => (self.system_prompt(), tools),
+            Protocol::Text { .. } => {
+                let instructions = inner.system_prompt.as_deref().unwrap_or_default();
+                let system = prompts::text_protocol_system(&inner.name, &inner.description, instructions, &tools);
+                (Some(system), Vec::new())
+            }
+            Protocol::React => {
+                // The model must not write its own observations.
+                for marker in REACT_STOP_SEQUENCES {
+                    if !stop.iter().any(|s| s == marker) {
+                        stop.push((*marker).to_owned());
+                    }
+                }
+                let instructions = self.system_prompt().unwrap_or_default();
+                (Some(prompts::react_system(&instructions, &tools)), Vec::new())
+            }
         };
-        let _ = protocol;
         let request = ChatRequest {
             model: None,
-            system: self.system_prompt(),
+            system,
             messages,
-            tools: inner.registry.definitions(),
+            tools,
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: None,
             max_tokens: inner.max_tokens,
             temperature: inner.temperature,
-            stop: inner.stop.clone(),
+            stop,
             response_format: None,
             prompt_caching: inner.prompt_caching,
         };
@@ -126,6 +145,7 @@ impl Agent {
             .and_then(|catalog| catalog.get(&identity.model))
             .map(|info| info.pricing);
         RunState::new(identity, inner.config.clone(), request, pricing)
+            .with_protocol(protocol)
             .with_forced_answer_instruction(inner.forced_answer_instruction.clone())
     }
 
@@ -198,6 +218,21 @@ impl Agent {
             max_concurrent_tools: inner.config.max_concurrent_tools,
             capture_content: inner.capture_content,
             events,
+        }
+    }
+
+    /// The protocol of a run with these tools: native unless configured
+    /// otherwise or the client has no native tool calling.
+    fn protocol(&self, tools: &[agent_core::ToolDefinition]) -> Protocol {
+        let text = || Protocol::Text {
+            tool_names: tools.iter().map(|tool| tool.name.clone()).collect(),
+        };
+        match self.inner.config.tool_protocol {
+            ToolProtocol::React => Protocol::React,
+            _ if tools.is_empty() => Protocol::Native,
+            ToolProtocol::Native => Protocol::Native,
+            ToolProtocol::Auto if self.inner.client.capabilities().native_tools => Protocol::Native,
+            ToolProtocol::Text | ToolProtocol::Auto => text(),
         }
     }
 
@@ -275,7 +310,7 @@ impl AgentBuilder {
             prompt_caching: false,
             catalog: None,
             capture_content: false,
-            forced_answer_instruction: DEFAULT_FORCED_ANSWER_INSTRUCTION.to_owned(),
+            forced_answer_instruction: prompts::forced_answer_instruction(),
         }
     }
 

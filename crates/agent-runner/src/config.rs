@@ -16,6 +16,8 @@ pub enum ToolProtocol {
     Native,
     /// Tools described in the system prompt, calls parsed from the reply text.
     Text,
+    /// ReAct: Thought / Action / Action Input / Observation / Final Answer.
+    React,
 }
 
 /// Budgets that end a run early with [`StopCause::BudgetExceeded`](agent_core::StopCause).

@@ -8,12 +8,14 @@ use agent_core::{
     AgentEvent, ChatRequest, ChatResponse, LlmClient, LlmError, StopCause, StreamAccumulator, StreamEvent, ToolCall,
     ToolContext, ToolError, ToolExecution, ToolRegistry,
 };
+use agent_parse::StreamingToolCallFilter;
 use futures::stream::FuturesOrdered;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
+use crate::Protocol;
 use crate::state::{RunState, Step, ToolOutcome};
 use crate::telemetry;
 
@@ -51,6 +53,7 @@ impl Driver<'_> {
 
     async fn drive_steps(&self, state: &mut RunState) {
         state.record_events(self.events.is_some());
+        let hide_tool_calls = matches!(state.protocol(), Protocol::Text { .. });
         loop {
             let outcome = match state.next_step() {
                 Step::Finished => break,
@@ -63,7 +66,9 @@ impl Driver<'_> {
                     let started = Instant::now();
                     let model = request.model.as_deref().unwrap_or_else(|| self.client.model());
                     let span = telemetry::chat_span(self.client.provider(), model, request, iteration);
-                    let result = self.guard(self.call_model(request).instrument(span.clone())).await;
+                    let result = self
+                        .guard(self.call_model(request, hide_tool_calls).instrument(span.clone()))
+                        .await;
                     let elapsed = started.elapsed();
                     if let Ok(outcome) = &result {
                         telemetry::record_chat(
@@ -126,19 +131,34 @@ impl Driver<'_> {
         }
     }
 
-    async fn call_model(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+    /// Calls the model; when events are watched, streams it and forwards the
+    /// text as it arrives. `hide_tool_calls` keeps text-protocol
+    /// `<tool_call>` blocks out of the forwarded text.
+    async fn call_model(&self, request: &ChatRequest, hide_tool_calls: bool) -> Result<ChatResponse, LlmError> {
         let cancel = &self.context.cancel;
         let Some(events) = self.events else {
             return self.client.complete(request, cancel).await;
         };
         let mut stream = self.client.stream(request, cancel).await?;
         let mut accumulator = StreamAccumulator::new();
+        let mut filter = hide_tool_calls.then(StreamingToolCallFilter::new);
         while let Some(event) = stream.next().await {
             let event = event?;
             if let StreamEvent::TextDelta { text } = &event {
-                let _ = events.send(AgentEvent::TextDelta { text: text.clone() });
+                let visible = match &mut filter {
+                    Some(filter) => filter.push(text),
+                    None => text.clone(),
+                };
+                if !visible.is_empty() {
+                    let _ = events.send(AgentEvent::TextDelta { text: visible });
+                }
             }
             accumulator.push(event)?;
+        }
+        if let Some(rest) = filter.map(|mut filter| filter.finish().text) {
+            if !rest.is_empty() {
+                let _ = events.send(AgentEvent::TextDelta { text: rest });
+            }
         }
         accumulator.finish()
     }

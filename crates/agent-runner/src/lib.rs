@@ -36,12 +36,17 @@ mod agent;
 mod config;
 mod driver;
 pub mod history;
+mod prompts;
+mod protocol;
+mod react;
 mod state;
 mod telemetry;
 
 pub use agent::{Agent, AgentBuilder, RunError};
 pub use config::{Budget, RunConfig, ToolProtocol};
-pub use state::{DEFAULT_FORCED_ANSWER_INSTRUCTION, RunIdentity, RunState, Step, StepError, ToolOutcome};
+pub use protocol::Protocol;
+pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
+pub use state::{RunIdentity, RunState, Step, StepError, ToolOutcome};
 
 /// The workspace README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -7,6 +7,7 @@
 //! [`RunState::interrupt`]. The state is serde data, so a run can be saved
 //! between steps and resumed, and every decision is testable without a runtime.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use agent_core::{
@@ -17,10 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::RunConfig;
 use crate::history::{INTERRUPTED_RESULT, call_key, repair_history};
-
-/// The instruction sent with a forced final answer unless the agent sets its own.
-pub const DEFAULT_FORCED_ANSWER_INSTRUCTION: &str = "You cannot call any more tools for this request. \
-Answer the user's last message now, using only the information above, and say briefly what you could not find out.";
+use crate::protocol::{Protocol, Turn};
 
 /// What the driver must do next.
 #[derive(Debug)]
@@ -104,6 +102,8 @@ struct Batch {
     slots: Vec<Slot>,
     to_run: Vec<ToolCall>,
     loop_detected: bool,
+    /// The calls came back structured (results go back as tool messages).
+    structured: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,6 +119,7 @@ enum Phase {
 pub struct RunState {
     identity: RunIdentity,
     config: RunConfig,
+    protocol: Protocol,
     request: ChatRequest,
     pricing: Option<Pricing>,
     forced_answer_instruction: String,
@@ -150,10 +151,11 @@ impl RunState {
         Self {
             identity,
             config,
+            protocol: Protocol::Native,
             request,
             cost_usd: pricing.map(|_| 0.0),
             pricing,
-            forced_answer_instruction: DEFAULT_FORCED_ANSWER_INSTRUCTION.to_owned(),
+            forced_answer_instruction: crate::prompts::forced_answer_instruction(),
             phase: Phase::NeedsModel { forced: None },
             iteration: 0,
             usage: Usage::default(),
@@ -167,6 +169,19 @@ impl RunState {
             record_events: false,
             events: Vec::new(),
         }
+    }
+
+    /// Uses this tool-calling protocol (default: native). With a text
+    /// protocol, describe the tools in the system prompt yourself and leave
+    /// `request.tools` empty; [`Agent`](crate::Agent) does both.
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// The tool-calling protocol.
+    pub fn protocol(&self) -> &Protocol {
+        &self.protocol
     }
 
     /// Replaces the instruction sent with a forced final answer.
@@ -239,17 +254,16 @@ impl RunState {
         };
         self.iteration += 1;
         self.account(&response, duration);
-        let ChatResponse { mut message, .. } = response;
-        if !message.content.is_empty() {
-            self.response.clone_from(&message.content);
+        let turn = self.protocol.interpret(response.message, self.iteration);
+        if !turn.visible.is_empty() || forced.is_some() {
+            self.response.clone_from(&turn.visible);
         }
 
         if let Some(forced) = forced {
             self.request.messages.truncate(forced.instruction_at);
-            let ignored = std::mem::take(&mut message.tool_calls).len();
-            self.response.clone_from(&message.content);
-            self.request.messages.push(Message::Assistant(message));
-            let detail = match forced.reason {
+            self.request.messages.push(self.protocol.history_message(&turn, false));
+            let ignored = turn.calls.len() + turn.rejected.len();
+            let mut detail = match forced.reason {
                 ForcedReason::MaxIterations => format!(
                     "reached the limit of {} iterations; the answer was forced",
                     self.config.max_iterations
@@ -258,29 +272,32 @@ impl RunState {
                     "the model repeated the same tool calls; the answer was forced".to_owned()
                 }
             };
-            let detail = if ignored > 0 {
-                format!("{detail}; {ignored} tool call(s) requested afterwards were not run")
-            } else {
-                detail
-            };
+            if ignored > 0 {
+                let _ = write!(detail, "; {ignored} tool call(s) requested afterwards were not run");
+            }
             self.finish(forced.reason.cause(), Some(detail));
             return Ok(());
         }
 
-        let calls = message.tool_calls.clone();
-        self.request.messages.push(Message::Assistant(message));
+        self.request.messages.push(self.protocol.history_message(&turn, true));
+        let structured = !turn.message.tool_calls.is_empty();
+        let Turn { calls, rejected, .. } = turn;
         if let Some(detail) = self.exceeded_budget() {
-            self.abandon(calls, &detail);
+            let all = calls
+                .into_iter()
+                .chain(rejected.into_iter().map(|(call, _)| call))
+                .collect();
+            self.abandon(all, &detail, structured);
             self.finish(StopCause::BudgetExceeded, Some(detail));
             return Ok(());
         }
-        if calls.is_empty() {
+        if calls.is_empty() && rejected.is_empty() {
             self.finish(StopCause::Completed, None);
             return Ok(());
         }
         // A forced tool choice applies to the first round only.
         self.request.tool_choice = ToolChoice::Auto;
-        let batch = self.plan_batch(calls);
+        let batch = self.plan_batch(calls, rejected, structured);
         if let Some(max) = self.config.budget.max_tool_calls {
             let wanted = batch.to_run.len() as u32;
             if self.executed_tools + wanted > max {
@@ -288,7 +305,7 @@ impl RunState {
                     "the model asked for {wanted} more tool call(s), which would exceed the budget of {max} ({} used)",
                     self.executed_tools
                 );
-                self.abandon(batch.calls, &detail);
+                self.abandon(batch.calls, &detail, structured);
                 self.finish(StopCause::BudgetExceeded, Some(detail));
                 return Ok(());
             }
@@ -318,6 +335,7 @@ impl RunState {
         self.executed_tools += batch.to_run.len() as u32;
         let mut all_failed = true;
         let mut last_error = None;
+        let mut results = Vec::with_capacity(batch.calls.len());
         for (call, slot) in batch.calls.into_iter().zip(batch.slots) {
             let (content, is_error, duration) = match slot {
                 Slot::Run { index, first } => match outcomes.get(index) {
@@ -334,8 +352,9 @@ impl RunState {
             if is_error {
                 last_error = Some(format!("`{}`: {content}", call.name));
             }
-            self.record_call(call, content, is_error, duration);
+            results.push(self.record_call(call, content, is_error, duration));
         }
+        self.append_results(results, batch.structured);
         self.consecutive_failures = if all_failed { self.consecutive_failures + 1 } else { 0 };
         self.emit(AgentEvent::IterationFinished {
             iteration: self.iteration,
@@ -383,9 +402,12 @@ impl RunState {
     pub fn interrupt(&mut self, cause: StopCause, detail: impl Into<String>) {
         match std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
             Phase::NeedsTools { batch } => {
-                for call in batch.calls {
-                    self.record_call(call, INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO);
-                }
+                let results = batch
+                    .calls
+                    .into_iter()
+                    .map(|call| self.record_call(call, INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO))
+                    .collect();
+                self.append_results(results, batch.structured);
             }
             Phase::NeedsModel { forced: Some(forced) } => self.request.messages.truncate(forced.instruction_at),
             Phase::NeedsModel { forced: None } => {}
@@ -470,7 +492,7 @@ impl RunState {
         None
     }
 
-    fn plan_batch(&mut self, calls: Vec<ToolCall>) -> Batch {
+    fn plan_batch(&mut self, calls: Vec<ToolCall>, rejected: Vec<(ToolCall, String)>, structured: bool) -> Batch {
         let keys: Vec<String> = calls.iter().map(call_key).collect();
         let mut signature = keys.clone();
         signature.sort_unstable();
@@ -506,11 +528,17 @@ impl RunState {
                 run_keys.push(key);
             }
         }
+        let mut calls = calls;
+        for (call, reason) in rejected {
+            calls.push(call);
+            slots.push(Slot::Rejected { message: reason });
+        }
         Batch {
             calls,
             slots,
             to_run,
             loop_detected,
+            structured,
         }
     }
 
@@ -529,19 +557,22 @@ impl RunState {
     }
 
     /// Answers calls that will not run, so the record and the history stay complete.
-    fn abandon(&mut self, calls: Vec<ToolCall>, reason: &str) {
-        for call in calls {
-            self.record_call(call, format!("Not run: {reason}."), true, Duration::ZERO);
-        }
+    fn abandon(&mut self, calls: Vec<ToolCall>, reason: &str, structured: bool) {
+        let results = calls
+            .into_iter()
+            .map(|call| self.record_call(call, format!("Not run: {reason}."), true, Duration::ZERO))
+            .collect();
+        self.append_results(results, structured);
     }
 
-    fn record_call(&mut self, call: ToolCall, content: String, is_error: bool, duration: Duration) {
-        self.request.messages.push(Message::Tool(ToolResult {
+    /// Records one call's outcome and returns the result to send back.
+    fn record_call(&mut self, call: ToolCall, content: String, is_error: bool, duration: Duration) -> ToolResult {
+        let result = ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
             content: content.clone(),
             is_error,
-        }));
+        };
         self.tool_calls.push(ToolCallRecord {
             id: call.id,
             name: call.name,
@@ -551,6 +582,13 @@ impl RunState {
             duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             iteration: self.iteration,
         });
+        result
+    }
+
+    /// Appends a batch's results to the history, in the protocol's form.
+    fn append_results(&mut self, results: Vec<ToolResult>, structured: bool) {
+        let messages = self.protocol.result_messages(results, structured);
+        self.request.messages.extend(messages);
     }
 
     fn finish(&mut self, cause: StopCause, detail: Option<String>) {

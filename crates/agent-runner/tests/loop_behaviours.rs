@@ -360,7 +360,7 @@ async fn hitting_max_iterations_forces_one_final_answer_without_running_more_too
         "tool definitions stay while the history holds tool blocks"
     );
     assert!(
-        matches!(last.messages.last(), Some(Message::User { content }) if content.contains("cannot call any more tools"))
+        matches!(last.messages.last(), Some(Message::User { content }) if content.contains("Do not call any more tools"))
     );
     assert_eq!(
         runs.load(std::sync::atomic::Ordering::SeqCst),
@@ -380,7 +380,7 @@ async fn hitting_max_iterations_forces_one_final_answer_without_running_more_too
         !result
             .messages
             .iter()
-            .any(|m| matches!(m, Message::User { content } if content.contains("cannot call any more"))),
+            .any(|m| matches!(m, Message::User { content } if content.contains("Do not call any more"))),
         "the transient instruction is not kept in the history"
     );
     assert!(history::is_sendable(&result.messages));
