@@ -1,1 +1,71 @@
-//! Placeholder.
+//! # agent-tools-travel
+//!
+//! The travel-assistant demo tools, in the provider `travel`:
+//!
+//! - `get_weather(location, units = celsius | fahrenheit)`: today's weather
+//!   from a rough climate table of major cities and the season.
+//! - `get_flight_prices(origin, destination, date)`: one-way economy fares
+//!   in USD, scaled by the great-circle distance. Cities by name or IATA
+//!   code (`"New York"`, `"NYC"`, `"JFK"`), case-insensitively; the date
+//!   must be `YYYY-MM-DD` and not in the past.
+//! - `get_currency_exchange(from, to, amount)`: ~20 ISO 4217 currencies at
+//!   fixed demo rates; the amount is rounded to 2 decimals.
+//! - `divide_by_secret_number(number)`: always fails (the secret is 0), to
+//!   show how a tool error reaches the model.
+//!
+//! The data is simulated but deterministic: it is derived from the inputs
+//! (and, for weather, today's date) with a stable FNV-1a hash, so tests and
+//! demos repeat on every platform and Rust version. Places not in the
+//! table still get stable, plausible data. "Today" comes from a [`Clock`]:
+//! the system date by default, fixed with [`TravelTools::with_today`].
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use agent_core::{ToolContext, ToolRegistry};
+//! use agent_tools::Registry;
+//! use agent_tools_travel::{NaiveDate, TravelTools};
+//! use serde_json::{Value, json};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let today = NaiveDate::from_ymd_opt(2030, 6, 1).unwrap();
+//! let registry = Registry::new();
+//! registry.register(Arc::new(TravelTools::with_today(today).tool_set()), true)?;
+//!
+//! let context = ToolContext::new();
+//! let run = registry.execute("get_weather", &json!({"location": "Tokyo"}), &context).await;
+//! let weather: Value = serde_json::from_str(&run.outcome?.to_content())?;
+//! assert_eq!(weather["location"], "Tokyo, Japan");
+//! assert_eq!(weather["units"], "celsius");
+//!
+//! let run = registry
+//!     .execute("get_currency_exchange", &json!({"from": "usd", "to": "EUR", "amount": 100}), &context)
+//!     .await;
+//! let exchange: Value = serde_json::from_str(&run.outcome?.to_content())?;
+//! assert_eq!(exchange["converted_amount"], 92.0);
+//!
+//! let run = registry
+//!     .execute("get_flight_prices", &json!({"origin": "NYC", "destination": "Tokyo", "date": "June 15"}), &context)
+//!     .await;
+//! let error = run.outcome.unwrap_err().to_string();
+//! assert!(error.contains("YYYY-MM-DD") && error.contains("today is 2030-06-01"), "{error}");
+//! # Ok(())
+//! # }
+//! ```
+
+mod clock;
+mod currency;
+mod dates;
+mod dice;
+mod flights;
+mod places;
+mod tools;
+mod weather;
+
+pub use chrono::NaiveDate;
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use currency::{Exchange, ExchangeArgs};
+pub use flights::{Endpoint, Flight, FlightArgs, FlightPrices};
+pub use tools::{DivideArgs, PROVIDER_NAME, Quotient, TravelTools};
+pub use weather::{Units, Weather, WeatherArgs};

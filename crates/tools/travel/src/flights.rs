@@ -1,0 +1,165 @@
+//! `get_flight_prices`: economy fares in USD, scaled by the great-circle
+//! distance, varied by airline, stops, how far ahead the date is and the
+//! day of the week; stable for the same route and date.
+
+use agent_core::ToolError;
+use chrono::{Datelike, NaiveDate, Weekday};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::dates::parse_travel_date;
+use crate::dice::Dice;
+use crate::places::{Place, distance_km};
+
+/// Arguments of `get_flight_prices`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct FlightArgs {
+    /// Where the trip starts: a city name or IATA code, e.g. "New York", "NYC" or "JFK".
+    pub origin: String,
+    /// Where the trip goes: a city name or IATA code, e.g. "Tokyo" or "HND".
+    pub destination: String,
+    /// Departure date in ISO 8601 format YYYY-MM-DD, e.g. "2026-06-15". Today or later.
+    pub date: String,
+}
+
+/// A place as resolved for the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Endpoint {
+    /// What the model asked for.
+    pub query: String,
+    /// The resolved place: "New York, United States".
+    pub city: String,
+    /// The airport's IATA code.
+    pub airport: String,
+}
+
+/// One flight on offer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Flight {
+    /// The airline.
+    pub airline: String,
+    /// The flight number, e.g. "AR 212".
+    pub flight_number: String,
+    /// Local departure time, `HH:MM`.
+    pub departure_time: String,
+    /// Total travel time, e.g. "7h 25m".
+    pub duration: String,
+    /// Total travel time in minutes.
+    pub duration_minutes: u32,
+    /// Number of stops; 0 is nonstop.
+    pub stops: u32,
+    /// Cabin class.
+    pub cabin: String,
+    /// One-way economy fare, whole US dollars.
+    pub price_usd: u32,
+}
+
+/// What `get_flight_prices` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlightPrices {
+    /// Where the flights leave from.
+    pub origin: Endpoint,
+    /// Where they go.
+    pub destination: Endpoint,
+    /// The departure date.
+    pub date: NaiveDate,
+    /// Always "USD".
+    pub currency: String,
+    /// Great-circle distance, km.
+    pub distance_km: u32,
+    /// The offers, cheapest first.
+    pub flights: Vec<Flight>,
+    /// The lowest fare.
+    pub cheapest_price_usd: u32,
+}
+
+const AIRLINES: &[(&str, &str)] = &[
+    ("Aurora Airways", "AR"),
+    ("Meridian Air", "MD"),
+    ("Northwind Airlines", "NW"),
+    ("Pacific Crest", "PC"),
+    ("Atlas Connect", "AT"),
+    ("BlueJet", "BJ"),
+    ("Horizon Global", "HG"),
+];
+
+/// Flight offers for a route and date.
+pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<FlightPrices, ToolError> {
+    let origin = Place::resolve(&args.origin, "origin")?;
+    let destination = Place::resolve(&args.destination, "destination")?;
+    let date = parse_travel_date(&args.date, today)?;
+    if origin.key() == destination.key() {
+        return Err(ToolError::failed(format!(
+            "origin and destination are both {} ({}); choose two different places",
+            origin.display_name(),
+            origin.airport()
+        )));
+    }
+    let distance = distance_km(&origin, &destination);
+    let mut dice = Dice::new(&["flights", &origin.key(), &destination.key(), &date.to_string()]);
+
+    let days_ahead = (date - today).num_days();
+    let lead_time = match days_ahead {
+        0..=6 => 1.35,
+        7..=20 => 1.15,
+        21..=120 => 1.0,
+        _ => 0.95,
+    };
+    let weekday = match date.weekday() {
+        Weekday::Fri | Weekday::Sun => 1.08,
+        _ => 1.0,
+    };
+    let base = (45.0 + 0.075 * distance) * lead_time * weekday;
+
+    let count = dice.between(3, 5);
+    let mut flights: Vec<Flight> = (0..count)
+        .map(|_| {
+            let &(airline, code) = dice.pick(AIRLINES);
+            let stops = if distance < 1500.0 {
+                0
+            } else if distance < 6000.0 {
+                dice.between(0, 1)
+            } else {
+                dice.between(0, 2).min(1)
+            };
+            let hours = distance / 820.0 + 0.6 + f64::from(stops) * dice.range(1.2, 3.5);
+            let minutes = (hours * 60.0 / 5.0).round() as u32 * 5;
+            let departure = dice.between(6 * 12, 22 * 12) * 5;
+            let stop_factor = if stops == 0 { 1.12 } else { 0.88 };
+            let price = base * stop_factor * dice.range(0.85, 1.3);
+            Flight {
+                airline: airline.to_owned(),
+                flight_number: format!("{code} {}", dice.between(100, 1999)),
+                departure_time: format!("{:02}:{:02}", departure / 60, departure % 60),
+                duration: format!("{}h {:02}m", minutes / 60, minutes % 60),
+                duration_minutes: minutes,
+                stops,
+                cabin: "economy".to_owned(),
+                price_usd: price.round().max(39.0) as u32,
+            }
+        })
+        .collect();
+    flights.sort_by(|a, b| {
+        a.price_usd
+            .cmp(&b.price_usd)
+            .then(a.departure_time.cmp(&b.departure_time))
+    });
+    let cheapest = flights.first().map_or(0, |flight| flight.price_usd);
+    Ok(FlightPrices {
+        origin: endpoint(&args.origin, &origin),
+        destination: endpoint(&args.destination, &destination),
+        date,
+        currency: "USD".to_owned(),
+        distance_km: distance.round() as u32,
+        flights,
+        cheapest_price_usd: cheapest,
+    })
+}
+
+fn endpoint(query: &str, place: &Place) -> Endpoint {
+    Endpoint {
+        query: query.trim().to_owned(),
+        city: place.display_name(),
+        airport: place.airport(),
+    }
+}
