@@ -2,15 +2,24 @@
 //!
 //! - `ci`: formatting check, clippy with warnings denied, and every test of
 //!   the workspace; the same command CI runs (`.ci/run`).
+//! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
+//!   (default `qwen2.5-coder-0.5b`) into the model store.
 
+use std::io::Write as _;
 use std::process::{Command, ExitCode};
+
+use agent_provider_llama::models::{self, FetchProgress, ModelStore};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
-            println!("usage: cargo xtask <command>\n\ncommands:\n  ci    fmt check, clippy -D warnings, all tests");
+            println!(
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests\n  fetch-model [NAME]  download a local model (default {})",
+                models::DEFAULT_MODEL
+            );
             ExitCode::SUCCESS
         }
         Some(other) => {
@@ -47,4 +56,32 @@ fn ci() -> ExitCode {
     }
     eprintln!("==> xtask ci: all steps passed");
     ExitCode::SUCCESS
+}
+
+/// Fetches a model into the default store, printing progress.
+fn fetch_model(name: &str) -> ExitCode {
+    let store = ModelStore::default_location();
+    let mut last_percent = None;
+    let result = store.fetch(name, &mut |progress| match progress {
+        FetchProgress::Downloading { part, parts } => eprintln!("xtask fetch-model: downloading part {part}/{parts}"),
+        FetchProgress::Assembling { done, total } => {
+            let percent = done * 100 / total.max(1);
+            if last_percent != Some(percent / 10) {
+                last_percent = Some(percent / 10);
+                eprint!("\rxtask fetch-model: assembling {percent:>3}%");
+                let _ = std::io::stderr().flush();
+            }
+        }
+    });
+    match result {
+        Ok(path) => {
+            eprintln!();
+            println!("{}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("\nxtask fetch-model: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,0 +1,440 @@
+//! The [`LlmClient`] over the in-process engine.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use agent_core::{
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
+    StopReason, StreamAccumulator, StreamEvent, ToolChoice, Usage,
+};
+use agent_parse::{StreamingToolCallFilter, ToolCallParser};
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::LlamaConfig;
+use crate::engine::{Engine, EngineSettings, Finish, Generated, Job, Summary};
+use crate::models::{ModelStore, known_model};
+use crate::template::ChatTemplate;
+
+/// Engines already loaded in this process, by file and settings, so that
+/// every client of the same model shares one copy of the weights.
+static ENGINES: OnceLock<Mutex<HashMap<EngineSettings, Weak<Engine>>>> = OnceLock::new();
+
+/// A local GGUF model run in-process by llama.cpp. Cheap to clone; clones
+/// share the model, and their requests run one at a time.
+#[derive(Clone)]
+pub struct LlamaClient {
+    engine: Arc<Engine>,
+    template: Arc<ChatTemplate>,
+    model: String,
+    config: LlamaConfig,
+    next_call: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for LlamaClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlamaClient")
+            .field("model", &self.model)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlamaClient {
+    /// Loads the configured model (it must already be in the store or at
+    /// `model_path`; see [`ModelStore::fetch`]). Blocking: takes about a
+    /// second; call it from a blocking thread in async code.
+    pub fn load(config: LlamaConfig) -> Result<Self, LlmError> {
+        let (path, name) = model_path(&config)?;
+        let settings = EngineSettings {
+            path: path.clone(),
+            threads: config.threads(),
+            context_size: config.context_size,
+            batch_size: config.batch_size,
+        };
+        let engine = shared_engine(settings)?;
+        let source = engine.facts().chat_template.clone().ok_or_else(|| {
+            LlmError::invalid_request(format!(
+                "the model {name} ({}) has no chat template in its metadata; use a chat/instruct GGUF",
+                path.display()
+            ))
+        })?;
+        let template = ChatTemplate::new(&source, &engine.facts().bos_token, &engine.facts().eos_token)?;
+        Ok(Self {
+            engine,
+            template: Arc::new(template),
+            model: name,
+            config,
+            next_call: Arc::new(AtomicU64::new(1)),
+        })
+    }
+
+    /// The prompt this client would send for `request`.
+    pub fn render_prompt(&self, request: &ChatRequest) -> Result<String, LlmError> {
+        self.template.render(request)
+    }
+
+    /// The context size in tokens.
+    pub fn context_size(&self) -> u32 {
+        self.engine.facts().context_size
+    }
+
+    fn job(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+    ) -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> {
+        let prompt = self.template.render(request)?;
+        let (out, receiver) = mpsc::unbounded_channel();
+        self.engine.submit(Job {
+            prompt,
+            max_tokens: request.max_tokens.unwrap_or(self.config.max_tokens),
+            temperature: request.temperature.unwrap_or(0.0),
+            seed: self.config.seed,
+            stop: request.stop.clone(),
+            suppress_tool_calls: request.tool_choice == ToolChoice::None,
+            cancel: cancel.child_token(),
+            out,
+        })?;
+        Ok(receiver)
+    }
+}
+
+/// Where the model file is, and its display name.
+fn model_path(config: &LlamaConfig) -> Result<(PathBuf, String), LlmError> {
+    if let Some(path) = &config.model_path {
+        let name = path
+            .file_stem()
+            .map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
+        return Ok((path.clone(), name));
+    }
+    let known = known_model(&config.model).ok_or_else(|| {
+        LlmError::invalid_request(format!(
+            "unknown local model `{}`; known: {}; or set `model_path`",
+            config.model,
+            crate::models::KNOWN_MODELS
+                .iter()
+                .map(|m| m.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    let store = config
+        .models_dir
+        .clone()
+        .map_or_else(ModelStore::default_location, ModelStore::new);
+    if !store.is_ready(known) {
+        return Err(LlmError::invalid_request(format!(
+            "the model `{}` is not downloaded yet; run `cargo xtask fetch-model {}` (or let `agentry` fetch it)",
+            known.name, known.name
+        )));
+    }
+    Ok((store.path_of(known), known.name.to_owned()))
+}
+
+fn shared_engine(settings: EngineSettings) -> Result<Arc<Engine>, LlmError> {
+    let engines = ENGINES.get_or_init(Mutex::default);
+    let mut engines = engines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(engine) = engines.get(&settings).and_then(Weak::upgrade) {
+        return Ok(engine);
+    }
+    let engine = Engine::start(settings.clone())?;
+    engines.insert(settings, Arc::downgrade(&engine));
+    Ok(engine)
+}
+
+#[async_trait]
+impl LlmClient for LlamaClient {
+    fn provider(&self) -> &'static str {
+        "llama"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            native_tools: true,
+            parallel_tool_calls: true,
+            streaming: true,
+            prompt_caching: true,
+            json_schema: false,
+        }
+    }
+
+    async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+        let mut events = self.stream(request, cancel).await?;
+        let mut accumulator = StreamAccumulator::new();
+        while let Some(event) = events.next().await {
+            accumulator.push(event?)?;
+        }
+        accumulator.finish()
+    }
+
+    async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
+        let receiver = self.job(request, cancel)?;
+        let tools: Vec<String> = if request.tool_choice == ToolChoice::None {
+            Vec::new()
+        } else {
+            request.tools.iter().map(|tool| tool.name.clone()).collect()
+        };
+        let state = Mapper {
+            receiver,
+            cancel: cancel.clone(),
+            calls: ToolCallExtractor::new(tools),
+            model: self.model.clone(),
+            next_call: Arc::clone(&self.next_call),
+            started: false,
+            done: false,
+        };
+        let events = futures::stream::unfold(state, Mapper::next).flat_map(|batch| {
+            let items: Vec<Result<StreamEvent, LlmError>> = match batch {
+                Ok(events) => events.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            };
+            futures::stream::iter(items)
+        });
+        Ok(Box::pin(events))
+    }
+}
+
+/// Turns engine output into stream events.
+struct Mapper {
+    receiver: mpsc::UnboundedReceiver<Generated>,
+    cancel: CancellationToken,
+    calls: ToolCallExtractor,
+    model: String,
+    next_call: Arc<AtomicU64>,
+    started: bool,
+    done: bool,
+}
+
+impl Mapper {
+    async fn next(mut self) -> Option<(Result<Vec<StreamEvent>, LlmError>, Self)> {
+        if self.done {
+            return None;
+        }
+        if !self.started {
+            self.started = true;
+            let started = StreamEvent::Started {
+                model: Some(self.model.clone()),
+                id: None,
+            };
+            return Some((Ok(vec![started]), self));
+        }
+        let generated = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => {
+                self.done = true;
+                return Some((Err(LlmError::cancelled().with_provider("llama")), self));
+            }
+            generated = self.receiver.recv() => generated,
+        };
+        let output = match generated {
+            Some(Generated::Text(text)) => Ok(self.calls.push(&text)),
+            Some(Generated::Done(summary)) => {
+                self.done = true;
+                Ok(self.finish(summary))
+            }
+            Some(Generated::Failed(error)) => {
+                self.done = true;
+                Err(error)
+            }
+            None => {
+                self.done = true;
+                Err(LlmError::new(
+                    LlmErrorKind::Server,
+                    "the model thread stopped mid-generation",
+                ))
+            }
+        };
+        Some((output, self))
+    }
+
+    fn finish(&mut self, summary: Summary) -> Vec<StreamEvent> {
+        tracing::debug!(
+            prompt_tokens = summary.prompt_tokens,
+            reused_tokens = summary.reused_tokens,
+            generated_tokens = summary.generated_tokens,
+            prompt_ms = summary.prompt_time.as_millis() as u64,
+            generation_ms = summary.generation_time.as_millis() as u64,
+            "local generation finished"
+        );
+        let (mut events, calls) = self.calls.finish();
+        for (index, (name, arguments)) in calls.iter().enumerate() {
+            let id = format!("call_{}", self.next_call.fetch_add(1, Ordering::Relaxed));
+            events.push(StreamEvent::ToolCallStart {
+                index,
+                id,
+                name: name.clone(),
+            });
+            events.push(StreamEvent::ToolCallDelta {
+                index,
+                arguments: arguments.clone(),
+            });
+            events.push(StreamEvent::ToolCallEnd { index });
+        }
+        events.push(StreamEvent::Usage { usage: usage(&summary) });
+        let reason = match summary.finish {
+            _ if !calls.is_empty() => StopReason::ToolUse,
+            Finish::EndOfGeneration => StopReason::EndTurn,
+            Finish::MaxTokens => StopReason::MaxTokens,
+            Finish::StopSequence => StopReason::StopSequence,
+        };
+        events.push(StreamEvent::Stop { reason });
+        events
+    }
+}
+
+/// Usage of one job: reused prefix tokens are reported as cache reads.
+fn usage(summary: &Summary) -> Usage {
+    Usage {
+        input_tokens: summary.prompt_tokens,
+        output_tokens: summary.generated_tokens,
+        cache_read_tokens: summary.reused_tokens,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+    }
+}
+
+/// Separates tool calls from generated text as it streams: tagged calls are
+/// hidden at once; a reply that starts like JSON or a code fence is held back
+/// until the end, because small models write their calls that way.
+struct ToolCallExtractor {
+    tools: Vec<String>,
+    filter: StreamingToolCallFilter,
+    text: String,
+    shown: String,
+    holding: Option<bool>,
+}
+
+impl ToolCallExtractor {
+    fn new(tools: Vec<String>) -> Self {
+        Self {
+            tools,
+            filter: StreamingToolCallFilter::new(),
+            text: String::new(),
+            shown: String::new(),
+            holding: None,
+        }
+    }
+
+    fn push(&mut self, piece: &str) -> Vec<StreamEvent> {
+        self.text.push_str(piece);
+        if self.tools.is_empty() {
+            return vec![StreamEvent::TextDelta { text: piece.to_owned() }];
+        }
+        let holding = *self.holding.get_or_insert_with(|| {
+            let start = self.text.trim_start();
+            if start.is_empty() {
+                return true;
+            }
+            start.starts_with('{') || start.starts_with('[') || start.starts_with("```")
+        });
+        if self.text.trim_start().is_empty() {
+            self.holding = None;
+            return Vec::new();
+        }
+        if holding {
+            return Vec::new();
+        }
+        let visible = self.filter.push(piece);
+        self.show(visible)
+    }
+
+    /// The last text events and the calls, as (name, JSON argument text).
+    fn finish(&mut self) -> (Vec<StreamEvent>, Vec<(String, String)>) {
+        if self.tools.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let reply = ToolCallParser::new()
+            .known_tools(self.tools.iter().cloned())
+            .parse(&self.text);
+        let mut events = Vec::new();
+        if let Some(rest) = reply.text.strip_prefix(self.shown.as_str()) {
+            if !rest.is_empty() {
+                events.push(StreamEvent::TextDelta { text: rest.to_owned() });
+            }
+        }
+        let calls = reply
+            .calls
+            .into_iter()
+            .map(|call| {
+                let arguments = call.raw_arguments.clone().unwrap_or_else(|| call.arguments.to_string());
+                (call.name, arguments)
+            })
+            .collect();
+        (events, calls)
+    }
+
+    fn show(&mut self, visible: String) -> Vec<StreamEvent> {
+        if visible.is_empty() {
+            return Vec::new();
+        }
+        self.shown.push_str(&visible);
+        vec![StreamEvent::TextDelta { text: visible }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(tools: &[&str], pieces: &[&str]) -> (String, Vec<(String, String)>) {
+        let mut extractor = ToolCallExtractor::new(tools.iter().map(|t| (*t).to_owned()).collect());
+        let mut shown = String::new();
+        let mut collect = |events: Vec<StreamEvent>| {
+            for event in events {
+                if let StreamEvent::TextDelta { text } = event {
+                    shown.push_str(&text);
+                }
+            }
+        };
+        for piece in pieces {
+            collect(extractor.push(piece));
+        }
+        let (events, calls) = extractor.finish();
+        collect(events);
+        (shown, calls)
+    }
+
+    #[test]
+    fn bare_json_calls_from_small_models_are_held_back_and_parsed() {
+        let (shown, calls) = run(
+            &["calculator"],
+            &[
+                "```json\n{\"name\": \"calcul",
+                "ator\", \"arguments\": {\"expression\": \"1234 * 5678\"}}\n```",
+            ],
+        );
+        assert_eq!(shown, "");
+        assert_eq!(
+            calls,
+            [("calculator".to_owned(), r#"{"expression":"1234 * 5678"}"#.to_owned())]
+        );
+    }
+
+    #[test]
+    fn tagged_calls_are_hidden_and_prose_streams() {
+        let (shown, calls) = run(
+            &["clock"],
+            &[
+                "Let me check. <tool_",
+                "call>{\"name\": \"clock\", \"arguments\": {}}</tool_call>",
+            ],
+        );
+        assert_eq!(shown, "Let me check.");
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[test]
+    fn without_tools_everything_is_text() {
+        let (shown, calls) = run(&[], &["{\"name\": \"clock\", \"arguments\": {}}"]);
+        assert_eq!(shown, "{\"name\": \"clock\", \"arguments\": {}}");
+        assert!(calls.is_empty());
+    }
+}

@@ -1,0 +1,199 @@
+//! End-to-end tests against the real embedded model (Qwen2.5-Coder-0.5B).
+//!
+//! They need the model in the store (`cargo xtask fetch-model`). Without it
+//! they are skipped with a message, unless `AGENTRY_REQUIRE_MODEL` is set (as
+//! CI does), in which case they fail. They run one at a time: two cores are
+//! not enough to run two generations side by side with stable timings.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use agent_core::{
+    AssistantMessage, CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopCause, ToolCall,
+    ToolContext, ToolDefinition, ToolOutput, ToolResult,
+};
+use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
+use agent_provider_llama::{LlamaClient, LlamaConfig};
+use agent_runner::Agent;
+use agent_testing::{TestTool, TestTools, ToolBehaviour};
+use serde_json::{Value, json};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The client, or `None` (after saying why) when the model is not fetched.
+fn client(context_size: u32) -> Option<LlamaClient> {
+    let known = known_model(DEFAULT_MODEL)?;
+    if !ModelStore::default_location().is_ready(known) {
+        assert!(
+            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
+            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
+        );
+        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
+        return None;
+    }
+    let config = LlamaConfig {
+        context_size,
+        ..LlamaConfig::default()
+    };
+    Some(LlamaClient::load(config).expect("the model loads"))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A calculator for products and sums, enough for these prompts.
+fn calculator() -> TestTools {
+    let compute = |args: &Value| {
+        let expression = args["expression"].as_str().unwrap_or_default().replace(' ', "");
+        let value = if let Some((a, b)) = expression.split_once('*') {
+            a.parse::<i64>().ok().zip(b.parse::<i64>().ok()).map(|(a, b)| a * b)
+        } else if let Some((a, b)) = expression.split_once('+') {
+            a.parse::<i64>().ok().zip(b.parse::<i64>().ok()).map(|(a, b)| a + b)
+        } else {
+            expression.parse::<i64>().ok()
+        };
+        value
+            .map(|v| ToolOutput::Json(json!({"result": v})))
+            .ok_or_else(|| agent_core::ToolError::failed(format!("cannot evaluate {expression:?}")))
+    };
+    TestTools::new("math").with(
+        TestTool::new("calculator", ToolBehaviour::Compute(Arc::new(compute))).with_schema(json!({
+            "type": "object",
+            "properties": {"expression": {"type": "string", "description": "An arithmetic expression, e.g. 2 * 3"}},
+            "required": ["expression"]
+        })),
+    )
+}
+
+#[test]
+fn the_agent_answers_a_product_by_calling_the_calculator() {
+    let _serial = serial();
+    let Some(client) = client(4096) else { return };
+    let registry = agent_tools::Registry::new();
+    agent_core::ToolRegistry::register(&registry, Arc::new(calculator()), true).expect("register");
+    let agent = Agent::builder(Arc::new(client))
+        .system_prompt("You are a helpful assistant. Use the calculator for arithmetic.")
+        .tools(Arc::new(registry))
+        .max_iterations(4)
+        .max_tokens(256)
+        .temperature(0.0)
+        .build();
+    let result = runtime()
+        .block_on(agent.run(vec![], "What is 1234 * 5678?", &ToolContext::new()))
+        .expect("run");
+    let call = result
+        .tool_calls
+        .iter()
+        .find(|c| c.name == "calculator")
+        .expect("a calculator call");
+    assert_eq!(call.result, r#"{"result":7006652}"#, "{result:#?}");
+    assert!(!call.is_error);
+    assert!(
+        matches!(result.stop_reason, StopCause::Completed | StopCause::LoopDetected),
+        "{result:#?}"
+    );
+    eprintln!("answer: {}", result.response);
+}
+
+#[test]
+fn a_second_turn_reuses_the_cached_prefix() {
+    let _serial = serial();
+    let Some(client) = client(4096) else { return };
+    let runtime = runtime();
+    let cancel = CancellationToken::new();
+    let mut request = ChatRequest::new(vec![Message::user("Name one colour.")]).with_system("Answer in one word.");
+    request.max_tokens = Some(8);
+    request.temperature = Some(0.0);
+    let first = runtime.block_on(client.complete(&request, &cancel)).expect("first");
+    request.messages.push(Message::Assistant(first.message.clone()));
+    request.messages.push(Message::user("Name another one."));
+    let second = runtime.block_on(client.complete(&request, &cancel)).expect("second");
+    assert!(
+        second.usage.cache_read_tokens > 0 && second.usage.cache_read_tokens < second.usage.input_tokens,
+        "{:?}",
+        second.usage
+    );
+    assert!(
+        second.usage.cache_read_tokens >= first.usage.input_tokens,
+        "the whole first prompt was reused: {:?} then {:?}",
+        first.usage,
+        second.usage
+    );
+}
+
+#[test]
+fn a_cancelled_generation_stops_within_one_token() {
+    let _serial = serial();
+    let Some(client) = client(4096) else { return };
+    let runtime = runtime();
+    let mut request = ChatRequest::new(vec![Message::user("Count from 1 to 500, one number per line.")]);
+    request.max_tokens = Some(2000);
+    request.temperature = Some(0.0);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let (error, latency) = runtime.block_on(async move {
+        let canceller = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            trigger.cancel();
+            Instant::now()
+        });
+        let outcome = client.complete(&request, &cancel).await;
+        let returned = Instant::now();
+        let cancelled_at = canceller.await.expect("canceller");
+        (outcome.err(), returned.saturating_duration_since(cancelled_at))
+    });
+    assert_eq!(error.map(|e| e.kind), Some(LlmErrorKind::Cancelled));
+    // One token takes about 40 ms on two cores; allow scheduling slack.
+    assert!(
+        latency < Duration::from_millis(150),
+        "returned {latency:?} after cancellation"
+    );
+}
+
+#[test]
+fn the_prompt_is_the_models_own_template_with_tools_calls_and_results() {
+    let _serial = serial();
+    let Some(client) = client(4096) else { return };
+    let request = ChatRequest {
+        system: Some("You are a travel assistant.".into()),
+        messages: vec![
+            Message::user("Weather in Tokyo?"),
+            Message::Assistant(AssistantMessage::with_tool_calls(
+                "",
+                vec![ToolCall::new("call_1", "get_weather", json!({"location": "Tokyo"}))],
+            )),
+            Message::Tool(ToolResult::success("call_1", "get_weather", r#"{"temp_c":21}"#)),
+        ],
+        tools: vec![ToolDefinition::new(
+            "get_weather",
+            "Current weather.",
+            json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
+        )],
+        ..ChatRequest::default()
+    };
+    let prompt = client.render_prompt(&request).expect("renders");
+    let expected = concat!(
+        "<|im_start|>system\nYou are a travel assistant.\n\n# Tools\n\n",
+        "You may call one or more functions to assist with the user query.\n\n",
+        "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n",
+        "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current weather.\", ",
+        "\"parameters\": {\"type\": \"object\", \"properties\": {\"location\": {\"type\": \"string\"}}, \"required\": [\"location\"]}}}\n",
+        "</tools>\n\nFor each function call, return a json object with function name and arguments within ",
+        "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n",
+        "</tool_call><|im_end|>\n",
+        "<|im_start|>user\nWeather in Tokyo?<|im_end|>\n",
+        "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Tokyo\"}}\n</tool_call><|im_end|>\n",
+        "<|im_start|>user\n<tool_response>\n{\"temp_c\":21}\n</tool_response><|im_end|>\n",
+        "<|im_start|>assistant\n"
+    );
+    assert_eq!(prompt, expected);
+}
