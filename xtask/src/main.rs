@@ -2,8 +2,12 @@
 //!
 //! - `ci`: formatting check, clippy with warnings denied, and every test of
 //!   the workspace; the same command CI runs (`.ci/run`).
+//! - `eval-local [MODEL,MODEL]`: the tool-calling evaluation of the local
+//!   models, with and without the grammar (docs/local-models.md).
 //! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
 //!   (default `qwen2.5-coder-0.5b`) into the model store.
+
+mod eval;
 
 use std::io::Write as _;
 use std::process::{Command, ExitCode};
@@ -14,10 +18,23 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("eval-local") => {
+            let models: Vec<String> = match args.get(1) {
+                Some(list) => list.split(',').map(str::to_owned).collect(),
+                None => vec!["qwen2.5-coder-0.5b".to_owned(), "qwen2.5-coder-1.5b".to_owned()],
+            };
+            match eval::run(&models) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("xtask eval-local: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests\n  fetch-model [NAME]  download a local model (default {})",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M]    tool-calling success rates of the local models",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS

@@ -32,7 +32,11 @@ pub struct LlamaClient {
     model: String,
     config: LlamaConfig,
     next_call: Arc<AtomicU64>,
+    grammars: Arc<Mutex<Option<CachedGrammar>>>,
 }
+
+/// The grammar of the last tool set seen: (serialised tools, grammar).
+type CachedGrammar = (String, Arc<str>);
 
 impl std::fmt::Debug for LlamaClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -69,6 +73,7 @@ impl LlamaClient {
             model: name,
             config,
             next_call: Arc::new(AtomicU64::new(1)),
+            grammars: Arc::default(),
         })
     }
 
@@ -80,6 +85,31 @@ impl LlamaClient {
     /// The context size in tokens.
     pub fn context_size(&self) -> u32 {
         self.engine.facts().context_size
+    }
+
+    /// The tool-call grammar for `request`'s tools, built once per tool set.
+    fn grammar_for(&self, request: &ChatRequest) -> Option<Arc<str>> {
+        if !self.config.grammar || request.tools.is_empty() || request.tool_choice == ToolChoice::None {
+            return None;
+        }
+        let key = serde_json::to_string(&request.tools).ok()?;
+        let mut cache = self.grammars.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((cached_key, grammar)) = cache.as_ref() {
+            if *cached_key == key {
+                return Some(Arc::clone(grammar));
+            }
+        }
+        match crate::grammar::tool_call_grammar(&request.tools) {
+            Ok(grammar) => {
+                let grammar: Arc<str> = Arc::from(grammar);
+                *cache = Some((key, Arc::clone(&grammar)));
+                Some(grammar)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "no tool-call grammar for these tools; generating without it");
+                None
+            }
+        }
     }
 
     fn job(
@@ -96,6 +126,7 @@ impl LlamaClient {
             seed: self.config.seed,
             stop: request.stop.clone(),
             suppress_tool_calls: request.tool_choice == ToolChoice::None,
+            grammar: self.grammar_for(request),
             cancel: cancel.child_token(),
             out,
         })?;

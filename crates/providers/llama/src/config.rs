@@ -26,6 +26,9 @@ pub struct LlamaConfig {
     pub seed: u32,
     /// Tokens generated per request unless the request says otherwise.
     pub max_tokens: u32,
+    /// Constrain tool calls with a grammar built from the tools' schemas,
+    /// applied lazily from the first `<tool_call>` tag.
+    pub grammar: bool,
 }
 
 impl Default for LlamaConfig {
@@ -39,6 +42,7 @@ impl Default for LlamaConfig {
             batch_size: 512,
             seed: 42,
             max_tokens: 1024,
+            grammar: false,
         }
     }
 }

@@ -23,7 +23,10 @@ use tokio::sync::mpsc::UnboundedSender;
 /// llama.cpp's backend may be initialised once per process; every engine shares it.
 static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
 
-fn backend() -> Result<&'static LlamaBackend, LlmError> {
+/// The process's llama.cpp backend, initialised on first use. Code that uses
+/// `llama-cpp-2` directly next to this crate must take the backend from here:
+/// llama.cpp can be initialised only once per process.
+pub fn backend() -> Result<&'static LlamaBackend, LlmError> {
     BACKEND
         .get_or_init(|| {
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
@@ -62,6 +65,9 @@ pub(crate) struct Job {
     pub stop: Vec<String>,
     /// Forbid the tool-call opening token (tool_choice = none).
     pub suppress_tool_calls: bool,
+    /// A GBNF grammar applied from the first `<tool_call>` on (lazy), so a
+    /// started call always has schema-valid arguments.
+    pub grammar: Option<Arc<str>>,
     pub cancel: CancellationToken,
     pub out: UnboundedSender<Generated>,
 }
@@ -322,6 +328,14 @@ impl Session<'_> {
                 .map(|id| LlamaLogitBias::new(LlamaToken::new(*id), f32::NEG_INFINITY))
                 .collect();
             chain.push(LlamaSampler::logit_bias(self.model.n_vocab(), &biases));
+        }
+        if let Some(grammar) = &job.grammar {
+            let trigger_tokens: Vec<LlamaToken> =
+                self.tool_call_opening.iter().map(|id| LlamaToken::new(*id)).collect();
+            match LlamaSampler::grammar_lazy(self.model, grammar, "root", ["<tool_call>"], &trigger_tokens) {
+                Ok(sampler) => chain.push(sampler),
+                Err(error) => tracing::warn!(%error, "the tool-call grammar was rejected; generating without it"),
+            }
         }
         if job.temperature <= 0.0 {
             chain.push(LlamaSampler::greedy());

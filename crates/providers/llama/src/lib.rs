@@ -36,9 +36,11 @@
 mod client;
 mod config;
 mod engine;
+mod grammar;
 pub mod models;
 mod template;
 
 pub use client::LlamaClient;
 pub use config::LlamaConfig;
+pub use engine::backend;
 pub use template::ChatTemplate;
