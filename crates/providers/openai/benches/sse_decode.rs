@@ -1,0 +1,73 @@
+//! `sse_decode`: a 1 MiB stream of recorded OpenAI chat chunks (the official
+//! SDK recording of a parallel tool-call reply in ../shared/wire, its chunks
+//! repeated) decoded the way the client does it: SSE framing over 4 KiB
+//! network-sized pieces, then every chunk's JSON mapped by the
+//! `StreamMapper` into `StreamEvent`s.
+
+use std::path::PathBuf;
+
+use agent_core::StreamEvent;
+use agent_http::sse::SseDecoder;
+use agent_provider_openai::mapper::StreamMapper;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+fn recorded_stream() -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../../shared/wire/openai/sdk_recorded/python_stream_parallel_tool_calls.sse");
+    let recording = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let body = recording.replace("data: [DONE]\n\n", "");
+    let mut stream = String::with_capacity((1 << 20) + body.len());
+    while stream.len() < 1 << 20 {
+        stream.push_str(&body);
+    }
+    stream.push_str("data: [DONE]\n\n");
+    stream.into_bytes()
+}
+
+fn decode(input: &[u8], frames: &mut Vec<agent_http::sse::SseEvent>, events: &mut Vec<StreamEvent>) -> usize {
+    let mut decoder = SseDecoder::new();
+    let mut mapper = StreamMapper::new();
+    for piece in input.chunks(4096) {
+        decoder.push(piece, frames);
+        for frame in frames.drain(..) {
+            if let Err(error) = mapper.push(&frame.data, events) {
+                panic!("{error}");
+            }
+        }
+    }
+    decoder.finish(frames);
+    for frame in frames.drain(..) {
+        if let Err(error) = mapper.push(&frame.data, events) {
+            panic!("{error}");
+        }
+    }
+    if let Err(error) = mapper.finish(events) {
+        panic!("{error}");
+    }
+    events.len()
+}
+
+fn bench(c: &mut Criterion) {
+    let input = recorded_stream();
+    let mut frames = Vec::with_capacity(64);
+    let mut events = Vec::with_capacity(16_384);
+    let count = decode(&input, &mut frames, &mut events);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Stop { .. })),
+        "the stream decodes completely"
+    );
+    println!("sse_decode: {} bytes -> {count} events", input.len());
+
+    let mut group = c.benchmark_group("sse_decode");
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    group.bench_function("openai_chunks_1MiB_framing_and_mapping", |b| {
+        b.iter(|| {
+            events.clear();
+            decode(&input, &mut frames, &mut events)
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,178 @@
+//! The thin [`LlmClient`]: builds the body with the mapper, sends it through
+//! `agent-http`, feeds the bytes back to the mapper.
+
+use std::collections::VecDeque;
+
+use agent_core::{
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
+    StreamEvent,
+};
+use agent_http::sse::{SseStream, sse_events};
+use agent_http::{AuthHeader, ByteStream, HttpClient};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+
+use crate::config::{OpenAiConfig, Variant};
+use crate::mapper::{RequestOptions, StreamMapper, build_request_body, parse_response};
+
+/// A Chat Completions client for OpenAI, Azure OpenAI or an OpenAI-compatible
+/// server. Cheap to clone; its `Debug` output never shows the key.
+#[derive(Debug, Clone)]
+pub struct OpenAiClient {
+    http: HttpClient,
+    url: String,
+    headers: Vec<(String, String)>,
+    options: RequestOptions,
+    stream_options: RequestOptions,
+    provider: String,
+    capabilities: Capabilities,
+}
+
+impl OpenAiClient {
+    /// A client for `config`, reading the key from the process environment
+    /// (the variable named by `api_key_env`) unless `api_key` is set.
+    pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
+        Self::with_env(config, |name| std::env::var(name).ok())
+    }
+
+    /// A client for `config`, looking environment variables up with `env`
+    /// (so tests and embedders need not touch the process environment).
+    ///
+    /// Fails when OpenAI or Azure has no key (naming the variable to set),
+    /// when the URL cannot be built (Azure without an endpoint, a compatible
+    /// server without `base_url`) or when the HTTP client cannot start.
+    pub fn with_env(config: OpenAiConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+        let url = config.chat_completions_url()?;
+        let key = config.resolve_api_key(env)?;
+        let provider = config.provider_name().to_owned();
+        let mut http = HttpClient::new(provider.clone(), config.http.clone())?.with_auth_hint(config.auth_hint());
+        if let Some(key) = key {
+            http = http.with_auth(match config.variant {
+                Variant::Azure => AuthHeader::header("api-key", key),
+                Variant::OpenAi | Variant::Compatible => AuthHeader::bearer(key),
+            });
+        }
+        let options = config.request_options();
+        let stream_options = options.clone().streaming();
+        let capabilities = config.capabilities();
+        Ok(Self {
+            http,
+            url,
+            headers: config.headers.into_iter().collect(),
+            options,
+            stream_options,
+            provider,
+            capabilities,
+        })
+    }
+
+    /// The Chat Completions URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+#[async_trait]
+impl LlmClient for OpenAiClient {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn model(&self) -> &str {
+        &self.options.model
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+        let body = build_request_body(request, &self.options).map_err(|error| self.own(error))?;
+        let bytes = self
+            .http
+            .post_json(&self.url, &self.headers, Bytes::from(body), cancel)
+            .await?;
+        parse_response(&bytes).map_err(|error| self.own(error))
+    }
+
+    async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
+        let body = build_request_body(request, &self.stream_options).map_err(|error| self.own(error))?;
+        let bytes = self
+            .http
+            .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
+            .await?;
+        let state = StreamState {
+            sse: sse_events(bytes),
+            mapper: StreamMapper::new(),
+            ready: VecDeque::new(),
+            scratch: Vec::new(),
+            done: false,
+            cancel: cancel.clone(),
+            provider: self.provider.clone(),
+        };
+        Ok(Box::pin(futures::stream::unfold(state, StreamState::next)))
+    }
+}
+
+impl OpenAiClient {
+    fn own(&self, error: LlmError) -> LlmError {
+        if error.provider.is_some() {
+            error
+        } else {
+            error.with_provider(self.provider.clone())
+        }
+    }
+}
+
+/// What the event stream keeps between polls.
+struct StreamState {
+    sse: SseStream<ByteStream>,
+    mapper: StreamMapper,
+    ready: VecDeque<StreamEvent>,
+    scratch: Vec<StreamEvent>,
+    done: bool,
+    cancel: CancellationToken,
+    provider: String,
+}
+
+impl StreamState {
+    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if self.done {
+                return None;
+            }
+            let outcome = match self.sse.next().await {
+                Some(Ok(event)) => self.mapper.push(&event.data, &mut self.scratch),
+                Some(Err(mut error)) => {
+                    if !self.mapper.saw_finish() && error.kind != LlmErrorKind::Cancelled {
+                        error.message = format!("{}; {}", error.message, self.mapper.truncation_message());
+                    }
+                    Err(error)
+                }
+                None if self.cancel.is_cancelled() => Err(LlmError::cancelled()),
+                None => self.mapper.finish(&mut self.scratch),
+            };
+            self.ready.extend(self.scratch.drain(..));
+            if let Err(mut error) = outcome {
+                // Nothing after an error: events already mapped from the same
+                // chunk are dropped too, so a half call never gets through.
+                self.ready.clear();
+                self.done = true;
+                if error.provider.is_none() {
+                    error.provider = Some(self.provider.clone());
+                }
+                if self.cancel.is_cancelled() && error.kind != LlmErrorKind::Cancelled {
+                    error = LlmError::cancelled().with_provider(self.provider.clone());
+                }
+                return Some((Err(error), self));
+            }
+            if self.mapper.is_finished() {
+                self.done = true;
+            }
+        }
+    }
+}

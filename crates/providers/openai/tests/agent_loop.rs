@@ -1,0 +1,261 @@
+//! End to end: the agent loop (agent-runner + agent-tools registry) driving
+//! `OpenAiClient` against a scripted mock server.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_core::{AgentEvent, StopCause, ToolContext, ToolError, ToolRegistry};
+use agent_provider_openai::{OpenAiClient, OpenAiConfig};
+use agent_runner::Agent;
+use agent_tools::{Json, Registry, ToolSet, TypedTool};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+
+/// Answers with the scripted responses in order (the last one repeats).
+struct Script {
+    responses: Vec<ResponseTemplate>,
+    next: AtomicUsize,
+}
+
+impl Respond for Script {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let turn = self.next.fetch_add(1, Ordering::SeqCst);
+        self.responses[turn.min(self.responses.len() - 1)].clone()
+    }
+}
+
+async fn scripted_server(responses: Vec<ResponseTemplate>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Script {
+            responses,
+            next: AtomicUsize::new(0),
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+fn completion(message: &Value, finish_reason: &str, usage: (u64, u64)) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1,
+                  "prompt_tokens_details": {"cached_tokens": 0}}
+    }))
+}
+
+fn tool_call(arguments: &str) -> ResponseTemplate {
+    completion(
+        &json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_w1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}
+        ]}),
+        "tool_calls",
+        (120, 18),
+    )
+}
+
+fn final_answer() -> ResponseTemplate {
+    completion(
+        &json!({"role": "assistant", "content": "It is 18 °C and cloudy in Paris."}),
+        "stop",
+        (160, 12),
+    )
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct WeatherArgs {
+    /// City name.
+    city: String,
+}
+
+fn agent(server: &MockServer) -> (Agent, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&runs);
+    let weather = TypedTool::new(
+        "get_weather",
+        "Current weather for a city.",
+        move |args: WeatherArgs, _: ToolContext| {
+            let counter = Arc::clone(&counter);
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ToolError>(Json(json!({"city": args.city, "temp_c": 18, "sky": "cloudy"})))
+            }
+        },
+    );
+    let registry = Registry::new();
+    registry
+        .register(Arc::new(ToolSet::new("travel", "Travel tools").tool(weather)), true)
+        .unwrap();
+    let mut config = OpenAiConfig::openai("gpt-4o-mini").with_api_key("sk-test");
+    config.base_url = Some(format!("{}/v1", server.uri()));
+    let client = OpenAiClient::new(config).unwrap();
+    let agent = Agent::builder(Arc::new(client))
+        .system_prompt("You are a travel assistant.")
+        .tools(Arc::new(registry))
+        .build();
+    (agent, runs)
+}
+
+async fn request_bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tool_call_then_a_final_answer() {
+    let server = scripted_server(vec![tool_call(r#"{"city":"Paris"}"#), final_answer()]).await;
+    let (agent, runs) = agent(&server);
+    let result = agent
+        .run(Vec::new(), "What's the weather in Paris?", &ToolContext::new())
+        .await
+        .unwrap();
+
+    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
+    assert_eq!(result.iterations, 2);
+    assert_eq!(result.provider, "openai");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(result.tool_calls.len(), 1);
+    let call = &result.tool_calls[0];
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("call_w1", "get_weather"));
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert_eq!(call.result, r#"{"city":"Paris","temp_c":18,"sky":"cloudy"}"#);
+    assert!(!call.is_error);
+    assert_eq!(result.usage.input_tokens, 280);
+    assert_eq!(result.usage.output_tokens, 30);
+
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["tools"][0]["function"]["name"], "get_weather");
+    assert_eq!(bodies[0]["tool_choice"], "auto");
+    assert_eq!(
+        bodies[0]["messages"][0],
+        json!({"role": "system", "content": "You are a travel assistant."})
+    );
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let assistant = &messages[messages.len() - 2];
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_w1");
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["arguments"],
+        r#"{"city":"Paris"}"#
+    );
+    assert_eq!(
+        messages[messages.len() - 1],
+        json!({"role": "tool", "tool_call_id": "call_w1", "content": r#"{"city":"Paris","temp_c":18,"sky":"cloudy"}"#})
+    );
+}
+
+#[tokio::test]
+async fn malformed_arguments_are_reported_to_the_model_not_run() {
+    let server = scripted_server(vec![tool_call(r#"{"city": Paris}"#), final_answer()]).await;
+    let (agent, runs) = agent(&server);
+    let result = agent
+        .run(Vec::new(), "What's the weather in Paris?", &ToolContext::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "the tool never runs on unparseable arguments"
+    );
+    assert!(result.tool_calls[0].is_error);
+
+    let bodies = request_bodies(&server).await;
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let assistant = &messages[messages.len() - 2];
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["arguments"], r#"{"city": Paris}"#,
+        "the model's own text goes back unchanged"
+    );
+    let tool = &messages[messages.len() - 1];
+    assert_eq!(tool["tool_call_id"], "call_w1");
+    let content = tool["content"].as_str().unwrap();
+    assert!(content.starts_with("Error: "), "{content}");
+}
+
+fn sse_body(chunks: &[Value]) -> ResponseTemplate {
+    let mut body = String::new();
+    for chunk in chunks {
+        body.push_str("data: ");
+        body.push_str(&chunk.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+fn chunk(delta: &Value, finish: Option<&str>) -> Value {
+    json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+fn usage_chunk(input: u64, output: u64) -> Value {
+    json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [],
+           "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}})
+}
+
+#[tokio::test]
+async fn the_same_run_streamed() {
+    let first = sse_body(&[
+        chunk(&json!({"role": "assistant", "content": null}), None),
+        chunk(
+            &json!({"tool_calls": [{"index": 0, "id": "call_w1", "type": "function",
+                                   "function": {"name": "get_weather", "arguments": ""}}]}),
+            None,
+        ),
+        chunk(
+            &json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\":"}}]}),
+            None,
+        ),
+        chunk(
+            &json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"Paris\"}"}}]}),
+            None,
+        ),
+        chunk(&json!({}), Some("tool_calls")),
+        usage_chunk(120, 18),
+    ]);
+    let second = sse_body(&[
+        chunk(&json!({"role": "assistant", "content": ""}), None),
+        chunk(&json!({"content": "It is 18 °C "}), None),
+        chunk(&json!({"content": "and cloudy in Paris."}), None),
+        chunk(&json!({}), Some("stop")),
+        usage_chunk(160, 12),
+    ]);
+    let server = scripted_server(vec![first, second]).await;
+    let (agent, runs) = agent(&server);
+    let events: Vec<AgentEvent> = agent
+        .run_stream(Vec::new(), "What's the weather in Paris?", ToolContext::new())
+        .collect()
+        .await;
+    let text: String = events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "It is 18 °C and cloudy in Paris.");
+    let Some(AgentEvent::RunFinished { result }) = events.last() else {
+        panic!("the stream ends with RunFinished: {events:?}");
+    };
+    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
+    assert_eq!(result.tool_calls[0].arguments, json!({"city": "Paris"}));
+    assert_eq!(result.usage.input_tokens, 280, "usage is the same streamed or not");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies[1]["stream"], true);
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(messages[messages.len() - 1]["tool_call_id"], "call_w1");
+}
