@@ -17,8 +17,9 @@ pub struct ToolDefinition {
     pub name: String,
     /// What it does and when to use it, written for the model.
     pub description: String,
-    /// JSON Schema of its arguments (an object schema).
-    pub input_schema: Value,
+    /// JSON Schema of its arguments (an object schema). Shared: the same
+    /// schema goes into every request, so copies of a definition are cheap.
+    pub input_schema: Arc<Value>,
 }
 
 impl ToolDefinition {
@@ -27,7 +28,7 @@ impl ToolDefinition {
         Self {
             name: name.into(),
             description: description.into(),
-            input_schema,
+            input_schema: Arc::new(input_schema),
         }
     }
 }

@@ -20,38 +20,35 @@ pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, LlmError>> + Send>
 #[derive(Debug, Clone)]
 pub struct AuthHeader {
     name: HeaderName,
-    scheme: Option<&'static str>,
     secret: SecretString,
+    /// The header value, built once; `None` if the key cannot be sent in a header.
+    value: Option<HeaderValue>,
 }
 
 impl AuthHeader {
     /// `Authorization: Bearer <secret>`.
     pub fn bearer(secret: SecretString) -> Self {
-        Self {
-            name: reqwest::header::AUTHORIZATION,
-            scheme: Some("Bearer "),
-            secret,
-        }
+        Self::build(reqwest::header::AUTHORIZATION, Some("Bearer "), secret)
     }
 
     /// `<name>: <secret>`, e.g. `x-api-key`.
     pub fn header(name: &'static str, secret: SecretString) -> Self {
-        Self {
-            name: HeaderName::from_static(name),
-            scheme: None,
-            secret,
-        }
+        Self::build(HeaderName::from_static(name), None, secret)
+    }
+
+    fn build(name: HeaderName, scheme: Option<&'static str>, secret: SecretString) -> Self {
+        let text = format!("{}{}", scheme.unwrap_or_default(), secret.expose());
+        let value = HeaderValue::from_str(&text).ok().map(|mut value| {
+            value.set_sensitive(true);
+            value
+        });
+        Self { name, secret, value }
     }
 
     fn value(&self) -> Result<HeaderValue, LlmError> {
-        let text = match self.scheme {
-            Some(scheme) => format!("{scheme}{}", self.secret.expose()),
-            None => self.secret.expose().to_owned(),
-        };
-        let mut value = HeaderValue::from_str(&text)
-            .map_err(|_| LlmError::auth("the API key contains characters that cannot be sent in an HTTP header"))?;
-        value.set_sensitive(true);
-        Ok(value)
+        self.value
+            .clone()
+            .ok_or_else(|| LlmError::auth("the API key contains characters that cannot be sent in an HTTP header"))
     }
 }
 

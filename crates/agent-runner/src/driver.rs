@@ -54,6 +54,7 @@ impl Driver<'_> {
     async fn drive_steps(&self, state: &mut RunState) {
         state.record_events(self.events.is_some());
         let hide_tool_calls = matches!(state.protocol(), Protocol::Text { .. });
+        let metrics = telemetry::ChatMetrics::new(self.client.provider(), self.client.model());
         loop {
             let outcome = match state.next_step() {
                 Step::Finished => break,
@@ -73,6 +74,7 @@ impl Driver<'_> {
                     if let Ok(outcome) = &result {
                         telemetry::record_chat(
                             &span,
+                            &metrics,
                             self.client.provider(),
                             model,
                             outcome.as_ref(),

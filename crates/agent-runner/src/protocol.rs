@@ -39,12 +39,20 @@ pub enum Protocol {
 pub(crate) struct Turn {
     /// The reply as the model wrote it (native: with its structured calls).
     pub message: AssistantMessage,
-    /// The text a person should see (calls and protocol markup removed).
-    pub visible: String,
+    /// The text a person should see (calls and protocol markup removed),
+    /// when it differs from `message.content`.
+    pub visible: Option<String>,
     /// The calls to run, in order.
     pub calls: Vec<ToolCall>,
     /// Call attempts that could not be read, with the reason for the model.
     pub rejected: Vec<(ToolCall, String)>,
+}
+
+impl Turn {
+    /// The text a person should see.
+    pub(crate) fn visible(&self) -> &str {
+        self.visible.as_deref().unwrap_or(&self.message.content)
+    }
 }
 
 impl Protocol {
@@ -57,7 +65,7 @@ impl Protocol {
     pub(crate) fn interpret(&self, message: AssistantMessage, iteration: u32) -> Turn {
         match self {
             Self::Native => Turn {
-                visible: message.content.clone(),
+                visible: None,
                 calls: message.tool_calls.clone(),
                 rejected: Vec::new(),
                 message,
@@ -81,7 +89,7 @@ impl Protocol {
                     })
                     .collect();
                 Turn {
-                    visible: reply.text,
+                    visible: Some(reply.text),
                     calls,
                     rejected,
                     message,
@@ -113,7 +121,7 @@ impl Protocol {
                 Turn {
                     // The model's own Observation (if it wrote one) is dropped.
                     message: AssistantMessage::text(cleaned),
-                    visible,
+                    visible: Some(visible),
                     calls,
                     rejected,
                 }
@@ -121,28 +129,27 @@ impl Protocol {
         }
     }
 
-    /// The history entry for a turn; `keep_calls` is false for a forced final
-    /// answer, whose calls are not run.
-    pub(crate) fn history_message(&self, turn: &Turn, keep_calls: bool) -> Message {
+    /// The history entry for a turn (its message is moved out); `keep_calls`
+    /// is false for a forced final answer, whose calls are not run.
+    pub(crate) fn history_message(&self, turn: &mut Turn, keep_calls: bool) -> Message {
+        let structured = !turn.message.tool_calls.is_empty();
         match self {
-            Self::Native => {
-                let mut message = turn.message.clone();
-                if !keep_calls {
-                    message.tool_calls.clear();
-                }
-                Message::Assistant(message)
-            }
-            Self::Text { .. } | Self::React if !turn.message.tool_calls.is_empty() => {
-                Self::Native.history_message(turn, keep_calls)
-            }
+            Self::Native => {}
+            Self::Text { .. } | Self::React if structured => {}
             Self::Text { .. } | Self::React => {
-                if keep_calls || (turn.calls.is_empty() && turn.rejected.is_empty()) {
-                    Message::Assistant(AssistantMessage::text(turn.message.content.clone()))
+                let text = if keep_calls || (turn.calls.is_empty() && turn.rejected.is_empty()) {
+                    std::mem::take(&mut turn.message.content)
                 } else {
-                    Message::Assistant(AssistantMessage::text(turn.visible.clone()))
-                }
+                    turn.visible().to_owned()
+                };
+                return Message::Assistant(AssistantMessage::text(text));
             }
         }
+        let mut message = std::mem::take(&mut turn.message);
+        if !keep_calls {
+            message.tool_calls.clear();
+        }
+        Message::Assistant(message)
     }
 
     /// The messages that carry one batch of results back to the model.
@@ -205,18 +212,18 @@ mod tests {
             tool_names: vec!["calculator".into()],
         };
         let raw = "I'll compute it.\n<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"15+27\"}}</tool_call>";
-        let turn = protocol.interpret(AssistantMessage::text(raw), 1);
-        assert_eq!(turn.visible, "I'll compute it.");
+        let mut turn = protocol.interpret(AssistantMessage::text(raw), 1);
+        assert_eq!(turn.visible(), "I'll compute it.");
         assert_eq!(turn.calls.len(), 1);
         assert_eq!(turn.calls[0].id, "call_1_0");
         assert_eq!(turn.calls[0].arguments, json!({"expression": "15+27"}));
         assert_eq!(
-            protocol.history_message(&turn, true),
+            protocol.history_message(&mut turn.clone(), true),
             Message::assistant(raw),
             "the history keeps what the model wrote"
         );
         assert_eq!(
-            protocol.history_message(&turn, false),
+            protocol.history_message(&mut turn, false),
             Message::assistant("I'll compute it.")
         );
     }

@@ -254,15 +254,17 @@ impl RunState {
         };
         self.iteration += 1;
         self.account(&response, duration);
-        let turn = self.protocol.interpret(response.message, self.iteration);
-        if !turn.visible.is_empty() || forced.is_some() {
-            self.response.clone_from(&turn.visible);
+        let mut turn = self.protocol.interpret(response.message, self.iteration);
+        if !turn.visible().is_empty() || forced.is_some() {
+            self.response.clear();
+            self.response.push_str(turn.visible());
         }
 
         if let Some(forced) = forced {
             self.request.messages.truncate(forced.instruction_at);
-            self.request.messages.push(self.protocol.history_message(&turn, false));
             let ignored = turn.calls.len() + turn.rejected.len();
+            let message = self.protocol.history_message(&mut turn, false);
+            self.request.messages.push(message);
             let mut detail = match forced.reason {
                 ForcedReason::MaxIterations => format!(
                     "reached the limit of {} iterations; the answer was forced",
@@ -279,8 +281,9 @@ impl RunState {
             return Ok(());
         }
 
-        self.request.messages.push(self.protocol.history_message(&turn, true));
         let structured = !turn.message.tool_calls.is_empty();
+        let message = self.protocol.history_message(&mut turn, true);
+        self.request.messages.push(message);
         let Turn { calls, rejected, .. } = turn;
         if let Some(detail) = self.exceeded_budget() {
             let all = calls

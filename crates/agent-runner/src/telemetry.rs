@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use agent_core::{ChatRequest, ChatResponse, LlmError, StopReason};
+use metrics::Histogram;
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -43,10 +44,44 @@ pub(crate) fn chat_span(provider: &str, model: &str, request: &ChatRequest, iter
     )
 }
 
+/// The metric handles of one run's model calls, registered once per run so
+/// that each call records without building label sets again.
+pub(crate) struct ChatMetrics {
+    input_tokens: Histogram,
+    output_tokens: Histogram,
+    duration: Histogram,
+}
+
+impl ChatMetrics {
+    pub(crate) fn new(provider: &str, model: &str) -> Self {
+        let token_usage = |token_type: &'static str| {
+            metrics::histogram!(
+                "gen_ai.client.token.usage",
+                "gen_ai.operation.name" => "chat",
+                "gen_ai.provider.name" => provider.to_owned(),
+                "gen_ai.request.model" => model.to_owned(),
+                "gen_ai.token.type" => token_type,
+            )
+        };
+        Self {
+            input_tokens: token_usage("input"),
+            output_tokens: token_usage("output"),
+            duration: metrics::histogram!(
+                "gen_ai.client.operation.duration",
+                "gen_ai.operation.name" => "chat",
+                "gen_ai.provider.name" => provider.to_owned(),
+                "gen_ai.request.model" => model.to_owned(),
+            ),
+        }
+    }
+}
+
 /// Records a model call's outcome on its span and in the metrics
 /// `gen_ai.client.token.usage` and `gen_ai.client.operation.duration`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn record_chat(
     span: &Span,
+    metrics: &ChatMetrics,
     provider: &str,
     model: &str,
     outcome: Result<&ChatResponse, &LlmError>,
@@ -64,19 +99,8 @@ pub(crate) fn record_chat(
             span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
             span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
             span.record("gen_ai.usage.cache_read_tokens", response.usage.cache_read_tokens);
-            for (token_type, count) in [
-                ("input", response.usage.input_tokens),
-                ("output", response.usage.output_tokens),
-            ] {
-                metrics::histogram!(
-                    "gen_ai.client.token.usage",
-                    "gen_ai.operation.name" => "chat",
-                    "gen_ai.provider.name" => provider.to_owned(),
-                    "gen_ai.request.model" => model.to_owned(),
-                    "gen_ai.token.type" => token_type,
-                )
-                .record(count as f64);
-            }
+            metrics.input_tokens.record(response.usage.input_tokens as f64);
+            metrics.output_tokens.record(response.usage.output_tokens as f64);
             if capture_content {
                 let _entered = span.enter();
                 tracing::info!(
@@ -96,7 +120,7 @@ pub(crate) fn record_chat(
             Some(kind)
         }
     };
-    let histogram = if let Some(error_type) = error_type {
+    if let Some(error_type) = error_type {
         metrics::histogram!(
             "gen_ai.client.operation.duration",
             "gen_ai.operation.name" => "chat",
@@ -104,15 +128,10 @@ pub(crate) fn record_chat(
             "gen_ai.request.model" => model.to_owned(),
             "error.type" => error_type,
         )
+        .record(duration.as_secs_f64());
     } else {
-        metrics::histogram!(
-            "gen_ai.client.operation.duration",
-            "gen_ai.operation.name" => "chat",
-            "gen_ai.provider.name" => provider.to_owned(),
-            "gen_ai.request.model" => model.to_owned(),
-        )
-    };
-    histogram.record(duration.as_secs_f64());
+        metrics.duration.record(duration.as_secs_f64());
+    }
 }
 
 fn finish_reason(reason: StopReason) -> &'static str {

@@ -68,7 +68,7 @@ impl TestTool {
 
     /// Replaces the argument schema.
     pub fn with_schema(mut self, schema: Value) -> Self {
-        self.definition.input_schema = schema;
+        self.definition.input_schema = std::sync::Arc::new(schema);
         self
     }
 

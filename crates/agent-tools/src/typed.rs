@@ -243,7 +243,7 @@ impl TypedTool {
     /// Replaces the generated input schema, for hand-tuned schemas. The
     /// arguments are still deserialised into the tool's argument type.
     pub fn with_input_schema(mut self, schema: Value) -> Self {
-        self.definition.input_schema = schema;
+        self.definition.input_schema = std::sync::Arc::new(schema);
         self
     }
 

@@ -15,7 +15,7 @@ pub(crate) fn tool_call_grammar(tools: &[ToolDefinition]) -> Result<String, LlmE
             let arguments = if tool.input_schema.to_string().contains("\"$ref\"") {
                 json!({"type": "object"})
             } else {
-                let mut schema = tool.input_schema.clone();
+                let mut schema = (*tool.input_schema).clone();
                 if let Some(object) = schema.as_object_mut() {
                     object.remove("$schema");
                     object.remove("title");

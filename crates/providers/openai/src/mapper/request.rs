@@ -314,7 +314,7 @@ impl Serialize for Tools<'_> {
                 function: WireFunction {
                     name: &tool.name,
                     description: Some(tool.description.as_str()).filter(|d| !d.is_empty()),
-                    parameters: Some(&tool.input_schema).filter(|schema| !schema.is_null()),
+                    parameters: Some(&*tool.input_schema).filter(|schema| !schema.is_null()),
                 },
             })?;
         }
