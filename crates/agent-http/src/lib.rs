@@ -23,6 +23,7 @@
 
 mod client;
 mod config;
+mod decoded;
 pub mod error;
 pub mod ndjson;
 mod secret;
@@ -30,4 +31,5 @@ pub mod sse;
 
 pub use client::{AuthHeader, ByteStream, HttpClient};
 pub use config::HttpConfig;
+pub use decoded::{ChunkDecoder, Decoded};
 pub use secret::SecretString;

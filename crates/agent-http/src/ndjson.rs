@@ -1,12 +1,10 @@
 //! Newline-delimited JSON (Ollama's streaming format), decoded incrementally.
 
-use std::collections::VecDeque;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use agent_core::LlmError;
 use bytes::Bytes;
 use futures::Stream;
+
+use crate::decoded::{ChunkDecoder, Decoded};
 
 /// An incremental NDJSON line splitter: feed it chunks, take out complete,
 /// non-blank lines (CRLF tolerated). Parsing the JSON is the caller's job.
@@ -52,54 +50,21 @@ pub fn ndjson_lines<S>(bytes: S) -> NdjsonStream<S>
 where
     S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
 {
-    NdjsonStream {
-        inner: bytes,
-        decoder: NdjsonDecoder::new(),
-        ready: VecDeque::new(),
-        scratch: Vec::new(),
-        input_done: false,
-    }
+    Decoded::new(bytes, NdjsonDecoder::new())
 }
 
 /// The stream returned by [`ndjson_lines`].
-#[derive(Debug)]
-pub struct NdjsonStream<S> {
-    inner: S,
-    decoder: NdjsonDecoder,
-    ready: VecDeque<String>,
-    scratch: Vec<String>,
-    input_done: bool,
-}
+pub type NdjsonStream<S> = Decoded<S, NdjsonDecoder>;
 
-impl<S> Stream for NdjsonStream<S>
-where
-    S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
-{
-    type Item = Result<String, LlmError>;
+impl ChunkDecoder for NdjsonDecoder {
+    type Item = String;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        loop {
-            if let Some(line) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(line)));
-            }
-            if this.input_done {
-                return Poll::Ready(None);
-            }
-            match Pin::new(&mut this.inner).poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
-                Poll::Ready(Some(Ok(chunk))) => {
-                    this.decoder.push(&chunk, &mut this.scratch);
-                    this.ready.extend(this.scratch.drain(..));
-                }
-                Poll::Ready(None) => {
-                    this.input_done = true;
-                    this.decoder.finish(&mut this.scratch);
-                    this.ready.extend(this.scratch.drain(..));
-                }
-            }
-        }
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<String>) {
+        NdjsonDecoder::push(self, chunk, out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<String>) {
+        NdjsonDecoder::finish(self, out);
     }
 }
 

@@ -7,13 +7,11 @@
 //! line is still delivered when the input ends, and `data: [DONE]` ends the
 //! stream.
 
-use std::collections::VecDeque;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use agent_core::LlmError;
 use bytes::Bytes;
 use futures::Stream;
+
+use crate::decoded::{ChunkDecoder, Decoded};
 
 /// One decoded event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -130,63 +128,25 @@ pub fn sse_events<S>(bytes: S) -> SseStream<S>
 where
     S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
 {
-    SseStream {
-        inner: bytes,
-        decoder: SseDecoder::new(),
-        ready: VecDeque::new(),
-        scratch: Vec::new(),
-        input_done: false,
-        saw_done: false,
-    }
+    Decoded::new(bytes, SseDecoder::new())
 }
 
 /// The stream returned by [`sse_events`].
-#[derive(Debug)]
-pub struct SseStream<S> {
-    inner: S,
-    decoder: SseDecoder,
-    ready: VecDeque<SseEvent>,
-    scratch: Vec<SseEvent>,
-    input_done: bool,
-    saw_done: bool,
-}
+pub type SseStream<S> = Decoded<S, SseDecoder>;
 
-impl<S> Stream for SseStream<S>
-where
-    S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
-{
-    type Item = Result<SseEvent, LlmError>;
+impl ChunkDecoder for SseDecoder {
+    type Item = SseEvent;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        loop {
-            if this.saw_done {
-                return Poll::Ready(None);
-            }
-            if let Some(event) = this.ready.pop_front() {
-                if event.is_done() {
-                    this.saw_done = true;
-                    return Poll::Ready(None);
-                }
-                return Poll::Ready(Some(Ok(event)));
-            }
-            if this.input_done {
-                return Poll::Ready(None);
-            }
-            match Pin::new(&mut this.inner).poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
-                Poll::Ready(Some(Ok(chunk))) => {
-                    this.decoder.push(&chunk, &mut this.scratch);
-                    this.ready.extend(this.scratch.drain(..));
-                }
-                Poll::Ready(None) => {
-                    this.input_done = true;
-                    this.decoder.finish(&mut this.scratch);
-                    this.ready.extend(this.scratch.drain(..));
-                }
-            }
-        }
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
+        SseDecoder::push(self, chunk, out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        SseDecoder::finish(self, out);
+    }
+
+    fn is_end(event: &SseEvent) -> bool {
+        event.is_done()
     }
 }
 

@@ -1,0 +1,90 @@
+//! One stream adapter for every incremental body decoder.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use agent_core::LlmError;
+use bytes::Bytes;
+use futures::Stream;
+
+/// An incremental decoder of a response body: fed chunks, it appends the
+/// items they complete.
+pub trait ChunkDecoder {
+    /// What it decodes (an SSE event, an NDJSON line, ...).
+    type Item;
+
+    /// Feeds a chunk; appends every completed item to `out`.
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<Self::Item>);
+
+    /// Ends the input; appends what was pending.
+    fn finish(&mut self, out: &mut Vec<Self::Item>);
+
+    /// Whether `item` marks the end of the stream (it is not yielded).
+    fn is_end(_item: &Self::Item) -> bool {
+        false
+    }
+}
+
+/// A byte stream decoded item by item with a [`ChunkDecoder`].
+#[derive(Debug)]
+pub struct Decoded<S, D: ChunkDecoder> {
+    inner: S,
+    decoder: D,
+    ready: VecDeque<D::Item>,
+    scratch: Vec<D::Item>,
+    input_done: bool,
+    ended: bool,
+}
+
+impl<S, D: ChunkDecoder> Decoded<S, D> {
+    /// Decodes `inner` with `decoder`.
+    pub fn new(inner: S, decoder: D) -> Self {
+        Self {
+            inner,
+            decoder,
+            ready: VecDeque::new(),
+            scratch: Vec::new(),
+            input_done: false,
+            ended: false,
+        }
+    }
+}
+
+impl<S, D> Stream for Decoded<S, D>
+where
+    S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
+    D: ChunkDecoder + Unpin,
+    D::Item: Unpin,
+{
+    type Item = Result<D::Item, LlmError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            if let Some(item) = this.ready.pop_front() {
+                if D::is_end(&item) {
+                    this.ended = true;
+                    return Poll::Ready(None);
+                }
+                return Poll::Ready(Some(Ok(item)));
+            }
+            if this.input_done {
+                return Poll::Ready(None);
+            }
+            match Pin::new(&mut this.inner).poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
+                Poll::Ready(Some(Ok(chunk))) => this.decoder.push(&chunk, &mut this.scratch),
+                Poll::Ready(None) => {
+                    this.input_done = true;
+                    this.decoder.finish(&mut this.scratch);
+                }
+            }
+            this.ready.extend(this.scratch.drain(..));
+        }
+    }
+}
