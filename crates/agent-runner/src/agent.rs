@@ -48,7 +48,7 @@ struct Inner {
     prompt_caching: bool,
     catalog: Option<Arc<ModelCatalog>>,
     capture_content: bool,
-    forced_answer_instruction: String,
+    forced_answer_instruction: Option<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -146,7 +146,7 @@ impl Agent {
             .map(|info| info.pricing);
         RunState::new(identity, inner.config.clone(), request, pricing)
             .with_protocol(protocol)
-            .with_forced_answer_instruction(inner.forced_answer_instruction.clone())
+            .with_forced_answer(inner.forced_answer_instruction.clone())
     }
 
     /// Runs one user turn to the end. `context` says who is asking and
@@ -292,7 +292,7 @@ pub struct AgentBuilder {
     prompt_caching: bool,
     catalog: Option<Arc<ModelCatalog>>,
     capture_content: bool,
-    forced_answer_instruction: String,
+    forced_answer_instruction: Option<String>,
 }
 
 impl AgentBuilder {
@@ -310,7 +310,7 @@ impl AgentBuilder {
             prompt_caching: false,
             catalog: None,
             capture_content: false,
-            forced_answer_instruction: prompts::forced_answer_instruction(),
+            forced_answer_instruction: None,
         }
     }
 
@@ -430,7 +430,7 @@ impl AgentBuilder {
 
     /// The instruction sent with a forced final answer.
     pub fn forced_answer_instruction(mut self, instruction: impl Into<String>) -> Self {
-        self.forced_answer_instruction = instruction.into();
+        self.forced_answer_instruction = Some(instruction.into());
         self
     }
 

@@ -122,7 +122,8 @@ pub struct RunState {
     protocol: Protocol,
     request: ChatRequest,
     pricing: Option<Pricing>,
-    forced_answer_instruction: String,
+    /// The instruction of a forced final answer; the built-in one when unset.
+    forced_answer_instruction: Option<String>,
     phase: Phase,
     iteration: u32,
     usage: Usage,
@@ -155,7 +156,7 @@ impl RunState {
             request,
             cost_usd: pricing.map(|_| 0.0),
             pricing,
-            forced_answer_instruction: crate::prompts::forced_answer_instruction(),
+            forced_answer_instruction: None,
             phase: Phase::NeedsModel { forced: None },
             iteration: 0,
             usage: Usage::default(),
@@ -186,7 +187,15 @@ impl RunState {
 
     /// Replaces the instruction sent with a forced final answer.
     pub fn with_forced_answer_instruction(mut self, instruction: impl Into<String>) -> Self {
-        self.forced_answer_instruction = instruction.into();
+        self.forced_answer_instruction = Some(instruction.into());
+        self
+    }
+
+    /// Replaces the forced-answer instruction when `instruction` is given.
+    pub(crate) fn with_forced_answer(mut self, instruction: Option<String>) -> Self {
+        if instruction.is_some() {
+            self.forced_answer_instruction = instruction;
+        }
         self
     }
 
@@ -551,9 +560,11 @@ impl RunState {
             self.request.tools.clear();
         }
         let instruction_at = self.request.messages.len();
-        self.request
-            .messages
-            .push(Message::user(self.forced_answer_instruction.clone()));
+        self.request.messages.push(Message::user(
+            self.forced_answer_instruction
+                .clone()
+                .unwrap_or_else(crate::prompts::forced_answer_instruction),
+        ));
         self.phase = Phase::NeedsModel {
             forced: Some(Forced { reason, instruction_at }),
         };
