@@ -308,8 +308,8 @@ fn agent(client: &LlamaClient) -> Result<Agent, String> {
              If a tool needs information the user did not give, ask the user for it instead of guessing.",
         )
         .tools(Arc::new(registry))
-        .max_iterations(4)
-        .max_tokens(200)
+        .max_iterations(3)
+        .max_tokens(128)
         .temperature(0.0)
         .build())
 }
