@@ -1,1 +1,49 @@
-//! Placeholder.
+//! # agent-app
+//!
+//! Agentry's composition root and the `agentry` binary: the only crate that
+//! knows every provider and tool crate. It turns configuration into a model
+//! client, a tool registry and an agent, and offers them on the command line.
+//!
+//! - [`config`]: `agentry.toml` (from `--config`, `$AGENTRY_CONFIG` or the
+//!   working directory), environment overrides and flags, merged with
+//!   figment; errors name the file, the key and the fix.
+//! - [`providers`]: one factory from configuration to `Arc<dyn LlmClient>`,
+//!   each provider crate behind a cargo feature (`llama`, `openai`).
+//! - [`tools`]: the tool domains (`math`, `travel`, `sql`, `web`).
+//! - [`catalog`]: model prices shipped in `data/models.toml`, overridable.
+//! - [`output`]: the `run --json` contract.
+//! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts.
+//! - [`cli`]: the commands.
+//!
+//! Building an agent from configuration, as the binary does:
+//!
+//! ```no_run
+//! use agent_app::{assemble, config::{Overrides, Settings}, env::Env, providers, tools::ToolBox};
+//! use agent_core::ToolContext;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), agent_app::error::AppError> {
+//! let env = Env::from_process();
+//! let settings = Settings::load(&Overrides::default(), &env, &std::env::current_dir().unwrap())?;
+//! let tools = ToolBox::from_settings(&settings, &env)?;
+//! let client = providers::build_client(&settings, &env, providers::Progress::Show).await?;
+//! let agent = assemble::build_agent(&settings, client, &tools);
+//! let result = agent.run(Vec::new(), "What is 17 * 23?", &ToolContext::new()).await;
+//! # let _ = result;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod assemble;
+pub mod catalog;
+pub mod chat;
+pub mod cli;
+pub mod config;
+pub mod console;
+pub mod demo;
+pub mod env;
+pub mod error;
+pub mod output;
+pub mod providers;
+pub mod sessions;
+pub mod tools;

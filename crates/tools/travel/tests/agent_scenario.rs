@@ -33,11 +33,27 @@ async fn whats_the_weather_in_tokyo_makes_one_get_weather_call_recorded_with_its
     assert_eq!(call.name, "get_weather");
     assert!(!call.is_error, "{}", call.result);
     let weather: Value = serde_json::from_str(&call.result).expect("structured JSON result");
-    assert_eq!(weather["location"].as_str().map(|l| l.contains("Tokyo")), Some(true), "{weather}");
+    assert_eq!(
+        weather["location"].as_str().map(|l| l.contains("Tokyo")),
+        Some(true),
+        "{weather}"
+    );
     // The model saw the same result.
     let sent = &client.requests()[1].messages;
-    assert!(sent.iter().filter_map(agent_core::Message::as_tool_result).any(|r| r.content == call.result));
+    assert!(
+        sent.iter()
+            .filter_map(agent_core::Message::as_tool_result)
+            .any(|r| r.content == call.result)
+    );
     // And every travel tool was offered to it.
     let offered: Vec<_> = client.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
-    assert_eq!(offered, ["get_weather", "get_flight_prices", "get_currency_exchange", "divide_by_secret_number"]);
+    assert_eq!(
+        offered,
+        [
+            "get_weather",
+            "get_flight_prices",
+            "get_currency_exchange",
+            "divide_by_secret_number"
+        ]
+    );
 }

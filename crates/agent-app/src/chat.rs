@@ -1,0 +1,590 @@
+//! `agentry chat`: an interactive, streaming conversation.
+//!
+//! The loop ([`run_chat`]) works over two small abstractions, so it can be
+//! driven by a test as well as by a terminal: a [`LineReader`] (rustyline in
+//! the binary) and [`Interrupts`] (Ctrl-C in the binary). Ctrl-C during a
+//! run cancels it and keeps the conversation; a second Ctrl-C, or Ctrl-C
+//! twice at the prompt, or Ctrl-D, exits.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, StopCause, ToolContext, Usage};
+use agent_runner::Agent;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+
+use crate::console::{Console, brief, stop_note};
+use crate::error::AppError;
+
+/// What the user typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A line.
+    Line(String),
+    /// Ctrl-C at the prompt.
+    Interrupted,
+    /// Ctrl-D (end of input).
+    Eof,
+}
+
+/// A source of input lines (the terminal's line editor, or a script).
+pub trait LineReader {
+    /// Reads one line, showing `prompt`.
+    fn read_line(&mut self, prompt: &str) -> io::Result<Input>;
+
+    /// Remembers a line for the editor's history.
+    fn remember(&mut self, line: &str) {
+        let _ = line;
+    }
+}
+
+/// Interruptions (Ctrl-C) while a run is going on.
+pub trait Interrupts: Send + Sync {
+    /// Resolves at the next interruption.
+    fn next(&self) -> BoxFuture<'static, ()>;
+}
+
+/// Ctrl-C, through `tokio::signal`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CtrlC;
+
+impl Interrupts for CtrlC {
+    fn next(&self) -> BoxFuture<'static, ()> {
+        Box::pin(async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
+}
+
+/// No interruptions ever.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoInterrupts;
+
+impl Interrupts for NoInterrupts {
+    fn next(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// The terminal's line editor, with history kept in a file.
+pub struct Rustyline {
+    editor: rustyline::DefaultEditor,
+    history: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Rustyline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rustyline")
+            .field("history", &self.history)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rustyline {
+    /// An editor whose history is loaded from and saved to `history`.
+    pub fn new(history: Option<PathBuf>) -> Result<Self, AppError> {
+        let mut editor = rustyline::DefaultEditor::new()
+            .map_err(|error| AppError::io("starting the line editor", io::Error::other(error.to_string())))?;
+        if let Some(path) = &history {
+            let _ = editor.load_history(path);
+        }
+        Ok(Self { editor, history })
+    }
+}
+
+impl LineReader for Rustyline {
+    fn read_line(&mut self, prompt: &str) -> io::Result<Input> {
+        use rustyline::error::ReadlineError;
+        match self.editor.readline(prompt) {
+            Ok(line) => Ok(Input::Line(line)),
+            Err(ReadlineError::Interrupted) => Ok(Input::Interrupted),
+            Err(ReadlineError::Eof) => Ok(Input::Eof),
+            Err(ReadlineError::Io(error)) => Err(error),
+            Err(error) => Err(io::Error::other(error.to_string())),
+        }
+    }
+
+    fn remember(&mut self, line: &str) {
+        let _ = self.editor.add_history_entry(line);
+        if let Some(path) = &self.history {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = self.editor.save_history(path);
+        }
+    }
+}
+
+/// A slash command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `/help`.
+    Help,
+    /// `/tools`.
+    Tools,
+    /// `/reset`.
+    Reset,
+    /// `/cost`.
+    Cost,
+    /// `/exit` or `/quit`.
+    Exit,
+    /// Anything else starting with `/`.
+    Unknown(String),
+}
+
+/// The command on `line`, if it is one.
+pub fn parse_command(line: &str) -> Option<Command> {
+    let line = line.trim();
+    let word = line.strip_prefix('/')?.split_whitespace().next().unwrap_or_default();
+    Some(match word.to_ascii_lowercase().as_str() {
+        "help" | "h" | "?" => Command::Help,
+        "tools" => Command::Tools,
+        "reset" | "clear" => Command::Reset,
+        "cost" | "usage" => Command::Cost,
+        "exit" | "quit" | "q" => Command::Exit,
+        _ => Command::Unknown(line.to_owned()),
+    })
+}
+
+/// The help text of the slash commands.
+pub const HELP: &str = "commands:
+  /help   this help
+  /tools  the tools the assistant can use
+  /reset  forget the conversation (and its cost)
+  /cost   tokens used and estimated cost so far
+  /exit   leave (also Ctrl-D, or Ctrl-C twice)
+Ctrl-C while the assistant works cancels that turn and keeps the conversation.";
+
+/// The conversation and what it cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversation {
+    /// The history sent with the next turn.
+    pub messages: Vec<Message>,
+    /// Tokens used since the start (or the last `/reset`).
+    pub usage: Usage,
+    /// Estimated cost of the runs whose price was known, in USD.
+    pub cost_usd: f64,
+    /// Runs whose model had no price in the catalog.
+    pub unpriced_runs: u32,
+    /// Runs made.
+    pub runs: u32,
+}
+
+impl Conversation {
+    /// A conversation continuing `messages`.
+    pub fn with_history(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// Adds a run's usage and cost.
+    pub fn record(&mut self, result: &AgentRunResult) {
+        self.runs += 1;
+        self.usage += result.usage;
+        match result.cost_usd {
+            Some(cost) => self.cost_usd += cost,
+            None => self.unpriced_runs += 1,
+        }
+    }
+
+    /// The `/cost` report.
+    pub fn cost_report(&self, model: &str) -> String {
+        let usage = &self.usage;
+        let mut report = format!(
+            "{} runs · {} tokens in ({} from cache) · {} out · {} total\nestimated cost: ${:.6}",
+            self.runs,
+            usage.input_tokens,
+            usage.cache_read_tokens,
+            usage.output_tokens,
+            usage.total_tokens(),
+            self.cost_usd
+        );
+        if self.unpriced_runs > 0 {
+            let _ = write!(
+                report,
+                " (plus {} runs of `{model}`, whose price is not in the catalog: add [catalog.\"{model}\"] to agentry.toml)",
+                self.unpriced_runs
+            );
+        }
+        report
+    }
+}
+
+/// How a chat ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatEnd {
+    /// `/exit` or Ctrl-D.
+    Exit,
+    /// Ctrl-C twice.
+    Interrupted,
+}
+
+/// Called after every completed turn with the conversation (e.g. to save it).
+pub type OnTurn<'a> = dyn FnMut(&Conversation) -> Result<(), AppError> + 'a;
+
+/// Runs the chat until the user leaves.
+pub async fn run_chat(
+    agent: &Agent,
+    reader: &mut dyn LineReader,
+    console: &mut Console,
+    interrupts: &dyn Interrupts,
+    conversation: &mut Conversation,
+    on_turn: &mut OnTurn<'_>,
+) -> Result<ChatEnd, AppError> {
+    let write = |error: io::Error| AppError::io("writing to the terminal", error);
+    let tools: Vec<String> = agent
+        .registry()
+        .definitions()
+        .into_iter()
+        .map(|tool| tool.name)
+        .collect();
+    console
+        .line(&format!(
+            "agentry chat · {}/{} · {} tools · /help for commands, Ctrl-D to leave",
+            agent.client().provider(),
+            agent.client().model(),
+            tools.len()
+        ))
+        .map_err(write)?;
+    if !conversation.messages.is_empty() {
+        let turns = conversation
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::User { .. }))
+            .count();
+        console
+            .line(&format!("(continuing a conversation of {turns} turns)"))
+            .map_err(write)?;
+    }
+    let mut interrupted_at_prompt = false;
+    loop {
+        let input = reader
+            .read_line("you> ")
+            .map_err(|error| AppError::io("reading input", error))?;
+        let line = match input {
+            Input::Eof => return Ok(ChatEnd::Exit),
+            Input::Interrupted if interrupted_at_prompt => return Ok(ChatEnd::Interrupted),
+            Input::Interrupted => {
+                interrupted_at_prompt = true;
+                console
+                    .line("(Ctrl-C again or Ctrl-D to leave; /help for commands)")
+                    .map_err(write)?;
+                continue;
+            }
+            Input::Line(line) => line,
+        };
+        interrupted_at_prompt = false;
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        reader.remember(line);
+        if let Some(command) = parse_command(line) {
+            match command {
+                Command::Help => console.line(HELP),
+                Command::Tools => console.line(&tool_list(agent)),
+                Command::Reset => {
+                    *conversation = Conversation::default();
+                    on_turn(conversation)?;
+                    console.line("(conversation cleared)")
+                }
+                Command::Cost => console.line(&conversation.cost_report(agent.client().model())),
+                Command::Exit => return Ok(ChatEnd::Exit),
+                Command::Unknown(text) => console.line(&format!("unknown command {text}; /help lists the commands")),
+            }
+            .map_err(write)?;
+            continue;
+        }
+        match turn(agent, line, console, interrupts, conversation).await? {
+            TurnEnd::Done => on_turn(conversation)?,
+            TurnEnd::Quit => return Ok(ChatEnd::Interrupted),
+        }
+    }
+}
+
+enum TurnEnd {
+    Done,
+    Quit,
+}
+
+/// One user turn, streamed; Ctrl-C cancels it, a second Ctrl-C quits.
+async fn turn(
+    agent: &Agent,
+    line: &str,
+    console: &mut Console,
+    interrupts: &dyn Interrupts,
+    conversation: &mut Conversation,
+) -> Result<TurnEnd, AppError> {
+    let write = |error: io::Error| AppError::io("writing to the terminal", error);
+    let cancel = CancellationToken::new();
+    let context = ToolContext::new().with_cancel(cancel.clone());
+    let mut events = Box::pin(agent.run_stream(conversation.messages.clone(), line, context));
+    let mut interrupt = interrupts.next();
+    let mut cancelling = false;
+    console.begin();
+    let result = loop {
+        tokio::select! {
+            event = events.next() => match event {
+                Some(AgentEvent::RunFinished { result }) => {
+                    console.clear_spinners();
+                    console.end_line().map_err(write)?;
+                    break Some(*result);
+                }
+                Some(event) => console.event(&event).map_err(write)?,
+                None => break None,
+            },
+            () = &mut interrupt => {
+                if cancelling {
+                    console.clear_spinners();
+                    return Ok(TurnEnd::Quit);
+                }
+                cancelling = true;
+                cancel.cancel();
+                console.note("  (cancelling; Ctrl-C again to leave)").map_err(write)?;
+                interrupt = interrupts.next();
+            }
+        }
+    };
+    let Some(result) = result else {
+        console.note("  ! the run ended without a result").map_err(write)?;
+        return Ok(TurnEnd::Done);
+    };
+    if !console.text_seen() && !result.response.trim().is_empty() {
+        console.line(result.response.trim()).map_err(write)?;
+    }
+    if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
+        console.note(&format!("  {note}")).map_err(write)?;
+    }
+    conversation.record(&result);
+    if result.stop_reason == StopCause::Error {
+        // Keep the conversation as it was before the failed turn: the
+        // message can be sent again.
+        console
+            .note("  (the conversation is unchanged; try again, or /reset)")
+            .map_err(write)?;
+    } else {
+        conversation.messages = result.messages;
+    }
+    Ok(TurnEnd::Done)
+}
+
+fn tool_list(agent: &Agent) -> String {
+    let tools = agent.registry().definitions();
+    if tools.is_empty() {
+        return "no tools are enabled (see [tools] enabled in agentry.toml, or --tools)".to_owned();
+    }
+    tools
+        .iter()
+        .map(|tool| format!("  {} — {}", tool.name, brief(&tool.description, 100)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Shares an [`Interrupts`] implementation.
+impl<T: Interrupts + ?Sized> Interrupts for Arc<T> {
+    fn next(&self) -> BoxFuture<'static, ()> {
+        (**self).next()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use agent_testing::{ScriptedClient, response};
+    use agent_tools::Registry;
+    use serde_json::json;
+
+    use super::*;
+    use crate::console::SharedBuffer;
+
+    struct Script(VecDeque<Input>);
+
+    impl Script {
+        fn lines(lines: &[&str]) -> Self {
+            Self(lines.iter().map(|line| Input::Line((*line).to_owned())).collect())
+        }
+    }
+
+    impl LineReader for Script {
+        fn read_line(&mut self, _prompt: &str) -> io::Result<Input> {
+            Ok(self.0.pop_front().unwrap_or(Input::Eof))
+        }
+    }
+
+    /// Fires once, `after` the first wait starts; never again.
+    struct InterruptOnce {
+        after: Duration,
+        calls: AtomicUsize,
+    }
+
+    impl Interrupts for InterruptOnce {
+        fn next(&self) -> BoxFuture<'static, ()> {
+            let after = self.after;
+            if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                Box::pin(tokio::time::sleep(after))
+            } else {
+                Box::pin(std::future::pending())
+            }
+        }
+    }
+
+    fn agent(client: ScriptedClient) -> Agent {
+        let registry = Registry::new();
+        let _ = agent_core::ToolRegistry::register(&registry, Arc::new(agent_tools_math::tool_set()), true);
+        Agent::builder(Arc::new(client.with_model("gpt-4o-mini")))
+            .tools(Arc::new(registry))
+            .catalog(Arc::new(crate::catalog::to_catalog(&crate::catalog::shipped_entries())))
+            .build()
+    }
+
+    async fn chat(
+        agent: &Agent,
+        reader: &mut dyn LineReader,
+        interrupts: &dyn Interrupts,
+    ) -> (String, Conversation, ChatEnd, usize) {
+        let buffer = SharedBuffer::new();
+        let mut console = Console::new(buffer.clone());
+        let mut conversation = Conversation::default();
+        let mut saves = 0;
+        let end = run_chat(agent, reader, &mut console, interrupts, &mut conversation, &mut |_| {
+            saves += 1;
+            Ok(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        (buffer.contents(), conversation, end, saves)
+    }
+
+    #[test]
+    fn slash_commands_parse_forgivingly() {
+        assert_eq!(parse_command("/help"), Some(Command::Help));
+        assert_eq!(parse_command("  /EXIT "), Some(Command::Exit));
+        assert_eq!(parse_command("/quit now"), Some(Command::Exit));
+        assert_eq!(parse_command("/cost"), Some(Command::Cost));
+        assert_eq!(parse_command("/reset"), Some(Command::Reset));
+        assert_eq!(parse_command("/tools"), Some(Command::Tools));
+        assert_eq!(
+            parse_command("/frobnicate"),
+            Some(Command::Unknown("/frobnicate".into()))
+        );
+        assert_eq!(parse_command("what is 2/3?"), None);
+    }
+
+    #[tokio::test]
+    async fn turns_keep_history_and_commands_report_tools_cost_and_reset() {
+        let client = ScriptedClient::new()
+            .respond(response::with_usage(
+                response::tool_calls([("calculator", json!({"expression": "6*7"}))]),
+                Usage::new(1_000, 10),
+            ))
+            .respond(response::with_usage(response::text("42."), Usage::new(1_100, 5)))
+            .respond(response::with_usage(
+                response::text("You asked 6*7."),
+                Usage::new(1_200, 6),
+            ));
+        let agent = agent(client);
+        let mut reader = Script::lines(&[
+            "What is 6*7?",
+            "/tools",
+            "/cost",
+            "What did I ask?",
+            "/help",
+            "/nope",
+            "/reset",
+            "/cost",
+            "/exit",
+        ]);
+        let (out, conversation, end, saves) = chat(&agent, &mut reader, &NoInterrupts).await;
+        assert_eq!(end, ChatEnd::Exit);
+        assert!(out.contains("  → calculator {\"expression\":\"6*7\"}"), "{out}");
+        assert!(out.contains("  ✓ calculator →"), "{out}");
+        assert!(out.contains("42."), "{out}");
+        assert!(out.contains("  calculator — "), "{out}");
+        assert!(
+            out.contains("1 runs · 2100 tokens in (0 from cache) · 15 out · 2115 total"),
+            "{out}"
+        );
+        assert!(out.contains("You asked 6*7."), "{out}");
+        assert!(out.contains("/tools  the tools the assistant can use"), "{out}");
+        assert!(out.contains("unknown command /nope"), "{out}");
+        assert!(out.contains("(conversation cleared)"), "{out}");
+        assert!(out.contains("0 runs · 0 tokens in"), "{out}");
+        assert_eq!(conversation, Conversation::default());
+        // Two turns and one reset were saved.
+        assert_eq!(saves, 3);
+    }
+
+    #[tokio::test]
+    async fn the_second_turn_sees_the_first() {
+        let client = ScriptedClient::new()
+            .respond(response::text("Hello Ada."))
+            .respond(response::text("Your name is Ada."));
+        let client = Arc::new(client.with_model("m"));
+        let agent = Agent::builder(client.clone()).build();
+        let mut reader = Script::lines(&["I am Ada", "Who am I?"]);
+        let (_, conversation, _, _) = chat(&agent, &mut reader, &NoInterrupts).await;
+        let requests = client.requests();
+        assert_eq!(requests[1].messages.len(), 3, "{:?}", requests[1].messages);
+        assert_eq!(conversation.messages.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn ctrl_c_cancels_the_turn_and_keeps_the_session() {
+        let client = ScriptedClient::new()
+            .respond_after(Duration::from_secs(30), response::text("too late"))
+            .respond(response::text("Still here."));
+        let agent = agent(client);
+        let mut reader = Script::lines(&["slow question", "are you there?"]);
+        let interrupts = InterruptOnce {
+            after: Duration::from_millis(50),
+            calls: AtomicUsize::new(0),
+        };
+        let started = std::time::Instant::now();
+        let (out, conversation, end, _) = chat(&agent, &mut reader, &interrupts).await;
+        assert!(started.elapsed() < Duration::from_secs(10), "the cancel was not prompt");
+        assert_eq!(end, ChatEnd::Exit);
+        assert!(out.contains("(cancelling; Ctrl-C again to leave)"), "{out}");
+        assert!(out.contains("[stop: cancelled"), "{out}");
+        assert!(out.contains("Still here."), "{out}");
+        assert_eq!(conversation.runs, 2);
+        assert!(
+            conversation
+                .messages
+                .iter()
+                .any(|m| m == &Message::user("slow question")),
+            "the cancelled turn is kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn ctrl_c_twice_at_the_prompt_leaves() {
+        let agent = agent(ScriptedClient::new());
+        let mut reader = Script(VecDeque::from([Input::Interrupted, Input::Interrupted]));
+        let (out, _, end, _) = chat(&agent, &mut reader, &NoInterrupts).await;
+        assert_eq!(end, ChatEnd::Interrupted);
+        assert!(out.contains("Ctrl-C again or Ctrl-D to leave"), "{out}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_turn_leaves_the_conversation_unchanged() {
+        let client = ScriptedClient::new()
+            .fail(agent_core::LlmError::auth("set OPENAI_API_KEY"))
+            .respond(response::text("ok"));
+        let agent = agent(client);
+        let mut reader = Script::lines(&["first", "second"]);
+        let (out, conversation, _, _) = chat(&agent, &mut reader, &NoInterrupts).await;
+        assert!(out.contains("[stop: error"), "{out}");
+        assert!(out.contains("OPENAI_API_KEY"), "{out}");
+        assert_eq!(conversation.messages.first(), Some(&Message::user("second")));
+    }
+}

@@ -1,0 +1,599 @@
+//! The `agentry` command line: argument parsing (clap) and the commands.
+//!
+//! ```text
+//! agentry run [--config F] [--provider P] [--model M] [--base-url URL]
+//!             [--tools a,b] [--max-iterations N] [--session NAME]
+//!             [--stream] [--json] PROMPT
+//! agentry chat [same options]
+//! agentry demo [--config F] [--provider P] [--model M] [--base-url URL]
+//! agentry tools [--config F] [--tools a,b] [--json]
+//! agentry sessions list|show NAME|delete NAME
+//! ```
+//!
+//! Exit status: 0 success, 2 bad usage or configuration, 1 any other
+//! failure (including a run that ends with `stop_reason` `error`,
+//! `cancelled` or `budget_exceeded`; with `--json` its object is printed
+//! first).
+
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use agent_core::{AgentEvent, AgentRunResult, CancellationToken, StopCause, ToolContext};
+use clap::{Args, Parser, Subcommand};
+use futures::StreamExt;
+
+use crate::assemble::{build_agent, catalog_for};
+use crate::chat::{Conversation, CtrlC, Rustyline, run_chat};
+use crate::config::{Overrides, Settings};
+use crate::console::{Console, brief, stop_note};
+use crate::demo::{DemoOptions, run_demo};
+use crate::env::Env;
+use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use crate::output::{RunOutput, is_success};
+use crate::providers::{Progress, build_client};
+use crate::sessions::{Session, SessionStore, not_found, validate_name};
+use crate::tools::ToolBox;
+
+/// Agentry: tool-using LLM agents from the command line.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "agentry", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Log what happens to stderr (RUST_LOG selects what; default `info`, llama.cpp's own logs at `warn`).
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Run one prompt and print the answer.
+    Run(RunArgs),
+    /// Talk with the agent: streaming, with history (/help inside).
+    Chat(ChatArgs),
+    /// The Travel Assistant demo: ten turns of one conversation.
+    Demo(DemoArgs),
+    /// List the enabled tools and their argument schemas.
+    Tools(ToolsArgs),
+    /// Stored conversations (see --session).
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+/// Options that choose and shape the agent.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AgentOptions {
+    /// Configuration file (default: $AGENTRY_CONFIG, else ./agentry.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Provider: llama, openai, azure-openai, openai-compatible, anthropic, gemini, ollama.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name (or, for llama, a .gguf file).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Base URL of the chosen provider (e.g. http://localhost:8000/v1).
+    #[arg(long = "base-url", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Tool domains to enable, comma-separated (replaces [tools] enabled; "" for none).
+    #[arg(long, value_name = "a,b", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Model calls that may request tools before the answer is forced.
+    #[arg(long = "max-iterations", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iterations: Option<u32>,
+    /// Continue the stored conversation NAME, and save it afterwards.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+}
+
+impl AgentOptions {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            config: self.config.clone(),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            tools: self.tools.as_ref().map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+                    .collect()
+            }),
+            max_iterations: self.max_iterations,
+        }
+    }
+}
+
+/// `agentry run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Agent options.
+    #[command(flatten)]
+    pub agent: AgentOptions,
+    /// Stream the reply and print text as it arrives.
+    #[arg(long)]
+    pub stream: bool,
+    /// Print one JSON object with the answer, tool calls and usage (only that, even with --stream).
+    #[arg(long)]
+    pub json: bool,
+    /// The prompt ("-" reads it from standard input).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: String,
+}
+
+/// `agentry chat`.
+#[derive(Debug, Clone, Args)]
+pub struct ChatArgs {
+    /// Agent options.
+    #[command(flatten)]
+    pub agent: AgentOptions,
+}
+
+/// `agentry demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Configuration file (default: $AGENTRY_CONFIG, else ./agentry.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Provider (default: the configured one, else the embedded local model).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Base URL of the chosen provider.
+    #[arg(long = "base-url", value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+/// `agentry tools`.
+#[derive(Debug, Clone, Args)]
+pub struct ToolsArgs {
+    /// Configuration file (default: $AGENTRY_CONFIG, else ./agentry.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Tool domains to list, comma-separated (replaces [tools] enabled).
+    #[arg(long, value_name = "a,b", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Print JSON: {"domains": [...], "tools": [{domain, name, description, input_schema}]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `agentry sessions`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SessionsCommand {
+    /// List the stored sessions, most recent first.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a stored session.
+    Show {
+        /// The session.
+        name: String,
+        /// Print the stored JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a stored session.
+    Delete {
+        /// The session.
+        name: String,
+    },
+}
+
+/// The binary's entry point: parses the process arguments, runs the
+/// command, and returns its exit status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE));
+        }
+    };
+    let env = Env::from_process();
+    init_tracing(cli.verbose, &env);
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(error) => {
+            eprintln!("error: cannot read the working directory: {error}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let code = match runtime.block_on(execute(cli, &env, &cwd)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            error.exit_code()
+        }
+    };
+    // Do not wait for a model download or a tool still running on a
+    // blocking thread after a cancelled run.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    ExitCode::from(code)
+}
+
+fn init_tracing(verbose: bool, env: &Env) {
+    let filter = match (env.get("RUST_LOG"), verbose) {
+        (Some(filter), _) => filter,
+        // llama.cpp logs every load step at info level: only its warnings by default.
+        (None, true) => "info,llama-cpp-2=warn".to_owned(),
+        (None, false) => return,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(io::stderr)
+        .try_init();
+}
+
+/// Runs a parsed command; returns the exit status of a command that
+/// reported its own failure, or the error to report.
+pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    match cli.command {
+        Command::Run(args) => run(args, env, cwd).await,
+        Command::Chat(args) => chat(args, env, cwd).await,
+        Command::Demo(args) => demo(args, env, cwd).await,
+        Command::Tools(args) => tools(&args, env, cwd),
+        Command::Sessions(command) => sessions(command, env),
+    }
+}
+
+fn stdout_line(text: &str) -> Result<(), AppError> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|error| AppError::io("writing to stdout", error))
+}
+
+fn read_prompt(prompt: &str) -> Result<String, AppError> {
+    let prompt = if prompt == "-" {
+        let mut text = String::new();
+        io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|error| AppError::io("reading the prompt from stdin", error))?;
+        text
+    } else {
+        prompt.to_owned()
+    };
+    if prompt.trim().is_empty() {
+        return Err(AppError::Usage(
+            "the prompt is empty: pass it as the last argument, or \"-\" to read it from stdin".to_owned(),
+        ));
+    }
+    Ok(prompt)
+}
+
+/// A session to continue, if `--session` was given.
+fn open_session(settings: &Settings, name: Option<&str>) -> Result<Option<(SessionStore, Session)>, AppError> {
+    let Some(name) = name else { return Ok(None) };
+    validate_name(name)?;
+    let store = SessionStore::new(settings.sessions_dir());
+    let session = store.load_or_new(name)?;
+    Ok(Some((store, session)))
+}
+
+async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    let prompt = read_prompt(&args.prompt)?;
+    let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
+    let tools = ToolBox::from_settings(&settings, env)?;
+    let mut session = open_session(&settings, args.agent.session.as_deref())?;
+    let client = build_client(&settings, env, Progress::Show).await?;
+    let agent = build_agent(&settings, client, &tools);
+    let history = session.as_ref().map(|(_, s)| s.messages.clone()).unwrap_or_default();
+
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let context = ToolContext::new().with_cancel(cancel);
+    let result = if args.stream {
+        stream_run(&agent, history, &prompt, context, args.json).await?
+    } else {
+        match agent.run(history, prompt.as_str(), &context).await {
+            Ok(result) => result,
+            Err(error) => *error.result,
+        }
+    };
+    on_ctrl_c.abort();
+
+    if args.json {
+        let mut output = RunOutput::from_result(&result);
+        settings.provider()?.name().clone_into(&mut output.provider);
+        stdout_line(&output.to_json())?;
+    } else if !args.stream {
+        let mut console = Console::new(io::stdout()).with_notes(io::stderr());
+        for call in &result.tool_calls {
+            let mark = if call.is_error { "✗" } else { "✓" };
+            console
+                .note(&format!(
+                    "  {mark} {} {} → {}",
+                    call.name,
+                    brief(&call.arguments.to_string(), 120),
+                    brief(&call.result, 120)
+                ))
+                .map_err(|error| AppError::io("writing to stderr", error))?;
+        }
+        if !result.response.is_empty() {
+            stdout_line(result.response.trim_end())?;
+        }
+    }
+    // A failed turn is not saved: the stored conversation stays as it was.
+    if let Some((store, session)) = &mut session {
+        if result.stop_reason != StopCause::Error {
+            session.messages.clone_from(&result.messages);
+            settings.provider()?.name().clone_into(&mut session.provider);
+            session.model.clone_from(&result.model);
+            session.usage += result.usage;
+            session.cost_usd += result.cost_usd.unwrap_or_default();
+            store.save(session)?;
+        }
+    }
+    if result.stop_reason == StopCause::Error {
+        eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
+    } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
+        eprintln!("{note}");
+    }
+    Ok(if is_success(result.stop_reason) {
+        EXIT_OK
+    } else {
+        EXIT_FAILURE
+    })
+}
+
+/// A streamed run: text to stdout as it arrives (tool calls to stderr),
+/// or nothing at all with `--json`.
+async fn stream_run(
+    agent: &agent_runner::Agent,
+    history: Vec<agent_core::Message>,
+    prompt: &str,
+    context: ToolContext,
+    json: bool,
+) -> Result<AgentRunResult, AppError> {
+    let write = |error: io::Error| AppError::io("writing to stdout", error);
+    let mut console = (!json).then(|| Console::new(io::stdout()).with_notes(io::stderr()).with_spinners());
+    let mut events = Box::pin(agent.run_stream(history, prompt, context));
+    while let Some(event) = events.next().await {
+        if let AgentEvent::RunFinished { result } = event {
+            if let Some(console) = &mut console {
+                console.clear_spinners();
+                if !console.text_seen() && !result.response.is_empty() {
+                    console.write_text(result.response.trim_end()).map_err(write)?;
+                }
+                console.end_line().map_err(write)?;
+            }
+            return Ok(*result);
+        }
+        if let Some(console) = &mut console {
+            console.event(&event).map_err(write)?;
+        }
+    }
+    Err(AppError::RunFailed("the run ended without a result".to_owned()))
+}
+
+async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
+    let tools = ToolBox::from_settings(&settings, env)?;
+    let mut session = open_session(&settings, args.agent.session.as_deref())?;
+    let client = build_client(&settings, env, Progress::Show).await?;
+    let agent = build_agent(&settings, client, &tools);
+    let (base_usage, base_cost) = session.as_ref().map(|(_, s)| (s.usage, s.cost_usd)).unwrap_or_default();
+    let mut conversation =
+        Conversation::with_history(session.as_ref().map(|(_, s)| s.messages.clone()).unwrap_or_default());
+    let history_file = io::stdin()
+        .is_terminal()
+        .then(|| settings.home.join("chat_history.txt"));
+    let mut reader = Rustyline::new(history_file)?;
+    let mut console = Console::stdout();
+    let model = agent.client().model().to_owned();
+    let provider = settings.provider()?.name().to_owned();
+    // Leaving with Ctrl-C is as deliberate as /exit: both end with status 0.
+    run_chat(
+        &agent,
+        &mut reader,
+        &mut console,
+        &CtrlC,
+        &mut conversation,
+        &mut |conversation| {
+            let Some((store, session)) = &mut session else {
+                return Ok(());
+            };
+            session.messages.clone_from(&conversation.messages);
+            session.provider.clone_from(&provider);
+            session.model.clone_from(&model);
+            session.usage = base_usage + conversation.usage;
+            session.cost_usd = base_cost + conversation.cost_usd;
+            store.save(session)
+        },
+    )
+    .await?;
+    if conversation.runs > 0 {
+        console
+            .line(&conversation.cost_report(&model))
+            .map_err(|error| AppError::io("writing to stdout", error))?;
+    }
+    Ok(EXIT_OK)
+}
+
+async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    let overrides = Overrides {
+        config: args.config,
+        provider: args.provider,
+        model: args.model,
+        base_url: args.base_url,
+        ..Overrides::default()
+    };
+    let settings = Settings::load(&overrides, env, cwd)?;
+    let client = build_client(&settings, env, Progress::Show).await?;
+    let catalog = catalog_for(&settings, client.as_ref());
+    let defaults = DemoOptions::default();
+    let options = DemoOptions {
+        max_tokens: settings.config.agent.max_tokens.unwrap_or(defaults.max_tokens),
+        temperature: settings.config.agent.temperature.unwrap_or(defaults.temperature),
+        tool_protocol: settings.config.agent.tool_protocol,
+        // Only small local models need an example to copy.
+        worked_example: client.provider() == "llama",
+        ..defaults
+    };
+    let mut console = Console::stdout().with_text_prefix("assistant> ");
+    let reports = run_demo(client, catalog, &options, &mut console).await?;
+    let failed = reports
+        .iter()
+        .filter(|report| report.result.stop_reason == StopCause::Error)
+        .count();
+    if failed > 0 {
+        eprintln!("error: {failed} of {} turns failed", reports.len());
+        return Ok(EXIT_FAILURE);
+    }
+    Ok(EXIT_OK)
+}
+
+fn tools(args: &ToolsArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    let overrides = Overrides {
+        config: args.config.clone(),
+        tools: args.tools.as_ref().map(|tools| {
+            tools
+                .iter()
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .collect()
+        }),
+        ..Overrides::default()
+    };
+    let settings = Settings::load(&overrides, env, cwd)?;
+    let tools = ToolBox::from_settings(&settings, env)?;
+    if args.json {
+        let value = serde_json::json!({"domains": tools.domains(), "tools": tools.listing()});
+        stdout_line(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
+    } else {
+        stdout_line(tools.describe().trim_end())?;
+    }
+    Ok(EXIT_OK)
+}
+
+fn sessions(command: SessionsCommand, env: &Env) -> Result<u8, AppError> {
+    let store = SessionStore::new(env.agentry_home().join("sessions"));
+    match command {
+        SessionsCommand::List { json } => {
+            let sessions = store.list()?;
+            if json {
+                stdout_line(&serde_json::to_string_pretty(&sessions).unwrap_or_default())?;
+            } else if sessions.is_empty() {
+                stdout_line(&format!(
+                    "no stored sessions in {} (start one with `agentry chat --session NAME`)",
+                    store.dir().display()
+                ))?;
+            } else {
+                for session in sessions {
+                    stdout_line(&format!(
+                        "{:<24} {:>3} turns  {}",
+                        session.name, session.turns, session.updated_at
+                    ))?;
+                }
+            }
+        }
+        SessionsCommand::Show { name, json } => {
+            let session = store.load(&name)?.ok_or_else(|| not_found(&name))?;
+            if json {
+                stdout_line(&serde_json::to_string_pretty(&session).unwrap_or_default())?;
+            } else {
+                stdout_line(session.transcript().trim_end())?;
+            }
+        }
+        SessionsCommand::Delete { name } => {
+            store.delete(&name)?;
+            stdout_line(&format!("deleted session {name}"))?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_contract_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "agentry",
+            "run",
+            "--config",
+            "a.toml",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--tools",
+            "math,travel",
+            "--max-iterations",
+            "3",
+            "--session",
+            "s1",
+            "--stream",
+            "--json",
+            "What is 2+2?",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        assert!(args.stream && args.json);
+        assert_eq!(args.prompt, "What is 2+2?");
+        let overrides = args.agent.overrides();
+        assert_eq!(overrides.tools, Some(vec!["math".to_owned(), "travel".to_owned()]));
+        assert_eq!(overrides.max_iterations, Some(3));
+        assert_eq!(args.agent.session.as_deref(), Some("s1"));
+
+        for argv in [
+            vec!["agentry", "chat", "--provider", "llama", "--session", "x"],
+            vec!["agentry", "demo"],
+            vec!["agentry", "tools", "--json"],
+            vec!["agentry", "sessions", "list"],
+            vec!["agentry", "sessions", "show", "x"],
+            vec!["agentry", "sessions", "delete", "x"],
+            vec!["agentry", "--verbose", "tools"],
+        ] {
+            Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        }
+    }
+
+    #[test]
+    fn bad_usage_is_exit_status_2() {
+        for argv in [
+            vec!["agentry", "run"],
+            vec!["agentry", "run", "--max-iterations", "0", "x"],
+            vec!["agentry", "run", "--max-iterations", "many", "x"],
+            vec!["agentry", "fly"],
+        ] {
+            let error = Cli::try_parse_from(&argv).err();
+            assert_eq!(error.map(|e| e.exit_code()), Some(2), "{argv:?}");
+        }
+    }
+}

@@ -1,0 +1,835 @@
+//! Configuration: `agentry.toml`, environment overrides and command-line
+//! flags, merged with figment (defaults < file < environment < flags).
+//!
+//! The file comes from `--config`, else `$AGENTRY_CONFIG`, else
+//! `agentry.toml` in the working directory; without one the defaults apply
+//! (the embedded local model with the math and travel tools). Every layer
+//! is named after its source (the file's path, `environment variable
+//! AGENTRY_MODEL`, `command-line flag --provider`), so an error names where
+//! the bad value came from and the key it was under.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use agent_core::ModelCatalog;
+use agent_runner::{Budget, ToolProtocol};
+use figment::providers::{Format, Serialized, Toml};
+use figment::value::{Dict, Map, Value};
+use figment::{Figment, Metadata, Profile, Provider, Source};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{self, CatalogEntry};
+use crate::env::{CONFIG_VAR, Env, MODEL_VAR, OVERRIDE_PREFIX, PROVIDER_VAR};
+use crate::error::ConfigError;
+use crate::providers::ProviderKind;
+use crate::tools::TOOL_DOMAINS;
+
+/// The file looked for in the working directory.
+pub const CONFIG_FILE_NAME: &str = "agentry.toml";
+
+/// The default provider: the embedded local model.
+pub const DEFAULT_PROVIDER: &str = "llama";
+
+/// Values from command-line flags; each beats the file and the environment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// `--config FILE`.
+    pub config: Option<PathBuf>,
+    /// `--provider NAME`.
+    pub provider: Option<String>,
+    /// `--model NAME`.
+    pub model: Option<String>,
+    /// `--base-url URL`: replaces the chosen provider's base URL.
+    pub base_url: Option<String>,
+    /// `--tools a,b`: replaces `tools.enabled`.
+    pub tools: Option<Vec<String>>,
+    /// `--max-iterations N`.
+    pub max_iterations: Option<u32>,
+}
+
+/// The `[agent]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentSettings {
+    /// `llama | openai | azure-openai | openai-compatible | anthropic | gemini | ollama`.
+    pub provider: String,
+    /// The model; unset: the provider table's `model`, else the provider's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Model calls that may request tools before the answer is forced.
+    pub max_iterations: u32,
+    /// Upper bound on generated tokens per model call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Ask the provider to cache the stable prompt prefix.
+    pub prompt_caching: bool,
+    /// `auto | native | text` (and `react`).
+    pub tool_protocol: ToolProtocol,
+    /// Replaces the built-in system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Budgets that end a run early.
+    pub budget: BudgetSettings,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        Self {
+            provider: DEFAULT_PROVIDER.to_owned(),
+            model: None,
+            max_iterations: 10,
+            max_tokens: None,
+            temperature: None,
+            prompt_caching: true,
+            tool_protocol: ToolProtocol::Auto,
+            system_prompt: None,
+            budget: BudgetSettings::default(),
+        }
+    }
+}
+
+/// The `[agent.budget]` table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetSettings {
+    /// Maximum input + output tokens of one run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    /// Maximum estimated cost of one run, in USD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Maximum tool executions of one run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
+    /// Wall-clock limit of one run, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_secs: Option<f64>,
+}
+
+impl BudgetSettings {
+    /// The runner's budget.
+    pub fn to_budget(self) -> Budget {
+        Budget {
+            max_total_tokens: self.max_total_tokens,
+            max_cost_usd: self.max_cost_usd,
+            max_tool_calls: self.max_tool_calls,
+            deadline: self
+                .deadline_secs
+                .and_then(|secs| std::time::Duration::try_from_secs_f64(secs).ok())
+                .filter(|deadline| !deadline.is_zero()),
+        }
+    }
+}
+
+/// The `[tools]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolSettings {
+    /// Tool domains the agent may use.
+    pub enabled: Vec<String>,
+    /// How long one tool call may run, in seconds (no limit when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<f64>,
+    /// `[tools.sql]`, passed to `agent_tools_sql::SqlConfig`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sql: Option<RawTable>,
+    /// `[tools.web]`, passed to `agent_tools_web::WebConfig`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web: Option<RawTable>,
+}
+
+/// A table kept raw until its crate deserialises it. `Debug` shows its keys
+/// only: it may hold a secret (`api_key`).
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RawTable(pub Dict);
+
+impl fmt::Debug for RawTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self {
+            enabled: vec!["math".to_owned(), "travel".to_owned()],
+            timeout_secs: None,
+            sql: None,
+            web: None,
+        }
+    }
+}
+
+/// The `[providers.NAME]` tables, kept raw until the chosen provider's
+/// crate deserialises its own. `Debug` shows table names only: a table may
+/// hold an `api_key`.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ProviderTables(pub BTreeMap<String, RawTable>);
+
+impl fmt::Debug for ProviderTables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.iter()).finish()
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `[agent]`.
+    pub agent: AgentSettings,
+    /// `[providers.NAME]`.
+    #[serde(skip_serializing_if = "is_empty_tables")]
+    pub providers: ProviderTables,
+    /// `[tools]`.
+    pub tools: ToolSettings,
+    /// `[catalog."model-name"]`, merged over the shipped catalog.
+    pub catalog: BTreeMap<String, CatalogEntry>,
+}
+
+fn is_empty_tables(tables: &ProviderTables) -> bool {
+    tables.0.is_empty()
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            agent: AgentSettings::default(),
+            providers: ProviderTables::default(),
+            tools: ToolSettings::default(),
+            catalog: catalog::shipped_entries(),
+        }
+    }
+}
+
+/// The loaded configuration: the merged values, where each came from, and
+/// the flags that are not configuration keys (`--base-url`).
+#[derive(Clone)]
+pub struct Settings {
+    /// The merged configuration.
+    pub config: Config,
+    /// The file read, if any.
+    pub file: Option<PathBuf>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `$AGENTRY_HOME` (or its default).
+    pub home: PathBuf,
+    figment: Figment,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The figment holds raw values, keys included: never shown.
+        f.debug_struct("Settings")
+            .field("config", &self.config)
+            .field("file", &self.file)
+            .field("base_url", &self.base_url)
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One named layer of values (an environment variable, a flag).
+struct Layer {
+    name: String,
+    data: Dict,
+}
+
+impl Provider for Layer {
+    fn metadata(&self) -> Metadata {
+        Metadata::named(self.name.clone())
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        Ok(Profile::Default.collect(self.data.clone()))
+    }
+}
+
+fn layer(name: impl Into<String>, key: &str, value: Value) -> Layer {
+    let data = match figment::util::nest(key, value) {
+        Value::Dict(_, dict) => dict,
+        _ => Dict::new(),
+    };
+    Layer {
+        name: name.into(),
+        data,
+    }
+}
+
+impl Settings {
+    /// Loads the configuration for these flags, environment and working
+    /// directory, and validates it.
+    pub fn load(overrides: &Overrides, env: &Env, cwd: &Path) -> Result<Self, ConfigError> {
+        let file = config_file(overrides, env, cwd)?;
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = &file {
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        for (name, value) in env.iter() {
+            if let Some(key) = env_key(name) {
+                let value: Value = value.parse().unwrap_or_else(|_| Value::from(value.to_owned()));
+                figment = figment.merge(layer(format!("environment variable {name}"), &key, value));
+            }
+        }
+        if let Some(provider) = env.get(PROVIDER_VAR) {
+            figment = figment.merge(layer(
+                format!("environment variable {PROVIDER_VAR}"),
+                "agent.provider",
+                Value::from(provider),
+            ));
+        }
+        if let Some(model) = env.get(MODEL_VAR) {
+            figment = figment.merge(layer(
+                format!("environment variable {MODEL_VAR}"),
+                "agent.model",
+                Value::from(model),
+            ));
+        }
+        if let Some(provider) = &overrides.provider {
+            figment = figment.merge(layer(
+                "command-line flag --provider",
+                "agent.provider",
+                Value::from(provider.clone()),
+            ));
+        }
+        if let Some(model) = &overrides.model {
+            figment = figment.merge(layer(
+                "command-line flag --model",
+                "agent.model",
+                Value::from(model.clone()),
+            ));
+        }
+        if let Some(max) = overrides.max_iterations {
+            figment = figment.merge(layer(
+                "command-line flag --max-iterations",
+                "agent.max_iterations",
+                Value::from(max),
+            ));
+        }
+        if let Some(tools) = &overrides.tools {
+            let list: Vec<Value> = tools.iter().map(|t| Value::from(t.trim().to_owned())).collect();
+            figment = figment.merge(layer("command-line flag --tools", "tools.enabled", Value::from(list)));
+        }
+        let config: Config = figment.extract().map_err(from_figment)?;
+        let settings = Self {
+            config,
+            file,
+            base_url: overrides.base_url.clone().filter(|url| !url.trim().is_empty()),
+            home: env.agentry_home(),
+            figment,
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks what serde cannot: known names and sane numbers.
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.provider()?;
+        let agent = &self.config.agent;
+        if agent.max_iterations == 0 {
+            return Err(self.invalid("agent.max_iterations", "must be at least 1"));
+        }
+        if let Some(temperature) = agent.temperature {
+            if !(0.0..=2.0).contains(&temperature) {
+                return Err(self.invalid("agent.temperature", "must be between 0.0 and 2.0"));
+            }
+        }
+        if agent.max_tokens == Some(0) {
+            return Err(self.invalid("agent.max_tokens", "must be at least 1"));
+        }
+        if let Some(cost) = agent.budget.max_cost_usd {
+            if !(cost.is_finite() && cost >= 0.0) {
+                return Err(self.invalid("agent.budget.max_cost_usd", "must be a non-negative number"));
+            }
+        }
+        if let Some(secs) = agent.budget.deadline_secs {
+            if !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok()) {
+                return Err(self.invalid("agent.budget.deadline_secs", "must be a positive number of seconds"));
+            }
+        }
+        if let Some(secs) = self.config.tools.timeout_secs {
+            if !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok()) {
+                return Err(self.invalid("tools.timeout_secs", "must be a positive number of seconds"));
+            }
+        }
+        for name in &self.config.tools.enabled {
+            if !TOOL_DOMAINS.iter().any(|(domain, _)| domain == name) {
+                return Err(ConfigError::UnknownToolDomain {
+                    origin: self.origin("tools.enabled"),
+                    name: name.clone(),
+                    available: TOOL_DOMAINS
+                        .iter()
+                        .map(|(domain, _)| *domain)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
+        for name in self.config.providers.0.keys() {
+            if ProviderKind::parse(name).is_none() {
+                return Err(ConfigError::UnknownKey {
+                    origin: self.origin(&format!("providers.{name}")),
+                    key: format!("providers.{name}"),
+                    expected: ProviderKind::all_names(),
+                });
+            }
+        }
+        for (name, entry) in &self.config.catalog {
+            if !entry.prices_are_valid() {
+                return Err(self.invalid(&format!("catalog.{name}"), "prices must be non-negative numbers"));
+            }
+        }
+        Ok(())
+    }
+
+    fn invalid(&self, key: &str, message: &str) -> ConfigError {
+        ConfigError::InvalidValue {
+            origin: self.origin(key),
+            key: key.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    /// The chosen provider.
+    pub fn provider(&self) -> Result<ProviderKind, ConfigError> {
+        let name = &self.config.agent.provider;
+        ProviderKind::parse(name).ok_or_else(|| ConfigError::UnknownProvider {
+            origin: self.origin("agent.provider"),
+            name: name.clone(),
+            valid: ProviderKind::all_names(),
+        })
+    }
+
+    /// Where the value of `key` came from: a file's path, `environment
+    /// variable X`, `command-line flag --y`, or `the defaults`.
+    pub fn origin(&self, key: &str) -> String {
+        self.figment.find_metadata(key).map_or_else(
+            || self.default_origin(),
+            |metadata| describe(metadata, self.file.as_deref()),
+        )
+    }
+
+    fn default_origin(&self) -> String {
+        self.file
+            .as_ref()
+            .map_or_else(|| "configuration".to_owned(), |path| path.display().to_string())
+    }
+
+    /// The `[providers.NAME]` table as the provider crate's config type; the
+    /// type's default when there is no table.
+    pub fn provider_table<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, ConfigError> {
+        let key = format!("providers.{name}");
+        if !self.figment.contains(&key) {
+            return Ok(T::default());
+        }
+        self.figment
+            .extract_inner(&key)
+            .map_err(|error| from_figment_at(error, &key))
+    }
+
+    /// A `[tools.NAME]` table as the tool crate's config type; `None` when
+    /// there is no table.
+    pub fn tool_table<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, ConfigError> {
+        let key = format!("tools.{name}");
+        if !self.figment.contains(&key) {
+            return Ok(None);
+        }
+        self.figment
+            .extract_inner(&key)
+            .map(Some)
+            .map_err(|error| from_figment_at(error, &key))
+    }
+
+    /// `path` (the value of `key`) made absolute: a relative path written in
+    /// a file is relative to that file's directory; one from a flag or
+    /// variable, to the working directory.
+    pub fn resolve_path(&self, key: &str, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            return path.to_owned();
+        }
+        let base = self
+            .figment
+            .find_metadata(key)
+            .and_then(|metadata| metadata.source.as_ref())
+            .and_then(Source::file_path)
+            .and_then(Path::parent);
+        match base {
+            Some(dir) => dir.join(path),
+            None => path.to_owned(),
+        }
+    }
+
+    /// The shipped catalog with the `[catalog]` overrides applied.
+    pub fn catalog(&self) -> ModelCatalog {
+        catalog::to_catalog(&self.config.catalog)
+    }
+
+    /// Where sessions are stored: `$AGENTRY_HOME/sessions`.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.home.join("sessions")
+    }
+}
+
+/// The configuration file to read, if any.
+fn config_file(overrides: &Overrides, env: &Env, cwd: &Path) -> Result<Option<PathBuf>, ConfigError> {
+    let explicit = overrides
+        .config
+        .clone()
+        .map(|path| (path, "--config".to_owned()))
+        .or_else(|| {
+            env.get(CONFIG_VAR)
+                .map(|path| (PathBuf::from(path), format!("${CONFIG_VAR}")))
+        });
+    if let Some((path, origin)) = explicit {
+        let path = if path.is_absolute() { path } else { cwd.join(path) };
+        if !path.is_file() {
+            return Err(ConfigError::FileNotFound { path, origin });
+        }
+        return Ok(Some(path));
+    }
+    let local = cwd.join(CONFIG_FILE_NAME);
+    Ok(local.is_file().then_some(local))
+}
+
+/// The key an `AGENTRY_A__B` variable overrides (`a.b`); `None` for other
+/// variables, including `AGENTRY_HOME` and friends, which have no `__`.
+fn env_key(name: &str) -> Option<String> {
+    let rest = name.strip_prefix(OVERRIDE_PREFIX)?;
+    if !rest.contains("__") {
+        return None;
+    }
+    let parts: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+    parts.iter().all(|part| !part.is_empty()).then(|| parts.join("."))
+}
+
+fn describe(metadata: &Metadata, file: Option<&Path>) -> String {
+    if let Some(path) = metadata.source.as_ref().and_then(Source::file_path) {
+        return path.display().to_string();
+    }
+    let name = metadata.name.to_string();
+    if name.starts_with("environment variable") || name.starts_with("command-line flag") {
+        name
+    } else {
+        file.map_or_else(|| "the built-in defaults".to_owned(), |path| path.display().to_string())
+    }
+}
+
+/// A figment error as a [`ConfigError`] naming the source and the key.
+fn from_figment(error: figment::Error) -> ConfigError {
+    from_figment_at(error, "")
+}
+
+/// [`from_figment`] for an error of `extract_inner(prefix)`, whose path
+/// figment gives as the inner path followed by the prefix's parts.
+fn from_figment_at(error: figment::Error, prefix: &str) -> ConfigError {
+    let error = error
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| figment::Error::from("unknown error"));
+    let origin = error.metadata.as_ref().map_or_else(
+        || "configuration".to_owned(),
+        |metadata| describe(metadata, None).replace("the built-in defaults", "configuration"),
+    );
+    let mut path = error.path.clone();
+    let prefix: Vec<&str> = prefix.split('.').filter(|part| !part.is_empty()).collect();
+    if !prefix.is_empty() && path.ends_with(&prefix.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>()) {
+        path.truncate(path.len() - prefix.len());
+        let mut full: Vec<String> = prefix.iter().map(|p| (*p).to_owned()).collect();
+        full.extend(path);
+        path = full;
+    }
+    let key = path.join(".");
+    let join = |field: &str| {
+        if key.is_empty() {
+            field.to_owned()
+        } else if path.last().is_some_and(|last| last == field) {
+            key.clone()
+        } else {
+            format!("{key}.{field}")
+        }
+    };
+    match &error.kind {
+        figment::error::Kind::UnknownField(field, expected) => ConfigError::UnknownKey {
+            origin,
+            key: join(field),
+            expected: expected.join(", "),
+        },
+        figment::error::Kind::MissingField(field) => ConfigError::MissingKey {
+            hint: missing_hint(&join(field)),
+            origin,
+            key: join(field),
+        },
+        kind if key.is_empty() => ConfigError::Unreadable {
+            origin,
+            message: kind.to_string(),
+        },
+        kind => ConfigError::InvalidValue {
+            origin,
+            key,
+            message: kind.to_string(),
+        },
+    }
+}
+
+fn missing_hint(key: &str) -> String {
+    match key {
+        "tools.sql.path" => {
+            "; set it to an existing SQLite file, e.g. `[tools.sql] path = \"data/shop.sqlite\"`".to_owned()
+        }
+        key if key.starts_with("catalog.") => {
+            "; a new catalog entry needs at least `input` and `output` prices per million tokens".to_owned()
+        }
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    fn load_in(
+        dir: &Path,
+        toml: Option<&str>,
+        env: &[(&str, &str)],
+        overrides: &Overrides,
+    ) -> Result<Settings, ConfigError> {
+        if let Some(toml) = toml {
+            fs::write(dir.join(CONFIG_FILE_NAME), toml).unwrap_or_else(|e| panic!("{e}"));
+        }
+        Settings::load(overrides, &Env::from_pairs(env.iter().copied()), dir)
+    }
+
+    fn tempdir() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn no_file_gives_the_offline_defaults() {
+        let dir = tempdir();
+        let settings = load_in(dir.path(), None, &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(settings.file, None);
+        assert_eq!(settings.config.agent.provider, "llama");
+        assert_eq!(settings.config.agent.max_iterations, 10);
+        assert_eq!(settings.config.tools.enabled, ["math", "travel"]);
+        assert!(settings.config.catalog.contains_key("gpt-4o-mini"));
+    }
+
+    #[test]
+    fn flags_beat_environment_beats_file() {
+        let dir = tempdir();
+        let toml = "[agent]\nprovider = \"openai\"\nmodel = \"from-file\"\nmax_iterations = 4\n";
+        let env = [("AGENTRY_MODEL", "from-env"), ("AGENTRY_AGENT__MAX_TOKENS", "512")];
+        let settings = load_in(dir.path(), Some(toml), &env, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(settings.config.agent.provider, "openai");
+        assert_eq!(settings.config.agent.model.as_deref(), Some("from-env"));
+        assert_eq!(settings.config.agent.max_iterations, 4);
+        assert_eq!(settings.config.agent.max_tokens, Some(512));
+        assert!(settings.origin("agent.model").contains("AGENTRY_MODEL"));
+
+        let overrides = Overrides {
+            model: Some("from-flag".into()),
+            max_iterations: Some(2),
+            tools: Some(vec!["math".into()]),
+            ..Overrides::default()
+        };
+        let settings = load_in(dir.path(), None, &env, &overrides).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(settings.config.agent.model.as_deref(), Some("from-flag"));
+        assert_eq!(settings.config.agent.max_iterations, 2);
+        assert_eq!(settings.config.tools.enabled, ["math"]);
+        assert_eq!(settings.origin("agent.model"), "command-line flag --model");
+    }
+
+    #[test]
+    fn the_config_file_comes_from_the_flag_then_the_variable() {
+        let dir = tempdir();
+        let other = dir.path().join("other.toml");
+        fs::write(&other, "[agent]\nmax_iterations = 7\n").unwrap_or_else(|e| panic!("{e}"));
+        let env = [("AGENTRY_CONFIG", other.to_str().unwrap_or_default())];
+        let settings = load_in(dir.path(), None, &env, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(settings.config.agent.max_iterations, 7);
+        assert_eq!(settings.file.as_deref(), Some(other.as_path()));
+
+        let missing = Overrides {
+            config: Some("nope.toml".into()),
+            ..Overrides::default()
+        };
+        let error = load_in(dir.path(), None, &env, &missing)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("nope.toml") && error.contains("--config"), "{error}");
+    }
+
+    #[test]
+    fn a_malformed_value_names_the_file_and_the_key() {
+        let dir = tempdir();
+        let error = load_in(
+            dir.path(),
+            Some("[agent]\nmax_iterations = \"ten\"\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(error.contains("agentry.toml"), "{error}");
+        assert!(error.contains("`agent.max_iterations`"), "{error}");
+    }
+
+    #[test]
+    fn a_typo_names_the_key_and_the_valid_ones() {
+        let dir = tempdir();
+        let error = load_in(
+            dir.path(),
+            Some("[agent]\nmax_iteration = 3\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(error.contains("unknown key `agent.max_iteration`"), "{error}");
+        assert!(error.contains("max_iterations"), "{error}");
+    }
+
+    #[test]
+    fn broken_toml_names_the_file() {
+        let dir = tempdir();
+        let error = load_in(dir.path(), Some("[agent\nprovider = 1"), &[], &Overrides::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("agentry.toml"), "{error}");
+    }
+
+    #[test]
+    fn an_unknown_provider_lists_the_valid_ones_and_the_source() {
+        let dir = tempdir();
+        let error = load_in(
+            dir.path(),
+            None,
+            &[("AGENTRY_PROVIDER", "openia")],
+            &Overrides::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(error.contains("environment variable AGENTRY_PROVIDER"), "{error}");
+        assert!(error.contains("unknown provider `openia`"), "{error}");
+        assert!(
+            error.contains("llama, openai, azure-openai, openai-compatible, anthropic, gemini, ollama"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_tool_domain_lists_the_available_ones() {
+        let dir = tempdir();
+        let error = load_in(
+            dir.path(),
+            Some("[tools]\nenabled = [\"math\", \"wether\"]\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(error.contains("unknown tool domain `wether`"), "{error}");
+        assert!(error.contains("math, travel, sql, web"), "{error}");
+    }
+
+    #[test]
+    fn catalog_tables_merge_field_by_field_over_the_shipped_one() {
+        let dir = tempdir();
+        let toml = "[catalog.\"gpt-4o-mini\"]\ninput = 1.0\n\n[catalog.\"my-model\"]\nprovider = \"openai-compatible\"\ninput = 0.5\noutput = 1.5\n";
+        let settings = load_in(dir.path(), Some(toml), &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        let catalog = settings.catalog();
+        let mini = catalog.get("gpt-4o-mini").map(|info| info.pricing);
+        assert_eq!(mini.map(|p| p.input_per_million), Some(1.0));
+        assert_eq!(mini.map(|p| p.output_per_million), Some(0.6));
+        assert_eq!(
+            catalog.get("my-model").map(|info| info.pricing.output_per_million),
+            Some(1.5)
+        );
+
+        let error = load_in(
+            dir.path(),
+            Some("[catalog.\"x\"]\ninput = 1.0\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(error.contains("missing key `catalog.x.output`"), "{error}");
+    }
+
+    #[test]
+    fn provider_tables_are_checked_and_hidden_from_debug() {
+        let dir = tempdir();
+        let toml = "[providers.openai]\napi_key = \"sk-hidden-in-debug\"\nmax_retries = 1\n\n\
+                    [tools.web.search]\nbackend = \"brave\"\napi_key = \"brave-hidden-in-debug\"\n";
+        let settings = load_in(dir.path(), Some(toml), &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        let debug = format!("{settings:?}");
+        assert!(
+            !debug.contains("sk-hidden-in-debug") && !debug.contains("brave-hidden-in-debug"),
+            "{debug}"
+        );
+        assert!(debug.contains("api_key"), "the keys are listed: {debug}");
+
+        let error = load_in(
+            dir.path(),
+            Some("[providers.openia]\nmax_retries = 1\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(error.contains("unknown key `providers.openia`"), "{error}");
+    }
+
+    #[test]
+    fn relative_paths_in_a_file_are_relative_to_it() {
+        let dir = tempdir();
+        let settings = load_in(
+            dir.path(),
+            Some("[tools.sql]\npath = \"shop.sqlite\"\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            settings.resolve_path("tools.sql.path", Path::new("shop.sqlite")),
+            dir.path().join("shop.sqlite")
+        );
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_refused_with_the_key() {
+        let dir = tempdir();
+        for (toml, key) in [
+            ("[agent]\nmax_iterations = 0\n", "agent.max_iterations"),
+            ("[agent]\ntemperature = 9.0\n", "agent.temperature"),
+            ("[agent.budget]\ndeadline_secs = -1.0\n", "agent.budget.deadline_secs"),
+            ("[agent.budget]\ndeadline_secs = 1e300\n", "agent.budget.deadline_secs"),
+            ("[agent]\ntemperature = nan\n", "agent.temperature"),
+            ("[tools]\ntimeout_secs = inf\n", "tools.timeout_secs"),
+        ] {
+            let error = load_in(dir.path(), Some(toml), &[], &Overrides::default())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(error.contains(key), "{toml}: {error}");
+        }
+    }
+}

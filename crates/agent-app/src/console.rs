@@ -1,0 +1,341 @@
+//! [`Console`]: renders a run's [`AgentEvent`]s for people — text as it
+//! arrives, each tool call with its arguments, a spinner while it runs, its
+//! result or error in brief.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agent_core::{AgentEvent, StopCause, ToolChoice};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Where text and notes go, and whether tools get spinners.
+pub struct Console {
+    out: Box<dyn Write + Send>,
+    notes: Option<Box<dyn Write + Send>>,
+    spinners: Option<MultiProgress>,
+    running: HashMap<String, ProgressBar>,
+    at_line_start: bool,
+    text_seen: bool,
+    text_prefix: Option<String>,
+    prefix_due: bool,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console")
+            .field("spinners", &self.spinners.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Console {
+    /// A console writing everything to `out`, without spinners.
+    pub fn new(out: impl Write + Send + 'static) -> Self {
+        Self {
+            out: Box::new(out),
+            notes: None,
+            spinners: None,
+            running: HashMap::new(),
+            at_line_start: true,
+            text_seen: false,
+            text_prefix: None,
+            prefix_due: false,
+        }
+    }
+
+    /// Standard output, with spinners on stderr when it is a terminal.
+    pub fn stdout() -> Self {
+        Self::new(io::stdout()).with_spinners()
+    }
+
+    /// Tool calls and notes go to `notes` instead (e.g. stderr, so that
+    /// stdout carries only the answer).
+    pub fn with_notes(mut self, notes: impl Write + Send + 'static) -> Self {
+        self.notes = Some(Box::new(notes));
+        self
+    }
+
+    /// A spinner on stderr while each tool runs (hidden when stderr is not a terminal).
+    pub fn with_spinners(mut self) -> Self {
+        self.spinners = Some(MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        self
+    }
+
+    /// Starts the model's text with `prefix` (e.g. `assistant> `): at the
+    /// start of a run and again after tool lines.
+    pub fn with_text_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.text_prefix = Some(prefix.into());
+        self
+    }
+
+    /// Writes `text` to the output as is.
+    pub fn write_text(&mut self, text: &str) -> io::Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let out = &mut self.out;
+        suspend(self.spinners.as_ref(), || {
+            out.write_all(text.as_bytes())?;
+            out.flush()
+        })?;
+        self.at_line_start = text.ends_with('\n');
+        Ok(())
+    }
+
+    /// Writes a whole line to the output, starting a new line first if needed.
+    pub fn line(&mut self, text: &str) -> io::Result<()> {
+        self.end_line()?;
+        self.write_text(&format!("{text}\n"))
+    }
+
+    /// Writes a line to the notes (the output when there are none).
+    pub fn note(&mut self, text: &str) -> io::Result<()> {
+        self.prefix_due = true;
+        if self.notes.is_none() {
+            return self.line(text);
+        }
+        self.end_line()?;
+        if let Some(notes) = &mut self.notes {
+            suspend(self.spinners.as_ref(), || {
+                writeln!(notes, "{text}")?;
+                notes.flush()
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Ends the current line of text, if one is open.
+    pub fn end_line(&mut self) -> io::Result<()> {
+        if self.at_line_start {
+            return Ok(());
+        }
+        self.write_text("\n")
+    }
+
+    /// Whether text arrived since the last [`begin`](Self::begin).
+    pub fn text_seen(&self) -> bool {
+        self.text_seen
+    }
+
+    /// Starts a new run.
+    pub fn begin(&mut self) {
+        self.text_seen = false;
+        self.prefix_due = true;
+    }
+
+    /// Renders one event.
+    pub fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
+        match event {
+            AgentEvent::TextDelta { text } => {
+                self.text_seen = true;
+                if self.prefix_due && !text.is_empty() {
+                    self.prefix_due = false;
+                    if let Some(prefix) = self.text_prefix.clone() {
+                        self.end_line()?;
+                        self.write_text(&prefix)?;
+                    }
+                }
+                self.write_text(text)
+            }
+            AgentEvent::ToolCallRequested { call, .. } => {
+                let arguments = brief(&call.arguments_text(), 160);
+                self.note(&format!("  → {} {arguments}", call.name))
+            }
+            AgentEvent::ToolStarted { call_id, name } => {
+                if let Some(multi) = &self.spinners {
+                    let spinner = multi.add(ProgressBar::new_spinner());
+                    if let Ok(style) = ProgressStyle::with_template("    {spinner} {msg} {elapsed}") {
+                        spinner.set_style(style);
+                    }
+                    spinner.set_message(format!("running {name}"));
+                    spinner.enable_steady_tick(Duration::from_millis(100));
+                    self.running.insert(call_id.clone(), spinner);
+                }
+                Ok(())
+            }
+            AgentEvent::ToolCompleted {
+                call_id,
+                name,
+                result,
+                is_error,
+                duration_ms,
+                ..
+            } => {
+                if let Some(spinner) = self.running.remove(call_id) {
+                    spinner.finish_and_clear();
+                    if let Some(multi) = &self.spinners {
+                        multi.remove(&spinner);
+                    }
+                }
+                if *is_error {
+                    self.note(&format!("  ✗ {name} failed: {}", brief(result, 200)))
+                } else {
+                    self.note(&format!("  ✓ {name} → {} ({duration_ms} ms)", brief(result, 160)))
+                }
+            }
+            AgentEvent::LoopDetected { .. } => {
+                self.note("  ↺ the model repeated the same calls: asking it for a final answer")
+            }
+            AgentEvent::ModelRequestStarted {
+                iteration,
+                tool_choice: ToolChoice::None,
+            } if *iteration > 1 => self.note("  … no more tool calls: asking the model for its final answer"),
+            AgentEvent::Error { message } => self.note(&format!("  ! {message}")),
+            AgentEvent::RunFinished { .. } => {
+                self.clear_spinners();
+                self.end_line()
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes any spinner left running (a cancelled run).
+    pub fn clear_spinners(&mut self) {
+        for (_, spinner) in self.running.drain() {
+            spinner.finish_and_clear();
+        }
+    }
+}
+
+fn suspend<R>(spinners: Option<&MultiProgress>, f: impl FnOnce() -> R) -> R {
+    match spinners {
+        Some(multi) => multi.suspend(f),
+        None => f(),
+    }
+}
+
+/// `text` on one line, cut to about `max` characters with `…`.
+pub fn brief(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+/// A one-line description of why a run stopped, for anything but `completed`.
+pub fn stop_note(cause: StopCause, detail: Option<&str>) -> Option<String> {
+    if cause == StopCause::Completed {
+        return None;
+    }
+    if let Some(detail) = detail.filter(|detail| !detail.is_empty()) {
+        return Some(format!("[stop: {} — {detail}]", cause.as_str()));
+    }
+    let text = match cause {
+        StopCause::Completed => return None,
+        StopCause::MaxIterations => "the iteration limit was reached; the answer was forced".to_owned(),
+        StopCause::LoopDetected => "the model repeated itself; the answer was forced".to_owned(),
+        StopCause::BudgetExceeded => "a budget ran out".to_owned(),
+        StopCause::Cancelled => "cancelled".to_owned(),
+        StopCause::Error => "the run failed".to_owned(),
+    };
+    Some(format!("[stop: {} — {text}]", cause.as_str()))
+}
+
+/// An in-memory writer that can be read back, for tests and embedders.
+#[derive(Debug, Clone, Default)]
+pub struct SharedBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl SharedBuffer {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Everything written so far, as text.
+    pub fn contents(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+    }
+}
+
+impl Write for SharedBuffer {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_core::ToolCall;
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    #[test]
+    fn text_tools_and_results_are_rendered_in_order() {
+        let buffer = SharedBuffer::new();
+        let mut console = Console::new(buffer.clone());
+        let events = [
+            AgentEvent::TextDelta {
+                text: "Let me check".into(),
+            },
+            AgentEvent::ToolCallRequested {
+                iteration: 1,
+                call: ToolCall::new("c1", "get_weather", json!({"location": "Tokyo"})),
+            },
+            AgentEvent::ToolStarted {
+                call_id: "c1".into(),
+                name: "get_weather".into(),
+            },
+            AgentEvent::ToolCompleted {
+                call_id: "c1".into(),
+                name: "get_weather".into(),
+                result: "{\"temperature\": 21}".into(),
+                is_error: false,
+                duration_ms: 2,
+                attributes: Map::new(),
+            },
+            AgentEvent::ToolCompleted {
+                call_id: "c2".into(),
+                name: "divide_by_secret_number".into(),
+                result: "division by zero".into(),
+                is_error: true,
+                duration_ms: 0,
+                attributes: Map::new(),
+            },
+            AgentEvent::TextDelta {
+                text: "It is 21°C.".into(),
+            },
+        ];
+        for event in &events {
+            console.event(event).unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(
+            buffer.contents(),
+            "Let me check\n  → get_weather {\"location\":\"Tokyo\"}\n  ✓ get_weather → {\"temperature\": 21} (2 ms)\n  \
+             ✗ divide_by_secret_number failed: division by zero\nIt is 21°C."
+        );
+        assert!(console.text_seen());
+    }
+
+    #[test]
+    fn notes_can_go_elsewhere() {
+        let out = SharedBuffer::new();
+        let notes = SharedBuffer::new();
+        let mut console = Console::new(out.clone()).with_notes(notes.clone());
+        console.write_text("answer").unwrap_or_else(|e| panic!("{e}"));
+        console.note("  → tool").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out.contents(), "answer\n");
+        assert_eq!(notes.contents(), "  → tool\n");
+    }
+
+    #[test]
+    fn brief_flattens_and_cuts_on_characters() {
+        assert_eq!(brief("a\n  b", 10), "a b");
+        assert_eq!(brief("ééééé", 3), "ééé…");
+        assert_eq!(stop_note(StopCause::Completed, None), None);
+        assert!(stop_note(StopCause::MaxIterations, None).is_some_and(|n| n.contains("max_iterations")));
+    }
+}

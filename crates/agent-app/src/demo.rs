@@ -1,0 +1,408 @@
+//! `agentry demo`: the Travel Assistant, ten turns of one conversation that
+//! show tool calls, questions for missing information, parallel calls, the
+//! iteration limit with its forced answer, and a tool error handled.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_core::{
+    AgentEvent, AgentRunResult, LlmClient, Message, ModelCatalog, StopCause, ToolContext, ToolRegistry, Usage,
+};
+use agent_runner::{Agent, ToolProtocol};
+use agent_tools_travel::{NaiveDate, TravelTools};
+use futures::StreamExt;
+
+use crate::console::{Console, stop_note};
+use crate::error::AppError;
+use crate::tools::ToolBox;
+
+/// One scripted turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DemoTurn {
+    /// What the user says.
+    pub prompt: &'static str,
+    /// What it shows.
+    pub shows: &'static str,
+}
+
+/// The ten turns, in order.
+pub const TURNS: [DemoTurn; 10] = [
+    DemoTurn {
+        prompt: "What do you do?",
+        shows: "an answer without tools",
+    },
+    DemoTurn {
+        prompt: "What's the weather in Tokyo?",
+        shows: "a tool call",
+    },
+    DemoTurn {
+        prompt: "What's the weather in my favorite city?",
+        shows: "a question for missing information",
+    },
+    DemoTurn {
+        prompt: "My favorite city is New York",
+        shows: "memory of the conversation",
+    },
+    DemoTurn {
+        prompt: "How much is a flight from NYC to Paris?",
+        shows: "a question for the missing date",
+    },
+    DemoTurn {
+        prompt: "It's June 15",
+        shows: "the date filled in from the conversation",
+    },
+    DemoTurn {
+        prompt: "I want to go from London to Tokyo next month, what's the weather there and how much is the flight?",
+        shows: "two tools",
+    },
+    DemoTurn {
+        prompt: "Plan a trip from NYC to Paris: weather, flight price and how many euros 1000 dollars buys",
+        shows: "three tools",
+    },
+    DemoTurn {
+        prompt: "Tell me the weather in Australia, Belarus, Caribbean, Denmark, Egypt, France, Greece and Hungary",
+        shows: "the iteration limit and the forced answer",
+    },
+    DemoTurn {
+        prompt: "Divide 17 by the secret number!",
+        shows: "a tool error handled",
+    },
+];
+
+/// The turn (0-based) that shows the iteration limit.
+pub const LIMIT_TURN: usize = 8;
+
+/// How the demo runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoOptions {
+    /// Today, for the system prompt and the travel tools.
+    pub today: NaiveDate,
+    /// Iterations of every turn but the limit turn.
+    pub max_iterations: u32,
+    /// Iterations of the limit turn: small, so the limit is what happens.
+    pub limit_turn_max_iterations: u32,
+    /// Tokens per model call.
+    pub max_tokens: u32,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// Replaces the demo's system prompt ([`system_prompt`]).
+    pub system_prompt: Option<String>,
+    /// Start the conversation with one worked example (a weather question,
+    /// its tool call, the tool's real result and the answer). Small local
+    /// models follow the tools far more reliably with one example to copy.
+    pub worked_example: bool,
+    /// Native tool calls or the text protocol.
+    pub tool_protocol: ToolProtocol,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        Self {
+            today: chrono::Local::now().date_naive(),
+            max_iterations: 5,
+            limit_turn_max_iterations: 1,
+            max_tokens: 256,
+            temperature: 0.0,
+            system_prompt: None,
+            worked_example: true,
+            tool_protocol: ToolProtocol::Auto,
+        }
+    }
+}
+
+/// What one turn did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoTurnReport {
+    /// The prompt.
+    pub prompt: &'static str,
+    /// The run's record.
+    pub result: AgentRunResult,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+impl DemoTurnReport {
+    /// Names of the tools called, in order.
+    pub fn tools_called(&self) -> Vec<&str> {
+        self.result.tool_calls.iter().map(|call| call.name.as_str()).collect()
+    }
+}
+
+/// The demo's system prompt: today's date, one line per tool with an
+/// example call (small local models copy examples far better than they
+/// follow abstract rules), and the rule to ask for a missing city or date.
+pub fn system_prompt(today: NaiveDate) -> String {
+    format!(
+        "You are a travel assistant. Today is {weekday}, {long} ({iso}).\n\
+         You do not know the current weather, flight prices or exchange rates: for them you must call a tool and \
+         answer from its result, every time, even if a similar question came before:\n\
+         - weather in a city: call get_weather, e.g. {{\"location\": \"Rome\"}}\n\
+         - flight price: call get_flight_prices, e.g. {{\"origin\": \"Berlin\", \"destination\": \"Oslo\", \
+         \"date\": \"YYYY-MM-DD\"}} (a date from today on)\n\
+         - currency: call get_currency_exchange, e.g. {{\"from\": \"USD\", \"to\": \"EUR\", \"amount\": 100}}\n\
+         If the user has not said which city, or the date of a flight, do not call a tool: ask the user for it in \
+         one short question.\n\
+         Answer in one or two short sentences.",
+        weekday = today.format("%A"),
+        long = today.format("%B %-d, %Y"),
+        iso = today.format("%Y-%m-%d"),
+    )
+}
+
+fn agent(
+    client: &Arc<dyn LlmClient>,
+    catalog: &Arc<ModelCatalog>,
+    tools: &ToolBox,
+    options: &DemoOptions,
+    max_iterations: u32,
+) -> Agent {
+    Agent::builder(Arc::clone(client))
+        .name("travel-assistant")
+        .description("Weather, flight prices and currency exchange.")
+        .system_prompt(
+            options
+                .system_prompt
+                .clone()
+                .unwrap_or_else(|| system_prompt(options.today)),
+        )
+        .tools(tools.registry())
+        .catalog(Arc::clone(catalog))
+        .max_iterations(max_iterations)
+        .max_tokens(options.max_tokens)
+        .temperature(options.temperature)
+        .prompt_caching(true)
+        .tool_protocol(options.tool_protocol)
+        .build()
+}
+
+/// The worked example: "What's the weather in Rome?", a `get_weather` call,
+/// the tool's real result, and an answer built from it.
+async fn worked_example(tools: &ToolBox) -> Vec<Message> {
+    let arguments = serde_json::json!({"location": "Rome"});
+    let execution = tools
+        .registry()
+        .execute("get_weather", &arguments, &ToolContext::new())
+        .await;
+    let content = match &execution.outcome {
+        Ok(output) => output.to_content(),
+        Err(error) => error.to_string(),
+    };
+    let weather: serde_json::Value = serde_json::from_str(&content).unwrap_or_default();
+    let answer = match (weather["temperature"].as_f64(), weather["conditions"].as_str()) {
+        (Some(temperature), Some(conditions)) => {
+            format!(
+                "Right now in Rome it is {} degrees and {conditions}.",
+                temperature.round()
+            )
+        }
+        _ => "I could not get the weather for Rome.".to_owned(),
+    };
+    let call = agent_core::ToolCall::new("example_1", "get_weather", arguments);
+    vec![
+        Message::user("What's the weather in Rome?"),
+        Message::Assistant(agent_core::AssistantMessage::with_tool_calls("", vec![call])),
+        Message::tool(if execution.outcome.is_ok() {
+            agent_core::ToolResult::success("example_1", "get_weather", content)
+        } else {
+            agent_core::ToolResult::error("example_1", "get_weather", content)
+        }),
+        Message::assistant(answer),
+    ]
+}
+
+/// Runs the ten turns as one conversation, rendering each on `console`.
+/// Returns every turn's record; a turn that fails is reported and the demo
+/// goes on.
+pub async fn run_demo(
+    client: Arc<dyn LlmClient>,
+    catalog: Arc<ModelCatalog>,
+    options: &DemoOptions,
+    console: &mut Console,
+) -> Result<Vec<DemoTurnReport>, AppError> {
+    let write = |error: std::io::Error| AppError::io("writing the demo", error);
+    let tools = ToolBox::from_providers(vec![Arc::new(TravelTools::with_today(options.today).tool_set())])?;
+    let regular = agent(&client, &catalog, &tools, options, options.max_iterations);
+    let limited = agent(&client, &catalog, &tools, options, options.limit_turn_max_iterations);
+    console
+        .line(&format!(
+            "Travel Assistant demo · {}/{} · today is {} · {} turns",
+            client.provider(),
+            client.model(),
+            options.today.format("%Y-%m-%d"),
+            TURNS.len()
+        ))
+        .map_err(write)?;
+    let started = Instant::now();
+    let mut history: Vec<Message> = if options.worked_example {
+        let example = worked_example(&tools).await;
+        console
+            .line("(the conversation opens with one worked example — a weather question, its get_weather call and the answer — which small local models copy)")
+            .map_err(write)?;
+        example
+    } else {
+        Vec::new()
+    };
+    let mut reports = Vec::with_capacity(TURNS.len());
+    for (index, turn) in TURNS.iter().enumerate() {
+        let agent = if index == LIMIT_TURN { &limited } else { &regular };
+        console.line("").map_err(write)?;
+        console
+            .line(&format!("━━ {}/{} · {} ━━", index + 1, TURNS.len(), turn.shows))
+            .map_err(write)?;
+        if index == LIMIT_TURN {
+            console
+                .line(&format!(
+                    "(this turn runs with max_iterations = {})",
+                    options.limit_turn_max_iterations
+                ))
+                .map_err(write)?;
+        }
+        console.line(&format!("you> {}", turn.prompt)).map_err(write)?;
+        let turn_started = Instant::now();
+        console.begin();
+        let mut events = Box::pin(agent.run_stream(history.clone(), turn.prompt, ToolContext::new()));
+        let mut result = None;
+        while let Some(event) = events.next().await {
+            if let AgentEvent::RunFinished { result: finished } = event {
+                console.clear_spinners();
+                console.end_line().map_err(write)?;
+                result = Some(*finished);
+                break;
+            }
+            console.event(&event).map_err(write)?;
+        }
+        let Some(result) = result else {
+            return Err(AppError::RunFailed(format!(
+                "turn {} ended without a result",
+                index + 1
+            )));
+        };
+        if !console.text_seen() && !result.response.trim().is_empty() {
+            console.line(result.response.trim()).map_err(write)?;
+        }
+        let elapsed = turn_started.elapsed();
+        let mut summary = format!(
+            "   [{} iterations · {} tool calls · {} tokens · {:.1} s]",
+            result.iterations,
+            result.tool_calls.len(),
+            result.usage.total_tokens(),
+            elapsed.as_secs_f64()
+        );
+        if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
+            summary = format!("   {note}\n{summary}");
+        }
+        console.line(&summary).map_err(write)?;
+        if result.stop_reason != StopCause::Error {
+            history.clone_from(&result.messages);
+        }
+        reports.push(DemoTurnReport {
+            prompt: turn.prompt,
+            result,
+            elapsed,
+        });
+    }
+    let usage: Usage = reports.iter().map(|report| report.result.usage).sum();
+    let cost: f64 = reports.iter().filter_map(|report| report.result.cost_usd).sum();
+    let calls: usize = reports.iter().map(|report| report.result.tool_calls.len()).sum();
+    console.line("").map_err(write)?;
+    console
+        .line(&format!(
+            "done: {} turns · {calls} tool calls · {} tokens ({} in, {} from cache, {} out) · ${cost:.6} · {:.1} s",
+            reports.len(),
+            usage.total_tokens(),
+            usage.input_tokens,
+            usage.cache_read_tokens,
+            usage.output_tokens,
+            started.elapsed().as_secs_f64()
+        ))
+        .map_err(write)?;
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_testing::{ScriptedClient, response};
+    use serde_json::json;
+
+    use super::*;
+    use crate::console::SharedBuffer;
+
+    fn today() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2030, 6, 1).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_system_prompt_gives_the_date_and_asks_for_missing_information() {
+        let prompt = system_prompt(today());
+        assert!(prompt.contains("Saturday, June 1, 2030 (2030-06-01)"), "{prompt}");
+        assert!(prompt.contains("ask the user for it"), "{prompt}");
+        assert!(
+            prompt.contains("call get_weather, e.g. {\"location\": \"Rome\"}"),
+            "{prompt}"
+        );
+    }
+
+    #[tokio::test]
+    async fn ten_turns_share_one_conversation_and_the_limit_turn_is_limited() {
+        let mut client = ScriptedClient::new().with_model("scripted");
+        for (index, _) in TURNS.iter().enumerate() {
+            client = match index {
+                1 => client
+                    .respond(response::tool_calls([("get_weather", json!({"location": "Tokyo"}))]))
+                    .respond(response::text("Sunny in Tokyo.")),
+                LIMIT_TURN => client
+                    .respond(response::tool_calls([(
+                        "get_weather",
+                        json!({"location": "Australia"}),
+                    )]))
+                    .respond(response::text("Australia is warm; I ran out of steps for the rest.")),
+                9 => client
+                    .respond(response::tool_calls([(
+                        "divide_by_secret_number",
+                        json!({"number": 17}),
+                    )]))
+                    .respond(response::text("That tool cannot divide: the secret number is 0.")),
+                _ => client.respond(response::text(format!("Answer {}.", index + 1))),
+            };
+        }
+        let client = Arc::new(client);
+        let buffer = SharedBuffer::new();
+        let mut console = Console::new(buffer.clone()).with_text_prefix("assistant> ");
+        let options = DemoOptions {
+            today: today(),
+            ..DemoOptions::default()
+        };
+        let reports = run_demo(client.clone(), Arc::new(ModelCatalog::new()), &options, &mut console)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reports.len(), 10);
+        assert_eq!(reports[1].tools_called(), ["get_weather"]);
+        assert_eq!(reports[LIMIT_TURN].result.stop_reason, StopCause::MaxIterations);
+        assert!(reports[9].result.tool_calls[0].is_error);
+        // History is carried: the last request holds the worked example and
+        // every earlier user turn.
+        let last = client.requests().pop().unwrap_or_default();
+        let users = last
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::User { .. }))
+            .count();
+        assert_eq!(users, 11);
+        assert_eq!(last.messages[0], Message::user("What's the weather in Rome?"));
+        assert_eq!(last.messages[2].as_tool_result().map(|r| r.is_error), Some(false));
+        let out = buffer.contents();
+        assert!(
+            out.contains("you> What's the weather in Tokyo?\n  → get_weather"),
+            "{out}"
+        );
+        assert!(out.contains("assistant> Sunny in Tokyo."), "{out}");
+        assert!(out.contains("worked example"), "{out}");
+        assert!(out.contains("  → get_weather {\"location\":\"Tokyo\"}"), "{out}");
+        assert!(out.contains("[stop: max_iterations"), "{out}");
+        assert!(
+            out.contains("  ✗ divide_by_secret_number failed: division by zero"),
+            "{out}"
+        );
+        assert!(out.contains("done: 10 turns · 3 tool calls"), "{out}");
+    }
+}

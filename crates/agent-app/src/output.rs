@@ -1,0 +1,221 @@
+//! The `agentry run --json` output: a contract scripts rely on, so it is a
+//! dedicated type rather than a serialisation of the runner's record.
+//!
+//! ```json
+//! {
+//!   "response": "...",
+//!   "stop_reason": "completed",
+//!   "iterations": 2,
+//!   "tool_calls": [
+//!     {"id": "call_1", "name": "get_weather", "arguments": {"location": "Tokyo"},
+//!      "result": "{...}", "is_error": false, "duration_ms": 3}
+//!   ],
+//!   "usage": {"input_tokens": 120, "output_tokens": 30, "cache_read_tokens": 0,
+//!             "cache_write_tokens": 0, "total_tokens": 150, "cost_usd": 0.000036},
+//!   "provider": "openai",
+//!   "model": "gpt-4o-mini"
+//! }
+//! ```
+//!
+//! `stop_reason` is one of `completed`, `max_iterations`, `loop_detected`,
+//! `budget_exceeded`, `cancelled`, `error`. `cost_usd` is `null` when the
+//! model's price is not in the catalog. `provider` is the configured
+//! provider (`agent.provider`, e.g. `azure-openai`); `model` the model the
+//! requests went to.
+
+use agent_core::{AgentRunResult, StopCause, ToolCallRecord};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The object `run --json` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutput {
+    /// The final answer.
+    pub response: String,
+    /// Why the run ended.
+    pub stop_reason: &'static str,
+    /// Model calls made.
+    pub iterations: u32,
+    /// Every tool call, in the order the model asked for them.
+    pub tool_calls: Vec<ToolCallOutput>,
+    /// Tokens and cost.
+    pub usage: UsageOutput,
+    /// The provider, as configured (`llama`, `openai`, `azure-openai`, ...).
+    pub provider: String,
+    /// The model.
+    pub model: String,
+}
+
+/// One tool call of [`RunOutput`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCallOutput {
+    /// The call id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// The arguments as the model sent them.
+    pub arguments: Value,
+    /// What the model was told.
+    pub result: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+    /// How long it ran.
+    pub duration_ms: u64,
+}
+
+/// The usage of [`RunOutput`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct UsageOutput {
+    /// Prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from a cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to a cache.
+    pub cache_write_tokens: u64,
+    /// Input plus output tokens.
+    pub total_tokens: u64,
+    /// Estimated cost in USD; `null` when the price is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+impl RunOutput {
+    /// The output for a run's record.
+    pub fn from_result(result: &AgentRunResult) -> Self {
+        Self {
+            response: result.response.clone(),
+            stop_reason: result.stop_reason.as_str(),
+            iterations: result.iterations,
+            tool_calls: result.tool_calls.iter().map(ToolCallOutput::from_record).collect(),
+            usage: UsageOutput {
+                input_tokens: result.usage.input_tokens,
+                output_tokens: result.usage.output_tokens,
+                cache_read_tokens: result.usage.cache_read_tokens,
+                cache_write_tokens: result.usage.cache_write_tokens,
+                total_tokens: result.usage.total_tokens(),
+                cost_usd: result.cost_usd,
+            },
+            provider: result.provider.clone(),
+            model: result.model.clone(),
+        }
+    }
+
+    /// Compact JSON on one line.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|error| format!("{{\"error\":\"{error}\"}}"))
+    }
+}
+
+impl ToolCallOutput {
+    fn from_record(record: &ToolCallRecord) -> Self {
+        Self {
+            id: record.id.clone(),
+            name: record.name.clone(),
+            arguments: record.arguments.clone(),
+            result: record.result.clone(),
+            is_error: record.is_error,
+            duration_ms: record.duration_ms,
+        }
+    }
+}
+
+/// Whether a run that stopped for `cause` counts as a success for the exit
+/// status: it produced an answer (possibly forced by a limit).
+pub fn is_success(cause: StopCause) -> bool {
+    matches!(
+        cause,
+        StopCause::Completed | StopCause::MaxIterations | StopCause::LoopDetected
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_core::{Message, Usage};
+    use serde_json::json;
+
+    use super::*;
+
+    fn record() -> AgentRunResult {
+        AgentRunResult {
+            response: "It is sunny in Tokyo.".into(),
+            stop_reason: StopCause::Completed,
+            stop_detail: None,
+            iterations: 2,
+            tool_calls: vec![ToolCallRecord {
+                id: "call_1".into(),
+                name: "get_weather".into(),
+                arguments: json!({"location": "Tokyo"}),
+                result: "{\"temperature\":21}".into(),
+                is_error: false,
+                duration_ms: 3,
+                iteration: 1,
+            }],
+            model_calls: Vec::new(),
+            usage: Usage {
+                input_tokens: 120,
+                output_tokens: 30,
+                cache_read_tokens: 20,
+                cache_write_tokens: 0,
+                reasoning_tokens: 5,
+            },
+            cost_usd: Some(0.000_036),
+            provider: "openai".into(),
+            model: "gpt-4o-mini".into(),
+            messages: vec![Message::user("Weather in Tokyo?")],
+        }
+    }
+
+    #[test]
+    fn the_json_contract_has_exactly_these_keys() {
+        let output = serde_json::to_value(RunOutput::from_result(&record())).unwrap_or_default();
+        insta::assert_json_snapshot!(output, @r#"
+        {
+          "response": "It is sunny in Tokyo.",
+          "stop_reason": "completed",
+          "iterations": 2,
+          "tool_calls": [
+            {
+              "id": "call_1",
+              "name": "get_weather",
+              "arguments": {
+                "location": "Tokyo"
+              },
+              "result": "{\"temperature\":21}",
+              "is_error": false,
+              "duration_ms": 3
+            }
+          ],
+          "usage": {
+            "input_tokens": 120,
+            "output_tokens": 30,
+            "cache_read_tokens": 20,
+            "cache_write_tokens": 0,
+            "total_tokens": 150,
+            "cost_usd": 0.000036
+          },
+          "provider": "openai",
+          "model": "gpt-4o-mini"
+        }
+        "#);
+    }
+
+    #[test]
+    fn unknown_prices_are_null_and_every_stop_reason_is_named() {
+        let mut result = record();
+        result.cost_usd = None;
+        for (cause, name) in [
+            (StopCause::Completed, "completed"),
+            (StopCause::MaxIterations, "max_iterations"),
+            (StopCause::LoopDetected, "loop_detected"),
+            (StopCause::BudgetExceeded, "budget_exceeded"),
+            (StopCause::Cancelled, "cancelled"),
+            (StopCause::Error, "error"),
+        ] {
+            result.stop_reason = cause;
+            let value: Value = serde_json::from_str(&RunOutput::from_result(&result).to_json()).unwrap_or_default();
+            assert_eq!(value["stop_reason"], name);
+            assert_eq!(value["usage"]["cost_usd"], Value::Null);
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! Tool domains: from `[tools]` to a registry of enabled providers.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{ToolDefinition, ToolProvider};
+use agent_tools::Registry;
+use agent_tools_sql::{SqlConfig, SqlTools};
+use agent_tools_travel::TravelTools;
+use agent_tools_web::{WebConfig, WebTools};
+use serde::Serialize;
+
+use crate::config::Settings;
+use crate::env::Env;
+use crate::error::{AppError, ConfigError};
+
+/// Every tool domain, with one line on what it is.
+pub const TOOL_DOMAINS: &[(&str, &str)] = &[
+    ("math", "calculator and arithmetic"),
+    (
+        "travel",
+        "weather, flight prices, currency exchange (simulated demo data)",
+    ),
+    ("sql", "read-only SQL over a SQLite file ([tools.sql] path)"),
+    (
+        "web",
+        "guarded page fetching, and web search when [tools.web.search] is set",
+    ),
+];
+
+/// The enabled tool providers and the registry that runs them.
+#[derive(Clone)]
+pub struct ToolBox {
+    registry: Arc<Registry>,
+    providers: Vec<Arc<dyn ToolProvider>>,
+}
+
+impl std::fmt::Debug for ToolBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolBox").field("domains", &self.domains()).finish()
+    }
+}
+
+/// One tool as listed by `agentry tools --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolListing {
+    /// The domain (provider) it belongs to.
+    pub domain: String,
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: serde_json::Value,
+}
+
+impl ToolBox {
+    /// The domains of `settings.config.tools.enabled`, built from their tables.
+    pub fn from_settings(settings: &Settings, env: &Env) -> Result<Self, AppError> {
+        let tools = &settings.config.tools;
+        let mut providers: Vec<Arc<dyn ToolProvider>> = Vec::new();
+        for domain in &tools.enabled {
+            if providers.iter().any(|provider| provider.name() == domain) {
+                continue;
+            }
+            providers.push(build_domain(domain, settings, env)?);
+        }
+        let mut builder = Registry::builder();
+        if let Some(timeout) = tools
+            .timeout_secs
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        {
+            builder = builder.timeout(timeout);
+        }
+        for provider in &providers {
+            builder = builder.provider(Arc::clone(provider));
+        }
+        let registry = builder.build().map_err(|error| ConfigError::Tool {
+            domain: tools.enabled.join(", "),
+            message: error.to_string(),
+        })?;
+        Ok(Self {
+            registry: Arc::new(registry),
+            providers,
+        })
+    }
+
+    /// A tool box of these providers (all enabled).
+    pub fn from_providers(providers: Vec<Arc<dyn ToolProvider>>) -> Result<Self, AppError> {
+        let mut builder = Registry::builder();
+        for provider in &providers {
+            builder = builder.provider(Arc::clone(provider));
+        }
+        let registry = builder.build().map_err(|error| ConfigError::Tool {
+            domain: "(custom)".to_owned(),
+            message: error.to_string(),
+        })?;
+        Ok(Self {
+            registry: Arc::new(registry),
+            providers,
+        })
+    }
+
+    /// The registry, for an agent.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry)
+    }
+
+    /// The enabled domains, in order.
+    pub fn domains(&self) -> Vec<&str> {
+        self.providers.iter().map(|provider| provider.name()).collect()
+    }
+
+    /// Every enabled tool with its domain and schema.
+    pub fn listing(&self) -> Vec<ToolListing> {
+        self.providers
+            .iter()
+            .flat_map(|provider| {
+                provider
+                    .tools()
+                    .into_iter()
+                    .map(move |tool: ToolDefinition| ToolListing {
+                        domain: provider.name().to_owned(),
+                        name: tool.name,
+                        description: tool.description,
+                        input_schema: (*tool.input_schema).clone(),
+                    })
+            })
+            .collect()
+    }
+
+    /// The listing as people read it: domains, tools, arguments.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for provider in &self.providers {
+            let _ = writeln!(out, "{} — {}", provider.name(), provider.description());
+            for tool in provider.tools() {
+                let _ = writeln!(out, "  {}({})", tool.name, arguments(&tool.input_schema));
+                let _ = writeln!(out, "      {}", first_sentence(&tool.description));
+            }
+        }
+        if out.is_empty() {
+            out.push_str(
+                "no tool domains are enabled; set `[tools] enabled = [\"math\", \"travel\"]` or pass --tools\n",
+            );
+        }
+        out
+    }
+}
+
+/// `a, b?` from an object schema: required arguments plain, optional ones with `?`.
+fn arguments(schema: &serde_json::Value) -> String {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|names| names.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .map(|properties| {
+            properties
+                .keys()
+                .map(|name| {
+                    if required.contains(&name.as_str()) {
+                        name.clone()
+                    } else {
+                        format!("{name}?")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+fn first_sentence(text: &str) -> &str {
+    match text.find(". ") {
+        Some(end) => &text[..=end],
+        None => text,
+    }
+}
+
+fn build_domain(domain: &str, settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
+    match domain {
+        "math" => Ok(Arc::new(agent_tools_math::tool_set())),
+        "travel" => Ok(Arc::new(TravelTools::new().tool_set())),
+        "sql" => {
+            let Some(mut config) = settings.tool_table::<SqlConfig>("sql")? else {
+                return Err(ConfigError::MissingKey {
+                    origin: settings.origin("tools.enabled"),
+                    key: "tools.sql.path".to_owned(),
+                    hint: "; the sql domain needs a database: add `[tools.sql]` with `path = \"data/shop.sqlite\"`"
+                        .to_owned(),
+                }
+                .into());
+            };
+            config.path = settings.resolve_path("tools.sql.path", &config.path);
+            let tools = SqlTools::open(config).map_err(|error| ConfigError::Tool {
+                domain: "sql".to_owned(),
+                message: error.to_string(),
+            })?;
+            Ok(Arc::new(tools.tool_set()))
+        }
+        "web" => {
+            let config = settings.tool_table::<WebConfig>("web")?.unwrap_or_default();
+            let tools = WebTools::with_env(&config, |name| env.get(name)).map_err(|error| ConfigError::Tool {
+                domain: "web".to_owned(),
+                message: error.to_string(),
+            })?;
+            Ok(Arc::new(tools.tool_set()))
+        }
+        other => Err(ConfigError::UnknownToolDomain {
+            origin: settings.origin("tools.enabled"),
+            name: other.to_owned(),
+            available: TOOL_DOMAINS
+                .iter()
+                .map(|(name, _)| *name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+        .into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::Overrides;
+
+    fn settings(toml: &str, dir: &Path) -> Settings {
+        std::fs::write(dir.join("agentry.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        Settings::load(&Overrides::default(), &Env::default(), dir).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_default_domains_are_math_and_travel() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let tools =
+            ToolBox::from_settings(&settings("", dir.path()), &Env::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tools.domains(), ["math", "travel"]);
+        let names: Vec<String> = tools.listing().into_iter().map(|tool| tool.name).collect();
+        assert!(names.contains(&"calculator".to_owned()) && names.contains(&"get_weather".to_owned()));
+        let text = tools.describe();
+        assert!(text.contains("get_flight_prices(origin, destination, date)"), "{text}");
+    }
+
+    #[test]
+    fn sql_without_a_table_says_what_to_add() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let error = ToolBox::from_settings(&settings("[tools]\nenabled = [\"sql\"]\n", dir.path()), &Env::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("tools.sql.path"), "{error}");
+        let error = ToolBox::from_settings(
+            &settings(
+                "[tools]\nenabled = [\"sql\"]\n[tools.sql]\npath = \"missing.sqlite\"\n",
+                dir.path(),
+            ),
+            &Env::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(
+            error.contains("missing.sqlite") && error.contains("does not exist"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn web_is_built_from_its_table() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let tools = ToolBox::from_settings(
+            &settings(
+                "[tools]\nenabled = [\"web\"]\n[tools.web]\nmax_redirects = 2\n",
+                dir.path(),
+            ),
+            &Env::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tools.listing()[0].name, "fetch_url");
+        let error = ToolBox::from_settings(
+            &settings(
+                "[tools]\nenabled = [\"web\"]\n[tools.web]\nmax_redirects = \"two\"\n",
+                dir.path(),
+            ),
+            &Env::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(error.contains("tools.web.max_redirects"), "{error}");
+    }
+}

@@ -1,0 +1,588 @@
+//! End to end: the real `agentry` binary against local mock servers for each
+//! HTTP provider (OpenAI, Azure OpenAI, an OpenAI-compatible server). No
+//! test touches the internet or depends on the developer's environment:
+//! every command starts from an empty environment in an empty directory.
+//! (They need the `openai` feature, which is on by default.)
+#![cfg(feature = "openai")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+use wiremock::matchers::{body_string_contains, header, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The binary with an empty environment, run in `dir`, with `$AGENTRY_HOME` inside it.
+fn agentry(dir: &Path) -> Command {
+    let mut command = Command::cargo_bin("agentry").expect("the agentry binary");
+    command
+        .env_clear()
+        .env("AGENTRY_HOME", dir.join("home"))
+        .current_dir(dir);
+    command
+}
+
+fn completion(message: &Value, finish_reason: &str, usage: (u64, u64)) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1,
+                  "prompt_tokens_details": {"cached_tokens": usage.0 / 10}}
+    }))
+}
+
+/// A server that asks for the calculator first and answers once it sees the
+/// tool result. `route` narrows the requests it answers (auth, path).
+async fn calculator_server(route: impl Fn(wiremock::MockBuilder) -> wiremock::MockBuilder) -> MockServer {
+    let server = MockServer::start().await;
+    route(Mock::given(method("POST")).and(body_string_contains("\"tool_call_id\"")))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": "17 × 23 = 391."}),
+            "stop",
+            (150, 10),
+        ))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    route(Mock::given(method("POST")))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "calculator", "arguments": "{\"expression\":\"17*23\"}"}}
+            ]}),
+            "tool_calls",
+            (100, 20),
+        ))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn run_cmd(mut command: Command) -> Output {
+    tokio::task::spawn_blocking(move || command.output().expect("agentry runs"))
+        .await
+        .expect("the command thread")
+}
+
+fn stdout_json(output: &Output) -> Value {
+    let text = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|error| {
+        panic!(
+            "stdout is not one JSON object ({error}):\n{text}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The expected `run --json` object for the calculator script; the tool's
+/// duration is checked to be a number and then compared as 0.
+fn expected(provider: &str, model: &str, cost: &Value) -> Value {
+    json!({
+        "response": "17 × 23 = 391.",
+        "stop_reason": "completed",
+        "iterations": 2,
+        "tool_calls": [{
+            "id": "call_1",
+            "name": "calculator",
+            "arguments": {"expression": "17*23"},
+            "result": "{\"expression\":\"17*23\",\"result\":391}",
+            "is_error": false,
+            "duration_ms": 0
+        }],
+        "usage": {
+            "input_tokens": 250,
+            "output_tokens": 30,
+            "cache_read_tokens": 25,
+            "cache_write_tokens": 0,
+            "total_tokens": 280,
+            "cost_usd": cost
+        },
+        "provider": provider,
+        "model": model
+    })
+}
+
+fn normalised(mut value: Value) -> Value {
+    let duration = &mut value["tool_calls"][0]["duration_ms"];
+    assert!(duration.is_u64(), "duration_ms is not a number: {duration}");
+    *duration = json!(0);
+    value
+}
+
+fn approx(value: &Value, expected: f64) {
+    let actual = value.as_f64().unwrap_or(f64::NAN);
+    assert!((actual - expected).abs() < 1e-12, "{actual} != {expected}");
+}
+
+#[tokio::test]
+async fn openai_run_json_reports_the_tool_call_and_usage() {
+    let server = calculator_server(|mock| {
+        mock.and(path("/v1/chat/completions"))
+            .and(header("authorization", "Bearer sk-test-key"))
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .args([
+            "run",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--tools",
+            "math",
+            "--json",
+        ])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "What is 17 * 23?"]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut json = normalised(stdout_json(&output));
+    // gpt-4o-mini: 225 uncached input at $0.15, 25 cached at $0.075, 30 output at $0.60 per million.
+    approx(
+        &json["usage"]["cost_usd"],
+        (225.0 * 0.15 + 25.0 * 0.075 + 30.0 * 0.6) / 1e6,
+    );
+    json["usage"]["cost_usd"] = json!("checked");
+    assert_eq!(json, expected("openai", "gpt-4o-mini", &json!("checked")));
+    // The tool list and the tool result went to the server.
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["calculator", "arithmetic"]);
+}
+
+#[tokio::test]
+async fn azure_run_json_uses_the_deployment_url_and_api_key_header() {
+    let server = calculator_server(|mock| {
+        mock.and(path("/openai/deployments/prod-4o-mini/chat/completions"))
+            .and(query_param("api-version", "2024-10-21"))
+            .and(header("api-key", "azure-test-key"))
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentry.toml"),
+        "[agent]\nprovider = \"azure-openai\"\nmodel = \"gpt-4o-mini\"\n\n\
+         [providers.azure-openai]\nendpoint = \"https://unused.openai.azure.com\"\ndeployment = \"prod-4o-mini\"\n\n\
+         [tools]\nenabled = [\"math\"]\n",
+    )
+    .unwrap();
+    let mut command = agentry(dir.path());
+    command.env("AZURE_OPENAI_API_KEY", "azure-test-key").args([
+        "run",
+        "--json",
+        "--base-url",
+        &server.uri(),
+        "What is 17 * 23?",
+    ]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut json = normalised(stdout_json(&output));
+    assert!(json["usage"]["cost_usd"].as_f64().is_some_and(|cost| cost > 0.0));
+    json["usage"]["cost_usd"] = json!("checked");
+    assert_eq!(json, expected("azure-openai", "gpt-4o-mini", &json!("checked")));
+}
+
+#[tokio::test]
+async fn openai_compatible_run_json_needs_no_key_and_prices_unknown_models_as_null() {
+    let server = calculator_server(|mock| mock.and(path("/v1/chat/completions"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .args([
+            "run",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "local-model",
+            "--tools",
+            "math",
+        ])
+        .args([
+            "--base-url",
+            &format!("{}/v1", server.uri()),
+            "--json",
+            "What is 17 * 23?",
+        ]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = normalised(stdout_json(&output));
+    assert_eq!(json, expected("openai-compatible", "local-model", &Value::Null));
+    let requests = server.received_requests().await.unwrap();
+    assert!(requests[0].headers.get("authorization").is_none());
+}
+
+#[tokio::test]
+async fn streamed_run_json_prints_only_the_final_object() {
+    let server = MockServer::start().await;
+    let chunk = |delta: Value, finish: Option<&str>| {
+        json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut body = String::new();
+    for event in [
+        chunk(json!({"role": "assistant", "content": "Hello"}), None),
+        chunk(json!({"content": " there."}), None),
+        chunk(json!({}), Some("stop")),
+        json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [],
+               "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}}),
+    ] {
+        body.push_str("data: ");
+        body.push_str(&event.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    Mock::given(method("POST"))
+        .and(body_string_contains("\"stream\":true"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["run", "--provider", "openai", "--stream", "--json", "--tools", ""])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "Say hello"]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = stdout_json(&output);
+    assert_eq!(json["response"], "Hello there.");
+    assert_eq!(json["usage"]["total_tokens"], 15);
+    assert_eq!(json["tool_calls"], json!([]));
+
+    // Without --json the text is streamed to stdout as is.
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["run", "--provider", "openai", "--stream", "--tools", ""])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "Say hello"]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Hello there.\n");
+}
+
+#[tokio::test]
+async fn a_wrong_key_exits_1_naming_the_variable_without_showing_the_key() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({"error": {
+            "message": "Incorrect API key provided: sk-wrong-secret-123.",
+            "type": "invalid_request_error", "code": "invalid_api_key"
+        }})))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-wrong-secret-123")
+        .args(["run", "--provider", "openai", "--json"])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "hi"]);
+    let output = run_cmd(command).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let json = stdout_json(&output);
+    assert_eq!(json["stop_reason"], "error");
+    let stderr = stderr(&output);
+    assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
+    let everything = format!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
+    assert!(!everything.contains("sk-wrong-secret-123"), "{everything}");
+}
+
+#[tokio::test]
+async fn a_missing_key_exits_2_naming_the_variable() {
+    for (provider, variable) in [("openai", "OPENAI_API_KEY"), ("azure-openai", "AZURE_OPENAI_API_KEY")] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = agentry(dir.path());
+        command.args([
+            "run",
+            "--provider",
+            provider,
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "hi",
+        ]);
+        let output = run_cmd(command).await;
+        assert_eq!(output.status.code(), Some(2), "{provider}: {}", stderr(&output));
+        assert!(stderr(&output).contains(variable), "{provider}: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn a_malformed_config_exits_2_naming_the_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agentry.toml"), "[agent]\nmax_iterations = \"ten\"\n").unwrap();
+    let output = agentry(dir.path()).args(["tools"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = stderr(&output);
+    assert!(stderr.contains("agentry.toml"), "{stderr}");
+    assert!(stderr.contains("`agent.max_iterations`"), "{stderr}");
+    assert!(stderr.contains("expected u32"), "{stderr}");
+}
+
+/// Arguments, environment, and what stderr must say.
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
+#[test]
+fn configuration_mistakes_exit_2_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [Case; 5] = [
+        (
+            &["run", "--provider", "openia", "hi"],
+            &[],
+            "valid providers: llama, openai",
+        ),
+        (
+            &["tools", "--tools", "math,wether"],
+            &[],
+            "available domains: math, travel, sql, web",
+        ),
+        (&["tools"], &[("AGENTRY_CONFIG", "missing.toml")], "$AGENTRY_CONFIG"),
+        (
+            &["run", "--provider", "anthropic", "hi"],
+            &[],
+            "cargo feature `anthropic`",
+        ),
+        (&["run", "--max-iterations", "0", "hi"], &[], "--max-iterations"),
+    ];
+    for (args, env, expected) in cases {
+        let output = agentry(dir.path())
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{args:?}: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn tools_json_lists_the_enabled_tools_with_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = agentry(dir.path()).args(["tools", "--json"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = stdout_json(&output);
+    assert_eq!(json["domains"], json!(["math", "travel"]));
+    let tools = json["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "calculator",
+            "arithmetic",
+            "get_weather",
+            "get_flight_prices",
+            "get_currency_exchange",
+            "divide_by_secret_number"
+        ]
+    );
+    let weather = &tools[2];
+    assert_eq!(weather["domain"], "travel");
+    assert_eq!(weather["input_schema"]["type"], "object");
+    assert_eq!(weather["input_schema"]["required"], json!(["location"]));
+    assert!(weather["description"].as_str().unwrap().contains("weather"));
+
+    let output = agentry(dir.path())
+        .args(["tools", "--json", "--tools", "math"])
+        .output()
+        .unwrap();
+    let json = stdout_json(&output);
+    assert_eq!(json["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        json["tools"][0]["input_schema"]["properties"]["expression"]["type"],
+        "string"
+    );
+
+    let output = agentry(dir.path()).args(["tools"]).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("get_weather(location, units?)"), "{text}");
+}
+
+#[tokio::test]
+async fn sessions_carry_history_between_runs_and_can_be_listed_shown_and_deleted() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("My name is Ada"))
+        .and(body_string_contains("What is my name?"))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": "Your name is Ada."}),
+            "stop",
+            (40, 5),
+        ))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": "Hello Ada."}),
+            "stop",
+            (20, 3),
+        ))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("{}/v1", server.uri());
+    for (prompt, answer) in [
+        ("My name is Ada", "Hello Ada."),
+        ("What is my name?", "Your name is Ada."),
+    ] {
+        let mut command = agentry(dir.path());
+        command.env("OPENAI_API_KEY", "sk-test").args([
+            "run",
+            "--provider",
+            "openai",
+            "--session",
+            "ada",
+            "--base-url",
+            &base_url,
+            prompt,
+        ]);
+        let output = run_cmd(command).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), answer);
+    }
+    assert!(dir.path().join("home/sessions/ada.json").is_file());
+
+    let output = agentry(dir.path()).args(["sessions", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("ada") && text.contains("2 turns"), "{text}");
+
+    let output = agentry(dir.path()).args(["sessions", "show", "ada"]).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("you: My name is Ada") && text.contains("assistant: Your name is Ada."),
+        "{text}"
+    );
+
+    let output = agentry(dir.path())
+        .args(["sessions", "show", "ada", "--json"])
+        .output()
+        .unwrap();
+    let json = stdout_json(&output);
+    assert_eq!(json["messages"].as_array().unwrap().len(), 4);
+    assert_eq!(json["usage"]["input_tokens"], 60);
+
+    let output = agentry(dir.path())
+        .args(["sessions", "delete", "ada"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let output = agentry(dir.path()).args(["sessions", "show", "ada"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("no session named `ada`"));
+
+    let output = agentry(dir.path())
+        .args(["run", "--session", "../escape", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("invalid session name"));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_cancels_a_run_and_reports_cancelled() {
+    use std::time::{Duration, Instant};
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            completion(&json!({"role": "assistant", "content": "too late"}), "stop", (1, 1))
+                .set_delay(Duration::from_secs(60)),
+        )
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("agentry");
+    let mut child = std::process::Command::new(binary)
+        .env_clear()
+        .env("AGENTRY_HOME", dir.path().join("home"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "--provider",
+            "openai",
+            "--json",
+            "--base-url",
+            &format!("{}/v1", server.uri()),
+            "hi",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the request reached the server: the handler is installed by then.
+    let started = Instant::now();
+    while server.received_requests().await.unwrap_or_default().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the run never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = tokio::task::spawn_blocking(move || {
+        let _ = &mut child;
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30), "the cancel was not prompt");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output)["stop_reason"], "cancelled");
+}
+
+#[test]
+fn help_and_version_exit_0_and_unknown_commands_exit_2() {
+    use predicates::prelude::*;
+
+    let dir = tempfile::tempdir().unwrap();
+    let listed = ["run", "chat", "demo", "tools", "sessions"]
+        .into_iter()
+        .fold(predicate::str::contains("agentry").boxed(), |all, command| {
+            all.and(predicate::str::contains(command)).boxed()
+        });
+    let mut help = agentry(dir.path());
+    help.arg("--help").assert().success().stdout(listed);
+    agentry(dir.path())
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("agentry "));
+    agentry(dir.path())
+        .arg("fly")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unrecognized subcommand 'fly'"));
+    agentry(dir.path())
+        .arg("run")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("<PROMPT>"));
+    agentry(dir.path())
+        .args(["run", "   "])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the prompt is empty"));
+}

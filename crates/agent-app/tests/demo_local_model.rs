@@ -1,0 +1,94 @@
+//! The Travel Assistant demo, start to finish, on the real embedded model
+//! (Qwen2.5-Coder-0.5B through llama.cpp).
+//!
+//! It needs the model in the store (`cargo xtask fetch-model`). Without it
+//! the test is skipped with a message, unless `AGENTRY_REQUIRE_MODEL` is set
+//! (as CI does), in which case it fails. The model's words are not asserted,
+//! only what the demo is for: every turn completes without an error, the
+//! weather turn calls `get_weather`, and the iteration-limit turn hits the
+//! limit.
+#![cfg(feature = "llama")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use agent_app::assemble::catalog_for;
+use agent_app::config::{Overrides, Settings};
+use agent_app::console::{Console, SharedBuffer};
+use agent_app::demo::{DemoOptions, LIMIT_TURN, TURNS, run_demo};
+use agent_app::env::Env;
+use agent_app::providers::{Progress, build_client};
+use agent_core::StopCause;
+use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
+
+fn model_is_fetched() -> bool {
+    let ready = known_model(DEFAULT_MODEL).is_some_and(|model| ModelStore::default_location().is_ready(model));
+    if !ready {
+        assert!(
+            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
+            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
+        );
+        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
+    }
+    ready
+}
+
+#[test]
+fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
+    if !model_is_fetched() {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        // The defaults: provider llama, the embedded model; of the developer's
+        // environment only `AGENTRY_PROVIDERS__LLAMA__*` overrides pass, e.g.
+        // `AGENTRY_PROVIDERS__LLAMA__THREADS=1` on a busy machine.
+        let env = Env::from_pairs(std::env::vars().filter(|(name, _)| name.starts_with("AGENTRY_PROVIDERS__LLAMA__")));
+        let settings = Settings::load(&Overrides::default(), &env, dir.path()).unwrap();
+        let client = build_client(&settings, &env, Progress::Hide).await.unwrap();
+        let catalog = catalog_for(&settings, client.as_ref());
+        let buffer = SharedBuffer::new();
+        let mut console = Console::new(buffer.clone()).with_text_prefix("assistant> ");
+        let started = Instant::now();
+        let reports = run_demo(client, catalog, &DemoOptions::default(), &mut console)
+            .await
+            .unwrap();
+        let transcript = buffer.contents();
+        eprintln!("{transcript}");
+        eprintln!("demo time: {:.1} s", started.elapsed().as_secs_f64());
+
+        assert_eq!(reports.len(), TURNS.len());
+        for (index, report) in reports.iter().enumerate() {
+            assert_ne!(
+                report.result.stop_reason,
+                StopCause::Error,
+                "turn {} ({:?}) failed: {:?}",
+                index + 1,
+                report.prompt,
+                report.result.stop_detail
+            );
+            assert!(
+                !report.result.response.trim().is_empty() || !report.result.tool_calls.is_empty(),
+                "turn {} produced nothing",
+                index + 1
+            );
+        }
+        assert!(
+            reports[1].tools_called().contains(&"get_weather"),
+            "the weather turn made no get_weather call: {:?}",
+            reports[1].tools_called()
+        );
+        let limited = &reports[LIMIT_TURN].result;
+        assert!(
+            matches!(limited.stop_reason, StopCause::MaxIterations | StopCause::LoopDetected),
+            "the iteration-limit turn ended with {:?}",
+            limited.stop_reason
+        );
+        assert!(transcript.contains("[stop: "), "{transcript}");
+    });
+}
