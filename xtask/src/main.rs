@@ -2,8 +2,8 @@
 //!
 //! - `ci`: formatting check, clippy with warnings denied, and every test of
 //!   the workspace; the same command CI runs (`.ci/run`).
-//! - `eval-local [MODEL,MODEL]`: the tool-calling evaluation of the local
-//!   models, with and without the grammar (docs/local-models.md).
+//! - `eval-local [MODEL,MODEL] [off|on|both]`: the tool-calling evaluation of
+//!   the local models, without and/or with the grammar (docs/local-models.md).
 //! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
 //!   (default `qwen2.5-coder-0.5b`) into the model store.
 
@@ -23,7 +23,16 @@ fn main() -> ExitCode {
                 Some(list) => list.split(',').map(str::to_owned).collect(),
                 None => vec!["qwen2.5-coder-0.5b".to_owned(), "qwen2.5-coder-1.5b".to_owned()],
             };
-            match eval::run(&models) {
+            let grammar: &[bool] = match args.get(2).map(String::as_str) {
+                None | Some("both") => &[false, true],
+                Some("off") => &[false],
+                Some("on") => &[true],
+                Some(other) => {
+                    eprintln!("xtask eval-local: grammar must be off, on or both, not `{other}`");
+                    return ExitCode::from(2);
+                }
+            };
+            match eval::run(&models, grammar) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("xtask eval-local: {error}");
@@ -34,7 +43,7 @@ fn main() -> ExitCode {
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M]    tool-calling success rates of the local models",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both]\n                      tool-calling success rates of the local models",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS

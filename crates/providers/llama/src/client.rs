@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
-    StopReason, StreamAccumulator, StreamEvent, ToolChoice, Usage,
+    StopReason, StreamAccumulator, StreamEvent, ToolDefinition, Usage,
 };
 use agent_parse::{StreamingToolCallFilter, ToolCallParser};
 use async_trait::async_trait;
@@ -15,6 +15,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::LlamaConfig;
+use crate::choice::CallPlan;
 use crate::engine::{Engine, EngineSettings, Finish, Generated, Job, Summary};
 use crate::models::{ModelStore, known_model};
 use crate::template::ChatTemplate;
@@ -87,19 +88,19 @@ impl LlamaClient {
         self.engine.facts().context_size
     }
 
-    /// The tool-call grammar for `request`'s tools, built once per tool set.
-    fn grammar_for(&self, request: &ChatRequest) -> Option<Arc<str>> {
-        if !self.config.grammar || request.tools.is_empty() || request.tool_choice == ToolChoice::None {
+    /// The tool-call grammar for `tools`, built once per tool set.
+    fn grammar_for(&self, tools: &[ToolDefinition]) -> Option<Arc<str>> {
+        if tools.is_empty() {
             return None;
         }
-        let key = serde_json::to_string(&request.tools).ok()?;
+        let key = serde_json::to_string(tools).ok()?;
         let mut cache = self.grammars.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((cached_key, grammar)) = cache.as_ref() {
             if *cached_key == key {
                 return Some(Arc::clone(grammar));
             }
         }
-        match crate::grammar::tool_call_grammar(&request.tools) {
+        match crate::grammar::tool_call_grammar(tools) {
             Ok(grammar) => {
                 let grammar: Arc<str> = Arc::from(grammar);
                 *cache = Some((key, Arc::clone(&grammar)));
@@ -115,9 +116,15 @@ impl LlamaClient {
     fn job(
         &self,
         request: &ChatRequest,
+        plan: &CallPlan,
+        grammar: Option<Arc<str>>,
+        prefill: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> {
-        let prompt = self.template.render(request)?;
+        let mut prompt = self.template.render(request)?;
+        if let Some(prefill) = prefill {
+            prompt.push_str(prefill);
+        }
         let (out, receiver) = mpsc::unbounded_channel();
         self.engine.submit(Job {
             prompt,
@@ -125,12 +132,19 @@ impl LlamaClient {
             temperature: request.temperature.unwrap_or(0.0),
             seed: self.config.seed,
             stop: request.stop.clone(),
-            suppress_tool_calls: request.tool_choice == ToolChoice::None,
-            grammar: self.grammar_for(request),
+            suppress_tool_calls: plan.suppress_tool_calls,
+            grammar,
+            grammar_from_start: plan.required,
             cancel: cancel.child_token(),
             out,
         })?;
         Ok(receiver)
+    }
+
+    /// How `request`'s tool choice is enforced on this model.
+    fn plan(&self, request: &ChatRequest) -> Result<CallPlan, LlmError> {
+        let tagged = !self.engine.facts().tool_call_opening.is_empty();
+        CallPlan::for_request(request, tagged)
     }
 }
 
@@ -207,16 +221,23 @@ impl LlmClient for LlamaClient {
     }
 
     async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
-        let receiver = self.job(request, cancel)?;
-        let tools: Vec<String> = if request.tool_choice == ToolChoice::None {
-            Vec::new()
+        let plan = self.plan(request)?;
+        // A required call always runs under the grammar; otherwise it is opt-in.
+        let grammar = if plan.required || self.config.grammar {
+            self.grammar_for(&plan.callable)
         } else {
-            request.tools.iter().map(|tool| tool.name.clone()).collect()
+            None
         };
+        let prefill = plan.prefill.as_deref().filter(|_| grammar.is_none());
+        let receiver = self.job(request, &plan, grammar, prefill, cancel)?;
+        let mut calls = ToolCallExtractor::new(plan.callable_names());
+        // The prefilled opening of a forced call is part of the reply.
+        let opening = prefill.map(|prefill| calls.push(prefill)).unwrap_or_default();
         let state = Mapper {
             receiver,
             cancel: cancel.clone(),
-            calls: ToolCallExtractor::new(tools),
+            calls,
+            opening,
             model: self.model.clone(),
             next_call: Arc::clone(&self.next_call),
             started: false,
@@ -238,6 +259,8 @@ struct Mapper {
     receiver: mpsc::UnboundedReceiver<Generated>,
     cancel: CancellationToken,
     calls: ToolCallExtractor,
+    /// Events of the prefilled opening, sent after `Started`.
+    opening: Vec<StreamEvent>,
     model: String,
     next_call: Arc<AtomicU64>,
     started: bool,
@@ -251,11 +274,12 @@ impl Mapper {
         }
         if !self.started {
             self.started = true;
-            let started = StreamEvent::Started {
+            let mut events = vec![StreamEvent::Started {
                 model: Some(self.model.clone()),
                 id: None,
-            };
-            return Some((Ok(vec![started]), self));
+            }];
+            events.append(&mut self.opening);
+            return Some((Ok(events), self));
         }
         let generated = tokio::select! {
             biased;

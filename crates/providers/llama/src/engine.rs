@@ -65,9 +65,12 @@ pub(crate) struct Job {
     pub stop: Vec<String>,
     /// Forbid the tool-call opening token (tool_choice = none).
     pub suppress_tool_calls: bool,
-    /// A GBNF grammar applied from the first `<tool_call>` on (lazy), so a
-    /// started call always has schema-valid arguments.
+    /// A GBNF grammar for tool calls, so a started call always has
+    /// schema-valid arguments.
     pub grammar: Option<Arc<str>>,
+    /// Apply the grammar from the first token (a call is required) instead
+    /// of lazily from the first `<tool_call>`.
+    pub grammar_from_start: bool,
     pub cancel: CancellationToken,
     pub out: UnboundedSender<Generated>,
 }
@@ -291,8 +294,9 @@ impl Session<'_> {
             if generated >= u64::from(job.max_tokens) || self.cached.len() >= n_ctx {
                 break Finish::MaxTokens;
             }
+            // `sample` also accepts the token into the samplers' state (the
+            // grammar's position); accepting it again would advance twice.
             let token = sampler.sample(context, last_logits);
-            sampler.accept(token);
             if vocab.is_eog(token) {
                 break Finish::EndOfGeneration;
             }
@@ -332,7 +336,12 @@ impl Session<'_> {
         if let Some(grammar) = &job.grammar {
             let trigger_tokens: Vec<LlamaToken> =
                 self.tool_call_opening.iter().map(|id| LlamaToken::new(*id)).collect();
-            match LlamaSampler::grammar_lazy(self.model, grammar, "root", ["<tool_call>"], &trigger_tokens) {
+            let sampler = if job.grammar_from_start {
+                LlamaSampler::grammar(self.model, grammar, "root")
+            } else {
+                LlamaSampler::grammar_lazy(self.model, grammar, "root", ["<tool_call>"], &trigger_tokens)
+            };
+            match sampler {
                 Ok(sampler) => chain.push(sampler),
                 Err(error) => tracing::warn!(%error, "the tool-call grammar was rejected; generating without it"),
             }

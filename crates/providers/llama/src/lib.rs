@@ -33,6 +33,7 @@
 //! # }
 //! ```
 
+mod choice;
 mod client;
 mod config;
 mod engine;

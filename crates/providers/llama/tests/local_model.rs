@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    AssistantMessage, CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopCause, ToolCall,
-    ToolContext, ToolDefinition, ToolOutput, ToolResult,
+    AssistantMessage, CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopCause, StopReason,
+    ToolCall, ToolChoice, ToolContext, ToolDefinition, ToolOutput, ToolResult,
 };
 use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
 use agent_provider_llama::{LlamaClient, LlamaConfig};
@@ -26,6 +26,13 @@ fn serial() -> MutexGuard<'static, ()> {
 
 /// The client, or `None` (after saying why) when the model is not fetched.
 fn client(context_size: u32) -> Option<LlamaClient> {
+    client_with(LlamaConfig {
+        context_size,
+        ..LlamaConfig::default()
+    })
+}
+
+fn client_with(config: LlamaConfig) -> Option<LlamaClient> {
     let known = known_model(DEFAULT_MODEL)?;
     if !ModelStore::default_location().is_ready(known) {
         assert!(
@@ -35,10 +42,6 @@ fn client(context_size: u32) -> Option<LlamaClient> {
         eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
         return None;
     }
-    let config = LlamaConfig {
-        context_size,
-        ..LlamaConfig::default()
-    };
     Some(LlamaClient::load(config).expect("the model loads"))
 }
 
@@ -102,6 +105,86 @@ fn the_agent_answers_a_product_by_calling_the_calculator() {
         "{result:#?}"
     );
     eprintln!("answer: {}", result.response);
+}
+
+/// Small talk that needs no tool, with the calculator and a weather tool offered.
+fn small_talk(choice: ToolChoice) -> ChatRequest {
+    let mut request =
+        ChatRequest::new(vec![Message::user("Say hello to me.")]).with_system("You are a helpful assistant.");
+    request.tools = vec![
+        ToolDefinition::new(
+            "calculator",
+            "Evaluates an arithmetic expression.",
+            json!({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}),
+        ),
+        ToolDefinition::new(
+            "get_weather",
+            "Current weather in a city.",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        ),
+    ];
+    request.tool_choice = choice;
+    request.max_tokens = Some(64);
+    request.temperature = Some(0.0);
+    request
+}
+
+/// The one call of a reply that must call a tool, checked to be a real call.
+fn forced_call(client: &LlamaClient, request: &ChatRequest) -> ToolCall {
+    let response = runtime()
+        .block_on(client.complete(request, &CancellationToken::new()))
+        .expect("reply");
+    assert_eq!(response.stop_reason, StopReason::ToolUse, "{:?}", response.message);
+    assert!(
+        !response.message.content.contains("<tool_call>"),
+        "the prefilled opening is not shown as text: {:?}",
+        response.message.content
+    );
+    let call = response.message.tool_calls.first().cloned().expect("a tool call");
+    assert!(call.arguments.is_object(), "{call:?}");
+    call
+}
+
+#[test]
+fn a_required_tool_choice_makes_the_model_call_a_tool_for_small_talk() {
+    let _serial = serial();
+    let Some(client) = client(4096) else { return };
+    // Unforced, the model just says hello.
+    let free = runtime()
+        .block_on(client.complete(&small_talk(ToolChoice::Auto), &CancellationToken::new()))
+        .expect("reply");
+    assert!(free.message.tool_calls.is_empty(), "{:?}", free.message);
+    let call = forced_call(&client, &small_talk(ToolChoice::Required));
+    assert!(["calculator", "get_weather"].contains(&call.name.as_str()), "{call:?}");
+}
+
+#[test]
+fn a_named_tool_choice_makes_the_model_call_that_tool() {
+    let _serial = serial();
+    let Some(client) = client(4096) else { return };
+    let choice = ToolChoice::Tool {
+        name: "get_weather".into(),
+    };
+    let call = forced_call(&client, &small_talk(choice));
+    assert_eq!(call.name, "get_weather");
+}
+
+#[test]
+fn with_the_grammar_a_required_call_has_schema_valid_arguments() {
+    let _serial = serial();
+    let Some(client) = client_with(LlamaConfig {
+        context_size: 4096,
+        grammar: true,
+        ..LlamaConfig::default()
+    }) else {
+        return;
+    };
+    let choice = ToolChoice::Tool {
+        name: "calculator".into(),
+    };
+    let call = forced_call(&client, &small_talk(choice));
+    assert_eq!(call.name, "calculator");
+    assert!(call.arguments["expression"].is_string(), "{call:?}");
 }
 
 #[test]
