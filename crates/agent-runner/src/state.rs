@@ -276,15 +276,20 @@ impl RunState {
             self.request.messages.push(message);
             let mut detail = match forced.reason {
                 ForcedReason::MaxIterations => format!(
-                    "reached the limit of {} iterations; the answer was forced",
-                    self.config.max_iterations
+                    "reached the limit of {}; the answer was forced",
+                    count(self.config.max_iterations as usize, "iteration")
                 ),
                 ForcedReason::LoopDetected => {
                     "the model repeated the same tool calls; the answer was forced".to_owned()
                 }
             };
             if ignored > 0 {
-                let _ = write!(detail, "; {ignored} tool call(s) requested afterwards were not run");
+                let _ = write!(
+                    detail,
+                    "; {} requested afterwards {} not run",
+                    count(ignored, "tool call"),
+                    if ignored == 1 { "was" } else { "were" }
+                );
             }
             self.finish(forced.reason.cause(), Some(detail));
             return Ok(());
@@ -623,5 +628,14 @@ impl RunState {
             Phase::Finished { .. } => "is finished",
         };
         StepError { expected, got }
+    }
+}
+
+/// "1 iteration", "3 iterations".
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
