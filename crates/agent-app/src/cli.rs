@@ -63,9 +63,9 @@ pub enum Command {
     Sessions(SessionsCommand),
 }
 
-/// Options that choose and shape the agent.
+/// Options that choose the provider and model (shared by `run`, `chat` and `demo`).
 #[derive(Debug, Clone, Default, Args)]
-pub struct AgentOptions {
+pub struct ProviderOptions {
     /// Configuration file (default: $AGENTRY_CONFIG, else ./agentry.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -78,6 +78,26 @@ pub struct AgentOptions {
     /// Base URL of the chosen provider (e.g. http://localhost:8000/v1).
     #[arg(long = "base-url", value_name = "URL")]
     pub base_url: Option<String>,
+}
+
+impl ProviderOptions {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            config: self.config.clone(),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            ..Overrides::default()
+        }
+    }
+}
+
+/// Options that choose and shape the agent.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AgentOptions {
+    /// Provider and model.
+    #[command(flatten)]
+    pub provider: ProviderOptions,
     /// Tool domains to enable, comma-separated (replaces [tools] enabled; "" for none).
     #[arg(long, value_name = "a,b", value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
@@ -92,20 +112,20 @@ pub struct AgentOptions {
 impl AgentOptions {
     fn overrides(&self) -> Overrides {
         Overrides {
-            config: self.config.clone(),
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            base_url: self.base_url.clone(),
-            tools: self.tools.as_ref().map(|tools| {
-                tools
-                    .iter()
-                    .map(|t| t.trim().to_owned())
-                    .filter(|t| !t.is_empty())
-                    .collect()
-            }),
+            tools: self.tools.as_deref().map(tool_list),
             max_iterations: self.max_iterations,
+            ..self.provider.overrides()
         }
     }
+}
+
+/// `--tools a,b` as domain names: trimmed, empty entries dropped (so `--tools ""` means none).
+fn tool_list(tools: &[String]) -> Vec<String> {
+    tools
+        .iter()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 /// `agentry run`.
@@ -136,18 +156,9 @@ pub struct ChatArgs {
 /// `agentry demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Configuration file (default: $AGENTRY_CONFIG, else ./agentry.toml).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Provider (default: the configured one, else the embedded local model).
-    #[arg(long, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Model name.
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// Base URL of the chosen provider.
-    #[arg(long = "base-url", value_name = "URL")]
-    pub base_url: Option<String>,
+    /// Provider and model (default: the configured ones, else the embedded local model).
+    #[command(flatten)]
+    pub provider: ProviderOptions,
 }
 
 /// `agentry tools`.
@@ -434,14 +445,7 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
 }
 
 async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
-    let overrides = Overrides {
-        config: args.config,
-        provider: args.provider,
-        model: args.model,
-        base_url: args.base_url,
-        ..Overrides::default()
-    };
-    let settings = Settings::load(&overrides, env, cwd)?;
+    let settings = Settings::load(&args.provider.overrides(), env, cwd)?;
     let client = build_client(&settings, env, Progress::Show).await?;
     let catalog = catalog_for(&settings, client.as_ref());
     let defaults = DemoOptions::default();
@@ -469,13 +473,7 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
 fn tools(args: &ToolsArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let overrides = Overrides {
         config: args.config.clone(),
-        tools: args.tools.as_ref().map(|tools| {
-            tools
-                .iter()
-                .map(|t| t.trim().to_owned())
-                .filter(|t| !t.is_empty())
-                .collect()
-        }),
+        tools: args.tools.as_deref().map(tool_list),
         ..Overrides::default()
     };
     let settings = Settings::load(&overrides, env, cwd)?;
