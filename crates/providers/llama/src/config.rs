@@ -27,7 +27,9 @@ pub struct LlamaConfig {
     /// Tokens generated per request unless the request says otherwise.
     pub max_tokens: u32,
     /// Constrain tool calls with a grammar built from the tools' schemas,
-    /// applied lazily from the first `<tool_call>` tag.
+    /// applied lazily from the first `<tool_call>` tag. (A call the request
+    /// requires, `tool_choice` `required` or a named tool, is always
+    /// generated under the grammar.)
     pub grammar: bool,
 }
 

@@ -11,7 +11,9 @@
 //!   metadata) rendered with the request's messages and tools.
 //! - Tool calls are parsed from the generated text by `agent-parse`'s
 //!   lenient parser (tags, code fences, bare JSON naming a known tool) and
-//!   returned as structured calls with stable ids.
+//!   returned as structured calls with stable ids. `tool_choice` is
+//!   honoured: `none` bans the call opening; `required` or a named tool
+//!   generates the call under a grammar built from the tools' schemas.
 //! - The KV cache keeps the evaluated tokens: a request that shares a prefix
 //!   with the previous one (the system prompt, tools and conversation so far)
 //!   evaluates only what is new, reported as `cache_read_tokens`.
