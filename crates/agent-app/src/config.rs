@@ -528,6 +528,11 @@ fn from_figment(error: figment::Error) -> ConfigError {
 
 /// [`from_figment`] for an error of `extract_inner(prefix)`, whose path
 /// figment gives as the inner path followed by the prefix's parts.
+/// The field named by serde's "unknown field `x`" message.
+fn flattened_unknown_field(message: &str) -> Option<&str> {
+    message.strip_prefix("unknown field `")?.split('`').next()
+}
+
 fn from_figment_at(error: figment::Error, prefix: &str) -> ConfigError {
     let error = error
         .into_iter()
@@ -555,6 +560,17 @@ fn from_figment_at(error: figment::Error, prefix: &str) -> ConfigError {
             format!("{key}.{field}")
         }
     };
+    // A table with flattened settings (e.g. a provider's HTTP options)
+    // reports an unknown key as a message, without the valid ones.
+    if let figment::error::Kind::Message(message) = &error.kind {
+        if let Some(field) = flattened_unknown_field(message) {
+            return ConfigError::UnknownKey {
+                origin,
+                key: join(field),
+                expected: "those in the annotated agentry.toml of the README".to_owned(),
+            };
+        }
+    }
     match &error.kind {
         figment::error::Kind::UnknownField(field, expected) => ConfigError::UnknownKey {
             origin,
@@ -796,6 +812,48 @@ mod tests {
         .map(|e| e.to_string())
         .unwrap_or_default();
         assert!(error.contains("unknown key `providers.openia`"), "{error}");
+    }
+
+    #[cfg(feature = "openai")]
+    #[test]
+    fn a_misspelt_key_in_a_provider_table_is_an_error_naming_it() {
+        let dir = tempdir();
+        let good = "[providers.openai]\nmodel = \"m\"\nmax_retries = 2\n";
+        let settings = load_in(dir.path(), Some(good), &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        let config: agent_provider_openai::OpenAiConfig =
+            settings.provider_table("openai").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((config.model.as_str(), config.http.max_retries), ("m", 2));
+
+        let misspelt = "[providers.openai]\nmodel = \"m\"\nmax_retrys = 2\n";
+        let settings =
+            load_in(dir.path(), Some(misspelt), &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        let error = settings
+            .provider_table::<agent_provider_openai::OpenAiConfig>("openai")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            error.contains("unknown key `providers.openai.max_retrys`") && error.contains("annotated agentry.toml"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_key_in_a_tool_table_is_an_error_naming_it() {
+        let dir = tempdir();
+        let settings = load_in(
+            dir.path(),
+            Some("[tools.sql]\npth = \"x.db\"\n"),
+            &[],
+            &Overrides::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let error = settings
+            .tool_table::<agent_tools_sql::SqlConfig>("sql")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("unknown key `tools.sql.pth`"), "{error}");
     }
 
     #[test]

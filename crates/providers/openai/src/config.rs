@@ -86,7 +86,7 @@ impl Variant {
 /// );
 /// ```
 #[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct OpenAiConfig {
     /// OpenAI, Azure OpenAI, or another OpenAI-compatible server.
     #[serde(alias = "kind")]

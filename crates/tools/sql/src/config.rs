@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 /// max_rows = 1000             # upper bound for the `limit` argument
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SqlConfig {
     /// The SQLite database file. It must exist; it is opened read-only.
     /// A relative path is relative to the working directory.

@@ -22,7 +22,7 @@ use serde::Deserialize;
 /// base_url = "http://localhost:8888"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct WebConfig {
     /// Which search backend `web_search` uses; without one the tool is not
     /// offered.
