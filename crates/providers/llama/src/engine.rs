@@ -15,10 +15,10 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use tokio::sync::mpsc::UnboundedSender;
+
+use crate::sampling::TokenSampler;
 
 /// llama.cpp's backend may be initialised once per process; every engine shares it.
 static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
@@ -283,7 +283,7 @@ impl Session<'_> {
         }
         let prompt_time = started.elapsed();
 
-        let mut sampler = self.sampler(job);
+        let mut sampler = TokenSampler::new(self.model, job, &self.tool_call_opening);
         let mut text = Text::new(&job.stop);
         let mut generated = 0u64;
         let generation_started = Instant::now();
@@ -294,9 +294,9 @@ impl Session<'_> {
             if generated >= u64::from(job.max_tokens) || self.cached.len() >= n_ctx {
                 break Finish::MaxTokens;
             }
-            // `sample` also accepts the token into the samplers' state (the
-            // grammar's position); accepting it again would advance twice.
-            let token = sampler.sample(context, last_logits);
+            let Some(token) = sampler.next(context, last_logits) else {
+                break Finish::EndOfGeneration;
+            };
             if vocab.is_eog(token) {
                 break Finish::EndOfGeneration;
             }
@@ -321,41 +321,6 @@ impl Session<'_> {
             prompt_time,
             generation_time: generation_started.elapsed(),
         })
-    }
-
-    fn sampler(&self, job: &Job) -> LlamaSampler {
-        let mut chain = Vec::new();
-        if job.suppress_tool_calls && !self.tool_call_opening.is_empty() {
-            let biases: Vec<LlamaLogitBias> = self
-                .tool_call_opening
-                .iter()
-                .map(|id| LlamaLogitBias::new(LlamaToken::new(*id), f32::NEG_INFINITY))
-                .collect();
-            chain.push(LlamaSampler::logit_bias(self.model.n_vocab(), &biases));
-        }
-        if let Some(grammar) = &job.grammar {
-            let trigger_tokens: Vec<LlamaToken> =
-                self.tool_call_opening.iter().map(|id| LlamaToken::new(*id)).collect();
-            let sampler = if job.grammar_from_start {
-                LlamaSampler::grammar(self.model, grammar, "root")
-            } else {
-                LlamaSampler::grammar_lazy(self.model, grammar, "root", ["<tool_call>"], &trigger_tokens)
-            };
-            match sampler {
-                Ok(sampler) => chain.push(sampler),
-                Err(error) => tracing::warn!(%error, "the tool-call grammar was rejected; generating without it"),
-            }
-        }
-        if job.temperature <= 0.0 {
-            chain.push(LlamaSampler::greedy());
-        } else {
-            chain.push(LlamaSampler::top_k(40));
-            chain.push(LlamaSampler::top_p(0.95, 1));
-            chain.push(LlamaSampler::min_p(0.05, 1));
-            chain.push(LlamaSampler::temp(job.temperature));
-            chain.push(LlamaSampler::dist(job.seed));
-        }
-        LlamaSampler::chain_simple(chain)
     }
 }
 

@@ -41,6 +41,7 @@ mod config;
 mod engine;
 mod grammar;
 pub mod models;
+mod sampling;
 mod template;
 
 pub use client::LlamaClient;

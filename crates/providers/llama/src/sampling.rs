@@ -1,0 +1,105 @@
+//! Choosing each generated token: greedy or seeded sampling, the ban on the
+//! tool-call opening, and the tool-call grammar.
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::logit_bias::LlamaLogitBias;
+
+use crate::engine::Job;
+
+/// The samplers of one job.
+///
+/// Checking the grammar against every token of the vocabulary (150k for
+/// Qwen) costs about as much as evaluating the model, so, as llama.cpp's own
+/// `common_sampler` does, a token is first chosen without the grammar and
+/// only checked against it; the whole vocabulary is filtered only when that
+/// token is not allowed.
+pub(crate) struct TokenSampler {
+    /// Bans and the choice (greedy or seeded sampling), in order.
+    chain: LlamaSampler,
+    grammar: Option<LlamaSampler>,
+}
+
+impl TokenSampler {
+    /// The samplers for `job`. `tool_call_opening`: the token(s) that open a
+    /// tool call (banned when the job suppresses calls; the lazy grammar's
+    /// trigger).
+    pub fn new(model: &LlamaModel, job: &Job, tool_call_opening: &[i32]) -> Self {
+        let opening: Vec<LlamaToken> = tool_call_opening.iter().map(|id| LlamaToken::new(*id)).collect();
+        let mut chain = Vec::new();
+        if job.suppress_tool_calls && !opening.is_empty() {
+            let biases: Vec<LlamaLogitBias> = opening
+                .iter()
+                .map(|token| LlamaLogitBias::new(*token, f32::NEG_INFINITY))
+                .collect();
+            chain.push(LlamaSampler::logit_bias(model.n_vocab(), &biases));
+        }
+        if job.temperature <= 0.0 {
+            chain.push(LlamaSampler::greedy());
+        } else {
+            chain.push(LlamaSampler::top_k(40));
+            chain.push(LlamaSampler::top_p(0.95, 1));
+            chain.push(LlamaSampler::min_p(0.05, 1));
+            chain.push(LlamaSampler::temp(job.temperature));
+            chain.push(LlamaSampler::dist(job.seed));
+        }
+        let grammar = job.grammar.as_deref().and_then(|grammar| {
+            let sampler = if job.grammar_from_start {
+                LlamaSampler::grammar(model, grammar, "root")
+            } else {
+                LlamaSampler::grammar_lazy(model, grammar, "root", ["<tool_call>"], &opening)
+            };
+            sampler
+                .inspect_err(
+                    |error| tracing::warn!(%error, "the tool-call grammar was rejected; generating without it"),
+                )
+                .ok()
+        });
+        Self {
+            chain: LlamaSampler::chain_simple(chain),
+            grammar,
+        }
+    }
+
+    /// The next token from the logits at `index` of the last batch, accepted
+    /// into every sampler's state; `None` when no token is allowed (the
+    /// generation must end).
+    pub fn next(&mut self, context: &LlamaContext<'_>, index: i32) -> Option<LlamaToken> {
+        let Some(grammar) = &mut self.grammar else {
+            // `sample` applies the chain and accepts the token.
+            return Some(self.chain.sample(context, index));
+        };
+        let mut candidates = LlamaTokenDataArray::from_iter(context.candidates_ith(index), false);
+        candidates.apply_sampler(&mut self.chain);
+        let unconstrained = candidates.selected_token().filter(|token| {
+            let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(*token, 1.0, 0.0)], false);
+            single.apply_sampler(grammar);
+            single.data.first().is_some_and(|data| data.logit().is_finite())
+        });
+        let token = if let Some(token) = unconstrained {
+            token
+        } else {
+            let mut candidates = LlamaTokenDataArray::from_iter(context.candidates_ith(index), false);
+            candidates.apply_sampler(grammar);
+            candidates.apply_sampler(&mut self.chain);
+            let token = candidates.selected_token()?;
+            // Everything may have been ruled out; never accept a banned token.
+            let logit = candidates
+                .data
+                .iter()
+                .find(|data| data.id() == token)
+                .map(LlamaTokenData::logit);
+            if !logit.is_some_and(f32::is_finite) {
+                return None;
+            }
+            token
+        };
+        grammar.accept(token);
+        self.chain.accept(token);
+        Some(token)
+    }
+}
