@@ -14,10 +14,10 @@ use crate::engine::Job;
 /// The samplers of one job.
 ///
 /// Checking the grammar against every token of the vocabulary (150k for
-/// Qwen) costs about as much as evaluating the model, so, as llama.cpp's own
-/// `common_sampler` does, a token is first chosen without the grammar and
-/// only checked against it; the whole vocabulary is filtered only when that
-/// token is not allowed.
+/// Qwen) is costly, so, as llama.cpp's own `common_sampler` does, a token is
+/// first chosen without the grammar and only checked against it; the whole
+/// vocabulary is filtered only when that token is not allowed. Under greedy
+/// decoding the result is the same token.
 pub(crate) struct TokenSampler {
     /// Bans and the choice (greedy or seeded sampling), in order.
     chain: LlamaSampler,
