@@ -161,6 +161,9 @@ pub struct ToolContext {
     pub attributes: BTreeMap<String, Value>,
     /// Fires when the run is cancelled.
     pub cancel: CancellationToken,
+    /// The id of the tool call being executed (the runner sets it for each
+    /// call; it is recorded as `gen_ai.tool.call.id`).
+    pub call_id: Option<String>,
 }
 
 impl ToolContext {
@@ -184,6 +187,12 @@ impl ToolContext {
     /// Adds an attribute.
     pub fn with_attribute(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
         self.attributes.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the id of the tool call being executed.
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
         self
     }
 

@@ -193,7 +193,8 @@ impl Driver<'_> {
             name: call.name.clone(),
         });
         let started = Instant::now();
-        let execution = AssertUnwindSafe(self.registry.execute(&call.name, &call.arguments, self.context))
+        let context = self.context.clone().with_call_id(call.id.clone());
+        let execution = AssertUnwindSafe(self.registry.execute(&call.name, &call.arguments, &context))
             .catch_unwind()
             .await
             .unwrap_or_else(|panic| ToolExecution {

@@ -22,21 +22,54 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
         _id: &tracing::span::Id,
         _ctx: tracing_subscriber::layer::Context<'_, S>,
     ) {
-        struct Visitor(Option<String>);
-        impl tracing::field::Visit for Visitor {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "otel.name" {
-                    self.0 = Some(format!("{value:?}"));
-                }
-            }
-        }
-        let mut visitor = Visitor(None);
+        let mut visitor = Visitor::default();
         attrs.record(&mut visitor);
-        let name = visitor.0.unwrap_or_else(|| attrs.metadata().name().to_owned());
+        let name = visitor.name.unwrap_or_else(|| attrs.metadata().name().to_owned());
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(name);
+    }
+
+    fn on_record(
+        &self,
+        _id: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut visitor = Visitor::default();
+        values.record(&mut visitor);
+        if let Some(call_id) = visitor.call_id {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(format!("gen_ai.tool.call.id={call_id}"));
+        }
+    }
+}
+
+/// The span fields this test looks at.
+#[derive(Default)]
+struct Visitor {
+    name: Option<String>,
+    call_id: Option<String>,
+}
+
+impl tracing::field::Visit for Visitor {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "otel.name" => self.name = Some(format!("{value:?}")),
+            "gen_ai.tool.call.id" => self.call_id = Some(format!("{value:?}")),
+            _ => {}
+        }
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "gen_ai.tool.call.id" {
+            self.call_id = Some(value.to_owned());
+        } else {
+            self.record_debug(field, &value);
+        }
     }
 }
 
@@ -70,6 +103,18 @@ fn a_run_opens_agent_chat_and_tool_spans_and_records_genai_metrics() {
         "{names:?}"
     );
     assert!(names.iter().any(|n| n.starts_with("execute_tool")), "{names:?}");
+    let call_id = client.requests()[1]
+        .messages
+        .iter()
+        .find_map(|message| match message {
+            agent_core::Message::Assistant(assistant) => assistant.tool_calls.first().map(|call| call.id.clone()),
+            _ => None,
+        })
+        .expect("the second request holds the call");
+    assert!(
+        names.contains(&format!("gen_ai.tool.call.id={call_id}")),
+        "the tool span carries the call id {call_id}: {names:?}"
+    );
 
     let metrics: Vec<String> = snapshotter
         .snapshot()

@@ -23,7 +23,7 @@ pub(crate) async fn execute(
     context: &ToolContext,
 ) -> ToolExecution {
     let started = Instant::now();
-    let span = telemetry::tool_span(tool);
+    let span = telemetry::tool_span(tool, context.call_id.as_deref());
     let recorded = span.clone();
     async move {
         let (outcome, provider, attributes, known) = match registry.resolve(tool) {

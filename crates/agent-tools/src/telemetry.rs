@@ -6,7 +6,8 @@
 //! - a span named `execute_tool` (with `otel.name = "execute_tool {tool}"`,
 //!   which `tracing-opentelemetry` exports as the span name) carrying
 //!   `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.type`,
-//!   `gen_ai.tool.description`, `agentry.tool.provider` and, on failure,
+//!   `gen_ai.tool.call.id` (from [`ToolContext::call_id`](agent_core::ToolContext),
+//!   set by the runner), `gen_ai.tool.description`, `agentry.tool.provider` and, on failure,
 //!   `error.type` and `otel.status_code = "ERROR"`;
 //! - a `tool execution started` event (target `agentry::tool`) with the
 //!   provider's span attributes, and a `tool execution completed` event with
@@ -75,8 +76,8 @@ pub fn error_type(error: &ToolError) -> &'static str {
 
 /// The span of one execution. Provider-dependent fields start empty and are
 /// filled by [`record_resolved`].
-pub(crate) fn tool_span(tool: &str) -> Span {
-    tracing::info_span!(
+pub(crate) fn tool_span(tool: &str, call_id: Option<&str>) -> Span {
+    let span = tracing::info_span!(
         target: EVENT_TARGET,
         "execute_tool",
         otel.name = %format_args!("execute_tool {tool}"),
@@ -85,10 +86,15 @@ pub(crate) fn tool_span(tool: &str) -> Span {
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = %tool,
         gen_ai.tool.type = "function",
+        gen_ai.tool.call.id = Empty,
         gen_ai.tool.description = Empty,
         agentry.tool.provider = Empty,
         error.type = Empty,
-    )
+    );
+    if let Some(call_id) = call_id {
+        span.record("gen_ai.tool.call.id", call_id);
+    }
+    span
 }
 
 /// Records which provider serves the call.
