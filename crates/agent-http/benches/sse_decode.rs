@@ -2,22 +2,13 @@
 //! chunks (the official SDK recording in ../shared/wire, repeated), fed in
 //! 4 KiB network-sized pieces.
 
-use std::path::PathBuf;
-
 use agent_http::sse::SseDecoder;
+use agent_testing::wire::{read_wire, repeated_sse_stream};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn recorded_stream() -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/wire/openai/sdk_recorded/python_stream_parallel_tool_calls.sse");
-    let recording = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let body = recording.replace("data: [DONE]\n\n", "");
-    let mut stream = String::with_capacity((1 << 20) + body.len());
-    while stream.len() < 1 << 20 {
-        stream.push_str(&body);
-    }
-    stream.push_str("data: [DONE]\n\n");
-    stream.into_bytes()
+    let recording = read_wire("openai/sdk_recorded/python_stream_parallel_tool_calls.sse");
+    repeated_sse_stream(&recording, 1 << 20)
 }
 
 fn bench(c: &mut Criterion) {

@@ -9,6 +9,7 @@
 //!   reply, fail, sleep or panic as configured, counting their executions.
 //! - [`response`]: builders for responses with text and tool calls.
 //! - [`mocks`]: mockall mocks of the core traits, for expectation-style tests.
+//! - [`wire`]: the official recorded wire examples in `../shared/wire`.
 //!
 //! ```
 //! use agent_core::{ChatRequest, LlmClient, Message, CancellationToken};
@@ -31,6 +32,7 @@ pub mod mocks;
 pub mod response;
 mod scripted;
 mod tools;
+pub mod wire;
 
 pub use scripted::{Script, ScriptedClient};
 pub use tools::{ComputeFn, TestTool, TestTools, ToolBehaviour};

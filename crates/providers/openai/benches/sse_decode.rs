@@ -4,24 +4,15 @@
 //! network-sized pieces, then every chunk's JSON mapped by the
 //! `StreamMapper` into `StreamEvent`s.
 
-use std::path::PathBuf;
-
 use agent_core::StreamEvent;
 use agent_http::sse::SseDecoder;
 use agent_provider_openai::mapper::StreamMapper;
+use agent_testing::wire::{read_wire, repeated_sse_stream};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn recorded_stream() -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../../shared/wire/openai/sdk_recorded/python_stream_parallel_tool_calls.sse");
-    let recording = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let body = recording.replace("data: [DONE]\n\n", "");
-    let mut stream = String::with_capacity((1 << 20) + body.len());
-    while stream.len() < 1 << 20 {
-        stream.push_str(&body);
-    }
-    stream.push_str("data: [DONE]\n\n");
-    stream.into_bytes()
+    let recording = read_wire("openai/sdk_recorded/python_stream_parallel_tool_calls.sse");
+    repeated_sse_stream(&recording, 1 << 20)
 }
 
 fn decode(input: &[u8], frames: &mut Vec<agent_http::sse::SseEvent>, events: &mut Vec<StreamEvent>) -> usize {
