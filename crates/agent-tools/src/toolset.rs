@@ -70,12 +70,7 @@ impl ToolSet {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        for role in roles {
-            let role = role.into();
-            if !self.required_roles.contains(&role) {
-                self.required_roles.push(role);
-            }
-        }
+        add_roles(&mut self.required_roles, roles);
         self
     }
 
@@ -147,11 +142,7 @@ impl ToolProvider for ToolSet {
     fn required_roles(&self, tool: &str) -> Vec<String> {
         let mut roles = self.required_roles.clone();
         if let Some(tool) = self.find(tool) {
-            for role in tool.required_roles() {
-                if !roles.contains(role) {
-                    roles.push(role.clone());
-                }
-            }
+            add_roles(&mut roles, tool.required_roles().iter().cloned());
         }
         roles
     }
@@ -205,13 +196,8 @@ impl RequireRoles {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let mut unique: Vec<String> = Vec::new();
-        for role in roles {
-            let role = role.into();
-            if !unique.contains(&role) {
-                unique.push(role);
-            }
-        }
+        let mut unique = Vec::new();
+        add_roles(&mut unique, roles);
         Self { inner, roles: unique }
     }
 }
@@ -241,11 +227,7 @@ impl ToolProvider for RequireRoles {
 
     fn required_roles(&self, tool: &str) -> Vec<String> {
         let mut roles = self.roles.clone();
-        for role in self.inner.required_roles(tool) {
-            if !roles.contains(&role) {
-                roles.push(role);
-            }
-        }
+        add_roles(&mut roles, self.inner.required_roles(tool));
         roles
     }
 
@@ -259,5 +241,19 @@ impl ToolProvider for RequireRoles {
 
     fn completion_attributes_hook(&self, tool: &str, outcome: &Result<ToolOutput, ToolError>) -> Vec<(String, Value)> {
         self.inner.completion_attributes_hook(tool, outcome)
+    }
+}
+
+/// Appends `roles` to `list`, skipping those already in it (order kept).
+pub(crate) fn add_roles<I, S>(list: &mut Vec<String>, roles: I)
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    for role in roles {
+        let role = role.into();
+        if !list.contains(&role) {
+            list.push(role);
+        }
     }
 }

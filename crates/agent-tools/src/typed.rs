@@ -231,12 +231,7 @@ impl TypedTool {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        for role in roles {
-            let role = role.into();
-            if !self.required_roles.contains(&role) {
-                self.required_roles.push(role);
-            }
-        }
+        crate::toolset::add_roles(&mut self.required_roles, roles);
         self
     }
 
