@@ -70,14 +70,13 @@ impl ProviderKind {
         Self::ALL.map(Self::name).join(", ")
     }
 
-    /// The cargo feature of agent-app that brings the provider in.
-    pub fn feature(self) -> &'static str {
+    /// The cargo feature of agent-app that brings the provider in; `None`
+    /// for a provider that has no adapter crate yet.
+    pub fn feature(self) -> Option<&'static str> {
         match self {
-            Self::Llama => "llama",
-            Self::OpenAi | Self::AzureOpenAi | Self::OpenAiCompatible => "openai",
-            Self::Anthropic => "anthropic",
-            Self::Gemini => "gemini",
-            Self::Ollama => "ollama",
+            Self::Llama => Some("llama"),
+            Self::OpenAi | Self::AzureOpenAi | Self::OpenAiCompatible => Some("openai"),
+            Self::Anthropic | Self::Gemini | Self::Ollama => None,
         }
     }
 
@@ -141,13 +140,23 @@ pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) ->
         #[allow(unreachable_patterns)]
         other => {
             let _ = (env, progress);
-            Err(ConfigError::ProviderNotCompiled {
-                name: other.name().to_owned(),
-                feature: other.feature().to_owned(),
-                available: ProviderKind::compiled_names(),
-            }
-            .into())
+            Err(unavailable(other).into())
         }
+    }
+}
+
+/// Why `kind` cannot be used by this build: its feature is off, or it has
+/// no adapter yet.
+fn unavailable(kind: ProviderKind) -> ConfigError {
+    let name = kind.name().to_owned();
+    let available = ProviderKind::compiled_names();
+    match kind.feature() {
+        Some(feature) => ConfigError::ProviderNotCompiled {
+            name,
+            feature: feature.to_owned(),
+            available,
+        },
+        None => ConfigError::ProviderNotBuilt { name, available },
     }
 }
 
@@ -359,7 +368,7 @@ mod tests {
     fn names_round_trip_and_features_are_named() {
         for kind in ProviderKind::ALL {
             assert_eq!(ProviderKind::parse(kind.name()), Some(kind));
-            assert!(!kind.feature().is_empty());
+            assert!(kind.feature().is_none_or(|feature| !feature.is_empty()));
         }
         assert_eq!(ProviderKind::parse(" OpenAI "), Some(ProviderKind::OpenAi));
         assert_eq!(ProviderKind::parse("openia"), None);
@@ -372,5 +381,17 @@ mod tests {
         assert_eq!(ProviderKind::Llama.is_compiled(), cfg!(feature = "llama"));
         assert_eq!(ProviderKind::AzureOpenAi.is_compiled(), cfg!(feature = "openai"));
         assert!(!ProviderKind::Gemini.is_compiled());
+    }
+
+    #[test]
+    fn a_provider_without_an_adapter_is_not_sent_to_a_missing_feature() {
+        let message = unavailable(ProviderKind::Anthropic).to_string();
+        assert!(
+            message.contains("`anthropic`") && message.contains("no adapter") && !message.contains("--features"),
+            "{message}"
+        );
+        assert!(message.contains(&ProviderKind::compiled_names()), "{message}");
+        let message = unavailable(ProviderKind::Llama).to_string();
+        assert!(message.contains("--features llama"), "{message}");
     }
 }

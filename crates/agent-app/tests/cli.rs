@@ -356,7 +356,7 @@ fn configuration_mistakes_exit_2_with_the_fix() {
         (
             &["run", "--provider", "anthropic", "hi"],
             &[],
-            "cargo feature `anthropic`",
+            "provider `anthropic` has no adapter in this version of Agentry yet",
         ),
         (&["run", "--max-iterations", "0", "hi"], &[], "--max-iterations"),
     ];
