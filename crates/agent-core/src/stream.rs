@@ -179,8 +179,12 @@ impl StreamAccumulator {
         })
     }
 
+    /// The reasoning block deltas go to: the last one while it is open, a
+    /// new one once the last is closed (it got its signature, or it is an
+    /// opaque block), so a reply with several thinking blocks keeps them apart.
     fn current_reasoning(&mut self) -> &mut ReasoningBlock {
-        if self.reasoning.is_empty() {
+        let closed = |block: &ReasoningBlock| block.signature.is_some() || block.data.is_some();
+        if self.reasoning.last().is_none_or(closed) {
             self.reasoning.push(ReasoningBlock::default());
         }
         let last = self.reasoning.len() - 1;
@@ -367,5 +371,45 @@ mod tests {
             .is_ok()
         );
         assert_eq!(acc.finish().map(|r| r.usage).ok(), Some(Usage::new(10, 9)));
+    }
+
+    #[test]
+    fn a_signed_reasoning_block_is_closed_and_the_next_delta_starts_another() {
+        let mut accumulator = StreamAccumulator::new();
+        for event in [
+            StreamEvent::ReasoningDelta { text: "first ".into() },
+            StreamEvent::ReasoningDelta { text: "thought".into() },
+            StreamEvent::ReasoningSignature {
+                signature: "sig-1".into(),
+            },
+            StreamEvent::Reasoning {
+                block: ReasoningBlock {
+                    data: Some(json!("opaque")),
+                    ..ReasoningBlock::default()
+                },
+            },
+            StreamEvent::ReasoningDelta { text: "second".into() },
+            StreamEvent::ReasoningSignature {
+                signature: "sig-2".into(),
+            },
+            StreamEvent::Stop {
+                reason: StopReason::EndTurn,
+            },
+        ] {
+            accumulator.push(event).unwrap();
+        }
+        let reasoning = accumulator.finish().unwrap().message.reasoning;
+        let summary: Vec<(&str, Option<&str>, bool)> = reasoning
+            .iter()
+            .map(|block| (block.text.as_str(), block.signature.as_deref(), block.data.is_some()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("first thought", Some("sig-1"), false),
+                ("", None, true),
+                ("second", Some("sig-2"), false)
+            ]
+        );
     }
 }

@@ -10,6 +10,8 @@
 //! - [`response`]: builders for responses with text and tool calls.
 //! - [`mocks`]: mockall mocks of the core traits, for expectation-style tests.
 //! - [`wire`]: the official recorded wire examples in `../shared/wire`.
+//! - [`canonical`]: the conversations every provider's request mapper is
+//!   snapshot-tested on.
 //!
 //! ```
 //! use agent_core::{ChatRequest, LlmClient, Message, CancellationToken};
@@ -28,6 +30,7 @@
 //! # }
 //! ```
 
+pub mod canonical;
 pub mod mocks;
 pub mod response;
 mod scripted;

@@ -3,245 +3,62 @@
 //! conversations whose request bodies are snapshotted and schema-checked.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use agent_core::{
-    AssistantMessage, ChatRequest, Message, ReasoningBlock, ResponseFormat, ToolCall, ToolChoice, ToolDefinition,
-    ToolResult,
-};
+use agent_core::{ChatRequest, Message};
 use agent_provider_openai::{MaxTokensField, RequestOptions, SystemRole};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-/// The official OpenAI wire examples.
-pub const WIRE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../../shared/wire/openai");
-
-pub fn wire_path(relative: &str) -> PathBuf {
-    Path::new(WIRE_DIR).join(relative)
-}
+/// The official OpenAI wire examples, relative to the shared wire folder.
+const WIRE_DIR: &str = "openai";
 
 pub fn read_wire(relative: &str) -> Vec<u8> {
-    let path = wire_path(relative);
-    std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+    agent_testing::wire::read_wire_bytes(&format!("{WIRE_DIR}/{relative}"))
 }
 
-/// Files of `dir` (relative to the wire dir) whose names end in `suffix`, sorted.
+/// Files of `dir` (relative to the OpenAI wire dir) whose names end in `suffix`, sorted.
 pub fn wire_files(dir: &str, suffix: &str) -> Vec<PathBuf> {
-    let path = wire_path(dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&path)
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| {
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(suffix))
-        })
-        .collect();
-    files.sort();
-    files
+    agent_testing::wire::wire_files(&format!("{WIRE_DIR}/{dir}"), suffix)
 }
 
-/// A file name without `suffix`.
-pub fn stem(path: &Path, suffix: &str) -> String {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    name.strip_suffix(suffix).unwrap_or(name).to_owned()
-}
+pub use agent_testing::canonical::{multi_turn_request, parallel_calls_request, weather_tool};
+pub use agent_testing::wire::stem;
 
-pub fn weather_tool() -> ToolDefinition {
-    ToolDefinition::new(
-        "get_weather",
-        "Current weather for a city.",
-        json!({
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "City name, e.g. \"Paris\"."},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
-            },
-            "required": ["city"],
-            "additionalProperties": false
-        }),
-    )
-}
-
-pub fn flight_tool() -> ToolDefinition {
-    ToolDefinition::new(
-        "search_flights",
-        "Search flights between two airports.",
-        json!({
-            "type": "object",
-            "properties": {
-                "route": {
-                    "type": "object",
-                    "properties": {
-                        "from": {"type": "string", "pattern": "^[A-Z]{3}$"},
-                        "to": {"type": "string", "pattern": "^[A-Z]{3}$"}
-                    },
-                    "required": ["from", "to"]
-                },
-                "passengers": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "age": {"type": "integer", "minimum": 0, "maximum": 120},
-                            "cabin": {"type": "string", "enum": ["economy", "business", "first"]}
-                        },
-                        "required": ["age"]
-                    },
-                    "minItems": 1
-                },
-                "flexible_dates": {"type": "boolean"}
-            },
-            "required": ["route", "passengers"]
-        }),
-    )
-}
-
-/// The canonical conversations: name, request, options.
+/// The shared canonical conversations with the options OpenAI sends them
+/// with, plus OpenAI-only variants: snapshot name, request, options.
 pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, RequestOptions)> {
     let options = RequestOptions::new("gpt-4o-mini");
-    vec![
-        (
-            "plain_text",
-            ChatRequest::new(vec![Message::user("Hello!")]),
-            options.clone(),
-        ),
-        (
-            "system_prompt",
-            ChatRequest {
-                max_tokens: Some(256),
-                temperature: Some(0.2),
-                stop: vec!["\n\nUser:".into()],
-                ..ChatRequest::new(vec![Message::user("Summarise the plot of Hamlet in one line.")])
-                    .with_system("You are a terse literary assistant.")
-            },
-            options.clone(),
-        ),
-        (
-            "tools_nested_schemas",
-            ChatRequest {
-                tool_choice: ToolChoice::Tool {
-                    name: "search_flights".into(),
+    let mut requests: Vec<(&'static str, ChatRequest, RequestOptions)> = agent_testing::canonical::conversations()
+        .into_iter()
+        .map(|(name, request)| match name {
+            "multi_turn" => (
+                "multi_turn_developer_role",
+                request,
+                RequestOptions {
+                    system_role: SystemRole::Developer,
+                    ..RequestOptions::new("o3-mini")
                 },
-                parallel_tool_calls: Some(false),
-                ..ChatRequest::new(vec![Message::user("Two adults, Paris to Tokyo, business class.")])
-                    .with_system("You book travel.")
-                    .with_tools(vec![weather_tool(), flight_tool()])
-            },
-            options.clone(),
-        ),
-        (
-            "parallel_tool_calls_with_results",
-            parallel_calls_request(),
-            options.clone(),
-        ),
-        (
-            "multi_turn_developer_role",
-            multi_turn_request(),
-            RequestOptions {
-                system_role: SystemRole::Developer,
-                ..RequestOptions::new("o3-mini")
-            },
-        ),
-        (
-            "json_schema_response_format",
-            ChatRequest {
-                response_format: Some(ResponseFormat {
-                    name: "city_weather".into(),
-                    schema: json!({
-                        "type": "object",
-                        "properties": {
-                            "city": {"type": "string"},
-                            "temperature": {"type": "number"},
-                            "units": {"type": "string", "enum": ["c", "f"]}
-                        },
-                        "required": ["city", "temperature", "units"],
-                        "additionalProperties": false
-                    }),
-                    strict: true,
-                }),
-                ..ChatRequest::new(vec![Message::user("What's the weather like in SF?")])
-            },
-            options.clone(),
-        ),
-        (
-            "streamed_with_usage",
-            ChatRequest {
-                max_tokens: Some(64),
-                ..ChatRequest::new(vec![Message::user("Count to three.")])
-            },
-            options.clone().streaming(),
-        ),
-        (
-            "compatible_server_max_tokens",
-            ChatRequest {
-                max_tokens: Some(512),
-                tool_choice: ToolChoice::Required,
-                ..ChatRequest::new(vec![Message::user("Weather in Oslo?")]).with_tools(vec![weather_tool()])
-            },
-            RequestOptions {
-                max_tokens_field: MaxTokensField::MaxTokens,
-                ..RequestOptions::new("qwen2.5-7b-instruct")
-            },
-        ),
-    ]
-}
-
-/// An assistant turn with two parallel calls (the second with malformed
-/// arguments, kept raw) and their results, the second an error.
-pub fn parallel_calls_request() -> ChatRequest {
-    let calls = vec![
-        ToolCall::new("call_paris", "get_weather", json!({"city": "Paris", "unit": "celsius"})),
-        ToolCall::from_argument_text("call_tokyo", "get_weather", "{\"city\": \"Tokyo\", \"unit\": celsius}"),
-    ];
-    ChatRequest::new(vec![
-        Message::user("Weather in Paris and Tokyo?"),
-        Message::Assistant(AssistantMessage::with_tool_calls("Checking both cities.", calls)),
-        Message::tool(ToolResult::success(
-            "call_paris",
-            "get_weather",
-            r#"{"temp_c":18,"sky":"cloudy"}"#,
-        )),
-        Message::tool(ToolResult::error(
-            "call_tokyo",
-            "get_weather",
-            "invalid arguments for `get_weather`: the arguments are not valid JSON",
-        )),
-    ])
-    .with_system("You are a travel assistant.")
-    .with_tools(vec![weather_tool()])
-}
-
-pub fn multi_turn_request() -> ChatRequest {
-    let reasoning = AssistantMessage {
-        reasoning: vec![ReasoningBlock {
-            text: "The user wants a conversion.".into(),
-            ..ReasoningBlock::default()
-        }],
-        ..AssistantMessage::with_tool_calls(
-            "",
-            vec![ToolCall::new(
-                "call_1",
-                "convert",
-                json!({"amount": 100, "from": "EUR", "to": "JPY"}),
-            )],
-        )
-    };
-    ChatRequest::new(vec![
-        Message::user("Hi, I'm going to Japan."),
-        Message::assistant("Great! How can I help you plan?"),
-        Message::user("How much is 100 EUR in yen?"),
-        Message::Assistant(reasoning),
-        Message::tool(ToolResult::success("call_1", "convert", "16250 JPY")),
-        Message::assistant("100 EUR is about 16,250 JPY."),
-        Message::system("Answer in one sentence from now on."),
-        Message::user("And 50 EUR?"),
-    ])
-    .with_system("You are a helpful travel assistant.")
-    .with_tools(vec![ToolDefinition::new(
-        "convert",
-        "Convert between currencies.",
-        json!({"type": "object", "properties": {"amount": {"type": "number"}, "from": {"type": "string"}, "to": {"type": "string"}}, "required": ["amount", "from", "to"]}),
-    )])
+            ),
+            "max_tokens_required_tool" => (
+                "compatible_server_max_tokens",
+                request,
+                RequestOptions {
+                    max_tokens_field: MaxTokensField::MaxTokens,
+                    ..RequestOptions::new("qwen2.5-7b-instruct")
+                },
+            ),
+            other => (other, request, options.clone()),
+        })
+        .collect();
+    requests.push((
+        "streamed_with_usage",
+        ChatRequest {
+            max_tokens: Some(64),
+            ..ChatRequest::new(vec![Message::user("Count to three.")])
+        },
+        options.streaming(),
+    ));
+    requests
 }
 
 /// The body as JSON (keys in wire order).
