@@ -1,0 +1,575 @@
+//! HTTP behaviour of `AnthropicClient` against a local mock server: headers,
+//! retries of 529 and 429 (also replaying recorded exchanges), auth errors,
+//! mid-stream errors, truncated streams and cancellation.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use agent_core::{
+    CancellationToken, ChatRequest, LlmClient, LlmError, LlmErrorKind, Message, StopReason, StreamEvent, Usage,
+};
+use agent_provider_anthropic::mapper::parse_response;
+use agent_provider_anthropic::{AnthropicClient, AnthropicConfig};
+use common::{assemble, decode_sse, read_json, read_wire, sse_body};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use wiremock::matchers::{body_partial_json, header, method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const KEY: &str = "sk-ant-test-0123456789";
+
+fn config(server: &MockServer) -> AnthropicConfig {
+    let mut config = AnthropicConfig::new("claude-sonnet-4-5").with_api_key(KEY);
+    config.base_url = format!("{}/", server.uri());
+    config.http.initial_backoff_ms = 10;
+    config.http.max_backoff_ms = 50;
+    config
+}
+
+fn client(server: &MockServer) -> AnthropicClient {
+    AnthropicClient::new(config(server)).unwrap()
+}
+
+fn request() -> ChatRequest {
+    ChatRequest::new(vec![Message::user("Hello!")])
+}
+
+/// A recorded end_turn reply.
+fn ok_body() -> Value {
+    read_json("sdk_recorded/python_tool_runner_tool_use_then_tool_result_weather_c__a8ac789b.json")[1]["response"]["body"]
+        .clone()
+}
+
+fn ok() -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(ok_body())
+}
+
+fn sse(body: impl Into<Vec<u8>>) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(body.into(), "text/event-stream")
+}
+
+async fn collect(stream: agent_core::EventStream) -> (Vec<StreamEvent>, Option<LlmError>) {
+    let mut events = Vec::new();
+    let mut stream = stream;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
+
+/// Answers with the recorded responses of a `sdk_recorded` file in order.
+struct Replay {
+    responses: Vec<ResponseTemplate>,
+    next: AtomicUsize,
+}
+
+impl Replay {
+    fn new(file: &str) -> Self {
+        let exchanges = read_json(&format!("sdk_recorded/{file}.json"));
+        let responses = exchanges
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|exchange| {
+                let response = &exchange["response"];
+                let status = u16::try_from(response["status_code"].as_u64().unwrap()).unwrap();
+                let mut template = match &response["body"] {
+                    Value::String(text) => {
+                        ResponseTemplate::new(status).set_body_raw(text.clone(), "text/event-stream")
+                    }
+                    body => ResponseTemplate::new(status).set_body_json(body),
+                };
+                for name in ["retry-after", "x-should-retry", "request-id"] {
+                    if let Some(value) = response["headers"][name].as_str() {
+                        template = template.insert_header(name, value);
+                    }
+                }
+                template
+            })
+            .collect();
+        Self {
+            responses,
+            next: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Respond for Replay {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let turn = self.next.fetch_add(1, Ordering::SeqCst);
+        self.responses[turn.min(self.responses.len() - 1)].clone()
+    }
+}
+
+#[tokio::test]
+async fn a_completion_goes_to_v1_messages_with_the_key_version_and_beta_headers() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(header("x-api-key", KEY))
+        .and(header("anthropic-version", "2023-06-01"))
+        .and(header("x-team", "agents"))
+        .and(header("content-type", "application/json"))
+        .and(body_partial_json(
+            json!({"model": "claude-sonnet-4-5", "max_tokens": 4096,
+                                      "messages": [{"role": "user", "content": "Hello!"}]}),
+        ))
+        .respond_with(ok())
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    config.beta = vec![
+        "context-1m-2025-08-07".into(),
+        "fine-grained-tool-streaming-2025-05-14".into(),
+    ];
+    config.headers.insert("x-team".into(), "agents".into());
+    assert!(!format!("{config:?}").contains(KEY));
+    let client = AnthropicClient::new(config).unwrap();
+    assert!(!format!("{client:?}").contains(KEY));
+    assert_eq!(client.provider(), "anthropic");
+    assert_eq!(client.model(), "claude-sonnet-4-5");
+    let caps = client.capabilities();
+    assert!(caps.native_tools && caps.parallel_tool_calls && caps.streaming && caps.prompt_caching);
+    let response = client.complete(&request(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(response, parse_response(ok_body().to_string().as_bytes()).unwrap());
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let received = server.received_requests().await.unwrap();
+    assert!(received[0].headers.get("authorization").is_none(), "no bearer token");
+    assert_eq!(
+        received[0]
+            .headers
+            .get("anthropic-beta")
+            .and_then(|value| value.to_str().ok()),
+        Some("context-1m-2025-08-07,fine-grained-tool-streaming-2025-05-14"),
+        "the betas travel joined in one header"
+    );
+}
+
+#[tokio::test]
+async fn a_529_overloaded_then_a_200_succeeds_on_the_second_attempt() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(529).set_body_json(
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            ),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST")).respond_with(ok()).mount(&server).await;
+    let response = client(&server)
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(response.usage, Usage::new(705, 25));
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_529_that_persists_is_an_overloaded_error_after_every_attempt() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(529).set_body_json(
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            ),
+        )
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    config.http.max_retries = 2;
+    let error = AnthropicClient::new(config)
+        .unwrap()
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::Overloaded);
+    assert_eq!(error.status, Some(529));
+    assert!(
+        error
+            .message
+            .contains("overloaded_error: Overloaded (after 3 attempts)"),
+        "{error}"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_retried_after_about_a_second() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST")).respond_with(ok()).mount(&server).await;
+    let started = Instant::now();
+    client(&server)
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(950), "waited only {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "waited {elapsed:?}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn the_recorded_two_429s_then_a_200_succeed_like_the_sdk_did() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Replay::new("python_two_429_rate_limit_then_200__d743d628"))
+        .mount(&server)
+        .await;
+    let response = client(&server)
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(
+        response.message.content.starts_with("{\"items\""),
+        "{}",
+        response.message.content
+    );
+    assert_eq!(response.usage, Usage::new(406, 50));
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn the_recorded_two_429s_then_a_streamed_200_stream_like_the_sdk_did() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(Replay::new("python_stream_two_429_rate_limit_then_200_sse__a8b7dbb8"))
+        .mount(&server)
+        .await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let (events, error) = collect(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    let recorded = read_wire("sdk_recorded/python_stream_two_429_rate_limit_then_200_sse__a8b7dbb8.exchange2.sse");
+    assert_eq!(events, decode_sse(&[&recorded]).unwrap());
+    assert_eq!(assemble(&events).unwrap().message.content, "[12345,67890]");
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_401_fails_at_once_naming_the_variable_to_set() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({"type": "error",
+            "error": {"type": "authentication_error", "message": "invalid x-api-key"}, "request_id": "req_1"})))
+        .mount(&server)
+        .await;
+    // The key comes from the environment, as it usually does.
+    let mut config = config(&server);
+    config.api_key = None;
+    let client =
+        AnthropicClient::with_env(config, |name| (name == "ANTHROPIC_API_KEY").then(|| KEY.to_owned())).unwrap();
+    let error = client
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::Auth);
+    assert_eq!(error.status, Some(401));
+    assert!(
+        error.message.contains("authentication_error: invalid x-api-key"),
+        "{error}"
+    );
+    assert!(
+        error
+            .message
+            .contains("set the ANTHROPIC_API_KEY environment variable to a valid key"),
+        "{error}"
+    );
+    assert!(!error.to_string().contains(KEY));
+    assert_eq!(
+        server.received_requests().await.unwrap().len(),
+        1,
+        "auth errors are not retried"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_key_is_an_error_before_any_request() {
+    let error = AnthropicClient::with_env(AnthropicConfig::default(), |_| None).unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::Auth);
+    assert!(
+        error.message.contains("set the ANTHROPIC_API_KEY environment variable"),
+        "{error}"
+    );
+    let config = AnthropicConfig {
+        api_key_env: Some("MY_CLAUDE_KEY".into()),
+        ..AnthropicConfig::default()
+    };
+    let error = AnthropicClient::with_env(config, |_| None).unwrap_err();
+    assert!(error.message.contains("MY_CLAUDE_KEY"), "{error}");
+}
+
+#[tokio::test]
+async fn the_recorded_400_is_an_invalid_request_with_the_providers_words_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Replay::new(
+            "python_error_400_tool_result_without_preceding_tool_use__f59a9391",
+        ))
+        .mount(&server)
+        .await;
+    let client = client(&server);
+    // The first recorded exchange is the tool_use reply; the second the 400.
+    client.complete(&request(), &CancellationToken::new()).await.unwrap();
+    let error = client
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
+    assert_eq!(error.status, Some(400));
+    assert!(
+        error
+            .message
+            .contains("invalid_request_error: messages.0.content.1: unexpected `tool_use_id`"),
+        "{error}"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() {
+    let server = MockServer::start().await;
+    let body =
+        read_wire("sdk_recorded/python_tool_runner_streaming_tool_use_then_tool_result_a__555fb399.exchange0.sse");
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(sse(body.clone()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let (events, error) = collect(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(events, decode_sse(&[&body]).unwrap());
+    let response = assemble(&events).unwrap();
+    assert_eq!(response.message.tool_calls[0].name, "get_weather");
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+}
+
+#[tokio::test]
+async fn an_error_event_after_a_200_is_a_typed_error_from_the_stream() {
+    let server = MockServer::start().await;
+    let mut body = sse_body(&[
+        json!({"type": "message_start", "message": {"id": "msg_e", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 5}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+    ]);
+    body.push_str(&String::from_utf8(read_wire("sdk_fixtures/python_stream_error_event_overloaded.sse")).unwrap());
+    Mock::given(method("POST")).respond_with(sse(body)).mount(&server).await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let (events, error) = collect(stream).await;
+    let error = error.unwrap();
+    assert_eq!(error.kind, LlmErrorKind::Overloaded);
+    assert!(
+        error.message.contains("overloaded_error: Overloaded"),
+        "{}",
+        error.message
+    );
+    assert_eq!(error.provider.as_deref(), Some("anthropic"));
+    assert!(events.contains(&StreamEvent::TextDelta { text: "Hi".into() }));
+    assert!(!events.iter().any(|event| matches!(event, StreamEvent::Stop { .. })));
+
+    // A rate_limit_error event is a rate-limit error.
+    let server = MockServer::start().await;
+    let body = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Too many\"}}\n\n";
+    Mock::given(method("POST")).respond_with(sse(body)).mount(&server).await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(collect(stream).await.1.unwrap().kind, LlmErrorKind::RateLimited);
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_mid_tool_call_is_a_truncation_error_not_a_half_call() {
+    let server = MockServer::start().await;
+    let body = String::from_utf8(read_wire("sdk_fixtures/python_stream_tool_use_response.sse")).unwrap();
+    // Keep the events up to the "on\": \"P" fragment of the call's arguments.
+    let cut = body.find("on\\\": \\\"P").unwrap();
+    let cut = cut + body[cut..].find("\n\n").unwrap() + 2;
+    Mock::given(method("POST"))
+        .respond_with(sse(body.as_bytes()[..cut].to_vec()))
+        .mount(&server)
+        .await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let (events, error) = collect(stream).await;
+    let error = error.expect("a truncated stream must end in an error");
+    assert_eq!(error.kind, LlmErrorKind::Decode);
+    assert!(
+        error
+            .message
+            .contains("truncated in the middle of tool call `get_weather` (toolu_01NRLabsLyVHZPKxbKvkfSMn, 15 bytes"),
+        "{}",
+        error.message
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::ToolCallEnd { .. } | StreamEvent::Stop { .. }))
+    );
+    let mut accumulator = agent_core::StreamAccumulator::new();
+    for event in events {
+        accumulator.push(event).unwrap();
+    }
+    assert!(accumulator.finish().unwrap_err().message.contains("`get_weather`"));
+}
+
+#[tokio::test]
+async fn a_connection_that_breaks_mid_tool_call_names_the_call_that_was_cut() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let body = String::from_utf8(read_wire("sdk_fixtures/python_stream_tool_use_response.sse")).unwrap();
+    let cut = body.find("\"ar\"").unwrap();
+    let cut = cut + body[cut..].find("\n\n").unwrap() + 2;
+    let partial = body[..cut].to_owned();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = vec![0u8; 65536];
+        let _ = socket.read(&mut request).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let chunk = format!("{:x}\r\n{partial}\r\n", partial.len());
+        socket.write_all(head.as_bytes()).await.unwrap();
+        socket.write_all(chunk.as_bytes()).await.unwrap();
+        socket.flush().await.unwrap();
+        // Drop the connection without the terminating chunk.
+    });
+    let mut config = AnthropicConfig::new("claude-sonnet-4-5").with_api_key(KEY);
+    config.base_url = format!("http://{address}");
+    let client = AnthropicClient::new(config).unwrap();
+    let stream = client.stream(&request(), &CancellationToken::new()).await.unwrap();
+    let (events, error) = collect(stream).await;
+    let error = error.expect("a broken connection must end in an error");
+    assert!(
+        error
+            .message
+            .contains("truncated in the middle of tool call `get_weather`"),
+        "{}",
+        error.message
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::ToolCallEnd { .. } | StreamEvent::Stop { .. }))
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_slow_completion_returns_within_100_ms() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ok().set_delay(Duration::from_secs(10)))
+        .mount(&server)
+        .await;
+    let client = client(&server);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let cancelled_at = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        trigger.cancel();
+        Instant::now()
+    });
+    let error = client.complete(&request(), &cancel).await.unwrap_err();
+    let latency = Instant::now().duration_since(cancelled_at.await.unwrap());
+    assert_eq!(error.kind, LlmErrorKind::Cancelled);
+    assert!(
+        latency < Duration::from_millis(100),
+        "returned {latency:?} after the cancel"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_stream_mid_body_returns_within_100_ms() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A server that sends the start of a reply, then stalls.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let head = sse_body(&[
+        json!({"type": "message_start", "message": {"id": "msg_s", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 5}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Once"}}),
+    ]);
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = vec![0u8; 65536];
+        let _ = socket.read(&mut request).await;
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{head}\r\n",
+            head.len()
+        );
+        socket.write_all(response.as_bytes()).await.unwrap();
+        socket.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    });
+    let mut config = AnthropicConfig::new("claude-sonnet-4-5").with_api_key(KEY);
+    config.base_url = format!("http://{address}");
+    let client = AnthropicClient::new(config).unwrap();
+    let cancel = CancellationToken::new();
+    let mut stream = client.stream(&request(), &cancel).await.unwrap();
+    loop {
+        match stream.next().await {
+            Some(Ok(StreamEvent::TextDelta { .. })) => break,
+            Some(Ok(_)) => {}
+            other => panic!("the stream ended before its first text: {other:?}"),
+        }
+    }
+    let trigger = cancel.clone();
+    let cancelled_at = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        trigger.cancel();
+        Instant::now()
+    });
+    let (_, error) = collect(stream).await;
+    let latency = Instant::now().duration_since(cancelled_at.await.unwrap());
+    assert_eq!(error.unwrap().kind, LlmErrorKind::Cancelled);
+    assert!(
+        latency < Duration::from_millis(100),
+        "returned {latency:?} after the cancel"
+    );
+}
+
+#[tokio::test]
+async fn a_garbled_200_is_a_decode_error_naming_the_provider() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html"))
+        .mount(&server)
+        .await;
+    let error = client(&server)
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::Decode);
+    assert_eq!(error.provider.as_deref(), Some("anthropic"));
+}
