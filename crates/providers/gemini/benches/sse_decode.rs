@@ -1,0 +1,79 @@
+//! `sse_decode`: a 1 MiB stream of recorded Gemini chunks decoded the way
+//! the client does it: SSE framing over 4 KiB network-sized pieces, then
+//! every chunk's JSON mapped by the `StreamMapper` into `StreamEvent`s.
+//!
+//! The recording (js-genai's `sendMessage ... with text stream`, in
+//! ../shared/wire) keeps each SSE event as a parsed JSON object, so the
+//! framing is rebuilt here (`data: <json>\r\n\r\n` per event, as Google
+//! sends it) and the events repeated to past 1 MiB.
+
+use agent_core::StreamEvent;
+use agent_http::sse::SseDecoder;
+use agent_provider_gemini::mapper::StreamMapper;
+use agent_testing::wire::{read_wire, repeated_sse_stream};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::Value;
+
+const RECORDING: &str = "gemini/sdk_recorded/js-genai_Chats_Tests_sendMessage_Google_AI_with_text_stream.json";
+
+fn recorded_stream() -> Vec<u8> {
+    let recording: Value = serde_json::from_str(&read_wire(RECORDING)).expect("a JSON recording");
+    let mut sse = String::new();
+    for segment in recording["interactions"][0]["response"]["bodySegments"]
+        .as_array()
+        .expect("recorded segments")
+    {
+        sse.push_str("data: ");
+        sse.push_str(&segment.to_string());
+        sse.push_str("\r\n\r\n");
+    }
+    repeated_sse_stream(&sse, 1 << 20)
+}
+
+fn decode(input: &[u8], frames: &mut Vec<agent_http::sse::SseEvent>, events: &mut Vec<StreamEvent>) -> usize {
+    let mut decoder = SseDecoder::new();
+    let mut mapper = StreamMapper::new();
+    for piece in input.chunks(4096) {
+        decoder.push(piece, frames);
+        for frame in frames.drain(..) {
+            if let Err(error) = mapper.push(&frame.data, events) {
+                panic!("{error}");
+            }
+        }
+    }
+    decoder.finish(frames);
+    for frame in frames.drain(..) {
+        if let Err(error) = mapper.push(&frame.data, events) {
+            panic!("{error}");
+        }
+    }
+    if let Err(error) = mapper.finish(events) {
+        panic!("{error}");
+    }
+    events.len()
+}
+
+fn bench(c: &mut Criterion) {
+    let input = recorded_stream();
+    let mut frames = Vec::with_capacity(64);
+    let mut events = Vec::with_capacity(16_384);
+    let count = decode(&input, &mut frames, &mut events);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Stop { .. })),
+        "the stream decodes completely"
+    );
+    println!("sse_decode: {} bytes -> {count} events", input.len());
+
+    let mut group = c.benchmark_group("sse_decode");
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    group.bench_function("gemini_chunks_1MiB_framing_and_mapping", |b| {
+        b.iter(|| {
+            events.clear();
+            decode(&input, &mut frames, &mut events)
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

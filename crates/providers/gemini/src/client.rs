@@ -1,0 +1,198 @@
+//! The thin [`LlmClient`]: builds the body with the mapper, sends it through
+//! `agent-http`, feeds the bytes back to the mapper.
+
+use std::collections::VecDeque;
+
+use agent_core::{
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
+    StreamEvent,
+};
+use agent_http::sse::{SseStream, sse_events};
+use agent_http::{AuthHeader, ByteStream, HttpClient};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+
+use crate::config::{GeminiConfig, PROVIDER_NAME};
+use crate::mapper::{RequestOptions, StreamMapper, build_request_body, parse_response};
+
+/// A client for the Gemini API (`generateContent`, `streamGenerateContent`).
+/// The key goes in the `x-goog-api-key` header, never in the URL. Cheap to
+/// clone; its `Debug` output never shows the key.
+#[derive(Debug, Clone)]
+pub struct GeminiClient {
+    http: HttpClient,
+    config: GeminiConfig,
+    url: String,
+    stream_url: String,
+    headers: Vec<(String, String)>,
+    options: RequestOptions,
+    auth_hint: String,
+}
+
+impl GeminiClient {
+    /// A client for `config`, reading the key from the process environment
+    /// (`GEMINI_API_KEY`, else `GOOGLE_API_KEY`, or the variable named by
+    /// `api_key_env`) unless `api_key` is set.
+    pub fn new(config: GeminiConfig) -> Result<Self, LlmError> {
+        Self::with_env(config, |name| std::env::var(name).ok())
+    }
+
+    /// A client for `config`, looking environment variables up with `env`
+    /// (so tests and embedders need not touch the process environment).
+    ///
+    /// Fails when there is no key (naming the variable to set), when the
+    /// model name cannot go in a URL, or when the HTTP client cannot start.
+    pub fn with_env(config: GeminiConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+        let url = config.url(&config.model, false)?;
+        let stream_url = config.url(&config.model, true)?;
+        let key = config.resolve_api_key(env)?;
+        let auth_hint = config.auth_hint();
+        let http = HttpClient::new(PROVIDER_NAME, config.http.clone())?
+            .with_auth_hint(auth_hint.clone())
+            .with_auth(AuthHeader::header("x-goog-api-key", key));
+        Ok(Self {
+            http,
+            headers: config.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            options: config.request_options(),
+            url,
+            stream_url,
+            auth_hint,
+            config,
+        })
+    }
+
+    /// The `generateContent` URL of the configured model.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The model and URL a request goes to ([`ChatRequest::model`] overrides the configured model).
+    fn target(&self, request: &ChatRequest, stream: bool) -> Result<(String, String), LlmError> {
+        if let Some(model) = request.model.as_deref().filter(|model| *model != self.options.model) {
+            return Ok((model.to_owned(), self.config.url(model, stream)?));
+        }
+        let url = if stream { &self.stream_url } else { &self.url };
+        Ok((self.options.model.clone(), url.clone()))
+    }
+
+    /// Names the provider and adds what to do about Gemini's own failures:
+    /// a rejected key comes back as HTTP 400 `API_KEY_INVALID` (an auth
+    /// error here), an unknown model as 404.
+    fn own(&self, mut error: LlmError, model: &str) -> LlmError {
+        if error.provider.is_none() {
+            error.provider = Some(PROVIDER_NAME.to_owned());
+        }
+        let bad_key = error.message.contains("API_KEY_INVALID") || error.message.contains("API key not valid");
+        if error.kind == LlmErrorKind::InvalidRequest && bad_key {
+            error.kind = LlmErrorKind::Auth;
+            error.message = format!("{} ({})", error.message, self.auth_hint);
+        } else if error.status == Some(404) {
+            error.message = format!(
+                "{} (check the model name `{model}` and api_version `{}` in [providers.gemini])",
+                error.message, self.config.api_version
+            );
+        }
+        error
+    }
+}
+
+#[async_trait]
+impl LlmClient for GeminiClient {
+    fn provider(&self) -> &str {
+        PROVIDER_NAME
+    }
+
+    fn model(&self) -> &str {
+        &self.options.model
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.config.capabilities()
+    }
+
+    async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+        let (model, url) = self.target(request, false)?;
+        let body = build_request_body(request, &self.options).map_err(|error| self.own(error, &model))?;
+        let bytes = self
+            .http
+            .post_json(&url, &self.headers, Bytes::from(body), cancel)
+            .await
+            .map_err(|error| self.own(error, &model))?;
+        let mut response = parse_response(&bytes).map_err(|error| self.own(error, &model))?;
+        if response.model.is_empty() {
+            response.model = model;
+        }
+        Ok(response)
+    }
+
+    async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
+        let (model, url) = self.target(request, true)?;
+        let body = build_request_body(request, &self.options).map_err(|error| self.own(error, &model))?;
+        let bytes = self
+            .http
+            .post_stream(&url, &self.headers, Bytes::from(body), cancel)
+            .await
+            .map_err(|error| self.own(error, &model))?;
+        let state = StreamState {
+            sse: sse_events(bytes),
+            mapper: StreamMapper::new().with_fallback_model(model),
+            ready: VecDeque::new(),
+            scratch: Vec::new(),
+            done: false,
+            cancel: cancel.clone(),
+        };
+        Ok(Box::pin(futures::stream::unfold(state, StreamState::next)))
+    }
+}
+
+/// What the event stream keeps between polls.
+struct StreamState {
+    sse: SseStream<ByteStream>,
+    mapper: StreamMapper,
+    ready: VecDeque<StreamEvent>,
+    scratch: Vec<StreamEvent>,
+    done: bool,
+    cancel: CancellationToken,
+}
+
+impl StreamState {
+    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if self.done {
+                return None;
+            }
+            let outcome = match self.sse.next().await {
+                Some(Ok(event)) => self.mapper.push(&event.data, &mut self.scratch),
+                Some(Err(mut error)) => {
+                    if !self.mapper.saw_finish() && error.kind != LlmErrorKind::Cancelled {
+                        error.message = format!("{}; {}", error.message, self.mapper.truncation_message());
+                    }
+                    Err(error)
+                }
+                None if self.cancel.is_cancelled() => Err(LlmError::cancelled()),
+                None => self.mapper.finish(&mut self.scratch),
+            };
+            self.ready.extend(self.scratch.drain(..));
+            if let Err(mut error) = outcome {
+                // Nothing after an error: events already mapped from the same
+                // chunk are dropped too.
+                self.ready.clear();
+                self.done = true;
+                if self.cancel.is_cancelled() && error.kind != LlmErrorKind::Cancelled {
+                    error = LlmError::cancelled();
+                }
+                if error.provider.is_none() {
+                    error.provider = Some(PROVIDER_NAME.to_owned());
+                }
+                return Some((Err(error), self));
+            }
+            if self.mapper.is_finished() {
+                self.done = true;
+            }
+        }
+    }
+}

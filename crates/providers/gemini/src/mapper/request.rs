@@ -1,0 +1,483 @@
+//! `ChatRequest` -> `generateContent` request body.
+
+use std::collections::HashMap;
+
+use agent_core::{AssistantMessage, ChatRequest, LlmError, Message, ToolChoice, ToolDefinition, ToolResult};
+use serde_json::{Map, Value, json};
+
+use super::RequestOptions;
+use super::schema::{SchemaOptions, to_gemini_schema};
+use super::wire::is_synthetic;
+
+/// The marker that opens a system message found in the middle of the
+/// conversation, sent as user text (Gemini has one `systemInstruction`).
+pub const MID_CONVERSATION_SYSTEM_MARKER: &str = "[System instruction] ";
+
+/// Serialises `request` as a `generateContent` / `streamGenerateContent`
+/// body (JSON bytes; the model and the streaming choice are in the URL).
+///
+/// - [`ChatRequest::system`] and any system messages that open the
+///   conversation become `systemInstruction`; a system message later in the
+///   conversation is sent as user text starting with
+///   [`MID_CONVERSATION_SYSTEM_MARKER`], where it was said;
+/// - `contents` alternate `user`/`model`: consecutive turns of one role are
+///   merged into one content, so all tool results of a turn go back in one
+///   `user` content of `functionResponse` parts;
+/// - tool calls go out as `functionCall` parts (arguments as an object:
+///   malformed argument text from another provider is wrapped as
+///   `{"_raw_arguments": text}`, a non-object value as `{"value": v}`) and
+///   results as `functionResponse` parts whose `response` is the result
+///   object, `{"result": ...}` for anything else, or `{"error": ...}` for a
+///   failed call; `id` is sent only when Gemini issued it (made-up ids
+///   start with [`SYNTHETIC_ID_PREFIX`](super::SYNTHETIC_ID_PREFIX));
+/// - thought signatures kept in [`ReasoningBlock`](agent_core::ReasoningBlock)s
+///   go back on the part they came with (see the crate docs); unsigned
+///   thought text is not sent back (Gemini does not need it);
+/// - tools become one `functionDeclarations` list with parameters in
+///   Gemini's schema subset ([`to_gemini_schema`]), a parameterless tool
+///   has no `parameters`; `tool_choice` becomes
+///   `toolConfig.functionCallingConfig` (`AUTO`, `NONE`, `ANY`, or `ANY`
+///   with `allowedFunctionNames` for a named tool);
+/// - `generationConfig`: `maxOutputTokens`, `temperature`,
+///   `stopSequences`, `responseMimeType: application/json` with a
+///   translated `responseSchema`, and `thinkingConfig` from the options.
+///
+/// Fails (invalid request) for a schema Gemini's subset cannot express, a
+/// non-finite temperature, a forced tool that is not defined, or a request
+/// with no message to send.
+pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Result<Vec<u8>, LlmError> {
+    let body = build_request_json(request, options)?;
+    serde_json::to_vec(&body)
+        .map_err(|error| LlmError::invalid_request(format!("the request cannot be encoded as JSON: {error}")))
+}
+
+/// [`build_request_body`] as a JSON value (what the tests snapshot).
+pub fn build_request_json(request: &ChatRequest, options: &RequestOptions) -> Result<Value, LlmError> {
+    let mut body = Map::new();
+    let (system, contents) = conversation(request)?;
+    if !system.is_empty() {
+        body.insert("systemInstruction".into(), json!({"parts": system}));
+    }
+    body.insert("contents".into(), Value::Array(contents));
+    if !request.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            json!([{"functionDeclarations": declarations(&request.tools)?}]),
+        );
+        body.insert(
+            "toolConfig".into(),
+            json!({"functionCallingConfig": calling_config(&request.tool_choice, &request.tools)?}),
+        );
+    }
+    let generation = generation_config(request, options)?;
+    if !generation.is_empty() {
+        body.insert("generationConfig".into(), Value::Object(generation));
+    }
+    Ok(Value::Object(body))
+}
+
+/// The system parts and the contents.
+fn conversation(request: &ChatRequest) -> Result<(Vec<Value>, Vec<Value>), LlmError> {
+    let mut system = Vec::new();
+    if let Some(prompt) = request.system.as_deref().filter(|prompt| !prompt.is_empty()) {
+        system.push(json!({"text": prompt}));
+    }
+    let mut contents = Contents::default();
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    let mut opening = true;
+    for message in &request.messages {
+        match message {
+            Message::System { content } if opening => system.push(json!({"text": content})),
+            Message::System { content } => {
+                contents.push(
+                    "user",
+                    json!({"text": format!("{MID_CONVERSATION_SYSTEM_MARKER}{content}")}),
+                );
+            }
+            Message::User { content } => {
+                opening = false;
+                contents.push("user", json!({"text": content}));
+            }
+            Message::Assistant(assistant) => {
+                opening = false;
+                for call in &assistant.tool_calls {
+                    names.insert(&call.id, &call.name);
+                }
+                for part in model_parts(assistant) {
+                    contents.push("model", part);
+                }
+            }
+            Message::Tool(result) => {
+                opening = false;
+                contents.push("user", function_response(result, &names));
+            }
+        }
+    }
+    if contents.0.is_empty() {
+        return Err(LlmError::invalid_request(
+            "Gemini needs at least one user or assistant message in `contents`; the request has none",
+        ));
+    }
+    let contents = contents
+        .0
+        .into_iter()
+        .map(|(role, parts)| json!({"role": role, "parts": parts}))
+        .collect();
+    Ok((system, contents))
+}
+
+/// Contents being built; a part of the same role as the last content joins it.
+#[derive(Default)]
+struct Contents(Vec<(&'static str, Vec<Value>)>);
+
+impl Contents {
+    fn push(&mut self, role: &'static str, part: Value) {
+        match self.0.last_mut() {
+            Some((last, parts)) if *last == role => parts.push(part),
+            _ => self.0.push((role, vec![part])),
+        }
+    }
+}
+
+/// An assistant turn as `model` parts: signed thoughts, the text (with its
+/// signature), then the function calls (each with its signature).
+fn model_parts(assistant: &AssistantMessage) -> Vec<Value> {
+    let mut parts = Vec::with_capacity(assistant.tool_calls.len() + 2);
+    let mut call_signatures: HashMap<&str, &str> = HashMap::new();
+    let mut text_signature = None;
+    for block in &assistant.reasoning {
+        let (Some(signature), Some(data)) = (block.signature.as_deref(), block.data.as_ref()) else {
+            continue;
+        };
+        match data.get("gemini_part").and_then(Value::as_str) {
+            Some("function_call") => {
+                if let Some(id) = data.get("call_id").and_then(Value::as_str) {
+                    call_signatures.insert(id, signature);
+                }
+            }
+            Some("text") => text_signature = Some(signature),
+            Some("thought") => parts.push(json!({"text": block.text, "thought": true, "thoughtSignature": signature})),
+            _ => {}
+        }
+    }
+    if !assistant.content.is_empty() || text_signature.is_some() {
+        let mut part = json!({"text": assistant.content});
+        if let Some(signature) = text_signature {
+            part["thoughtSignature"] = json!(signature);
+        }
+        parts.push(part);
+    }
+    for call in &assistant.tool_calls {
+        let args = match (&call.raw_arguments, &call.arguments) {
+            (Some(raw), _) => json!({"_raw_arguments": raw}),
+            (None, Value::Object(_)) => call.arguments.clone(),
+            (None, Value::Null) => json!({}),
+            (None, other) => json!({"value": other}),
+        };
+        let mut function_call = Map::new();
+        if !call.id.is_empty() && !is_synthetic(&call.id) {
+            function_call.insert("id".into(), json!(call.id));
+        }
+        function_call.insert("name".into(), json!(call.name));
+        function_call.insert("args".into(), args);
+        let mut part = json!({"functionCall": function_call});
+        if let Some(signature) = call_signatures.get(call.id.as_str()) {
+            part["thoughtSignature"] = json!(signature);
+        }
+        parts.push(part);
+    }
+    parts
+}
+
+/// A tool result as a `functionResponse` part.
+fn function_response(result: &ToolResult, names: &HashMap<&str, &str>) -> Value {
+    let parsed: Value = serde_json::from_str(&result.content).unwrap_or_else(|_| Value::String(result.content.clone()));
+    let response = match parsed {
+        value if result.is_error => json!({"error": value}),
+        object @ Value::Object(_) => object,
+        value => json!({"result": value}),
+    };
+    let name = if result.name.is_empty() {
+        names.get(result.call_id.as_str()).copied().unwrap_or_default()
+    } else {
+        result.name.as_str()
+    };
+    let mut function_response = Map::new();
+    if !result.call_id.is_empty() && !is_synthetic(&result.call_id) {
+        function_response.insert("id".into(), json!(result.call_id));
+    }
+    function_response.insert("name".into(), json!(name));
+    function_response.insert("response".into(), response);
+    json!({"functionResponse": function_response})
+}
+
+fn declarations(tools: &[ToolDefinition]) -> Result<Vec<Value>, LlmError> {
+    tools
+        .iter()
+        .map(|tool| {
+            let mut declaration = Map::new();
+            declaration.insert("name".into(), json!(tool.name));
+            if !tool.description.is_empty() {
+                declaration.insert("description".into(), json!(tool.description));
+            }
+            if !tool.input_schema.is_null() {
+                let parameters = to_gemini_schema(&tool.input_schema, SchemaOptions::default()).map_err(|error| {
+                    LlmError::invalid_request(format!(
+                        "tool `{}`: its input schema cannot be sent to Gemini: {error}",
+                        tool.name
+                    ))
+                })?;
+                // Gemini rejects an OBJECT without properties as parameters.
+                let has_properties = parameters
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .is_some_and(|properties| !properties.is_empty());
+                if has_properties {
+                    declaration.insert("parameters".into(), parameters);
+                }
+            }
+            Ok(Value::Object(declaration))
+        })
+        .collect()
+}
+
+fn calling_config(choice: &ToolChoice, tools: &[ToolDefinition]) -> Result<Value, LlmError> {
+    Ok(match choice {
+        ToolChoice::Auto => json!({"mode": "AUTO"}),
+        ToolChoice::None => json!({"mode": "NONE"}),
+        ToolChoice::Required => json!({"mode": "ANY"}),
+        ToolChoice::Tool { name } => {
+            if !tools.iter().any(|tool| &tool.name == name) {
+                return Err(LlmError::invalid_request(format!(
+                    "tool_choice forces the tool `{name}`, which is not among the request's tools"
+                )));
+            }
+            json!({"mode": "ANY", "allowedFunctionNames": [name]})
+        }
+    })
+}
+
+fn generation_config(request: &ChatRequest, options: &RequestOptions) -> Result<Map<String, Value>, LlmError> {
+    let mut config = Map::new();
+    if let Some(max_tokens) = request.max_tokens {
+        config.insert("maxOutputTokens".into(), json!(max_tokens));
+    }
+    if let Some(temperature) = request.temperature {
+        if !temperature.is_finite() {
+            return Err(LlmError::invalid_request(format!(
+                "temperature must be a finite number, got {temperature}"
+            )));
+        }
+        // Through the shortest decimal text of the f32, so 0.2 stays 0.2
+        // instead of becoming 0.20000000298023224.
+        let temperature: f64 = temperature.to_string().parse().unwrap_or(f64::from(temperature));
+        config.insert("temperature".into(), json!(temperature));
+    }
+    if !request.stop.is_empty() {
+        config.insert("stopSequences".into(), json!(request.stop));
+    }
+    if let Some(format) = &request.response_format {
+        let schema = to_gemini_schema(
+            &format.schema,
+            SchemaOptions {
+                property_ordering: true,
+            },
+        )
+        .map_err(|error| {
+            LlmError::invalid_request(format!(
+                "response_format `{}`: the schema cannot be sent to Gemini: {error}",
+                format.name
+            ))
+        })?;
+        config.insert("responseMimeType".into(), json!("application/json"));
+        config.insert("responseSchema".into(), schema);
+    }
+    let mut thinking = Map::new();
+    if let Some(budget) = options.thinking_budget {
+        thinking.insert("thinkingBudget".into(), json!(budget));
+    }
+    if let Some(level) = options.thinking_level.as_deref().filter(|level| !level.is_empty()) {
+        thinking.insert("thinkingLevel".into(), json!(level));
+    }
+    if let Some(include) = options.include_thoughts {
+        thinking.insert("includeThoughts".into(), json!(include));
+    }
+    if !thinking.is_empty() {
+        config.insert("thinkingConfig".into(), Value::Object(thinking));
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use agent_core::{LlmErrorKind, ReasoningBlock, ToolCall};
+
+    use super::*;
+
+    fn body(request: &ChatRequest) -> Value {
+        build_request_json(request, &RequestOptions::new("gemini-2.5-flash")).unwrap()
+    }
+
+    #[test]
+    fn consecutive_turns_of_one_role_are_merged() {
+        let request = ChatRequest::new(vec![
+            Message::user("a"),
+            Message::user("b"),
+            Message::assistant("c"),
+            Message::system("be brief"),
+            Message::user("d"),
+        ]);
+        assert_eq!(
+            body(&request)["contents"],
+            json!([
+                {"role": "user", "parts": [{"text": "a"}, {"text": "b"}]},
+                {"role": "model", "parts": [{"text": "c"}]},
+                {"role": "user", "parts": [{"text": "[System instruction] be brief"}, {"text": "d"}]}
+            ])
+        );
+    }
+
+    #[test]
+    fn opening_system_messages_join_the_system_instruction() {
+        let request = ChatRequest::new(vec![Message::system("second"), Message::user("hi")]).with_system("first");
+        let body = body(&request);
+        assert_eq!(
+            body["systemInstruction"],
+            json!({"parts": [{"text": "first"}, {"text": "second"}]})
+        );
+        assert_eq!(body["contents"], json!([{"role": "user", "parts": [{"text": "hi"}]}]));
+    }
+
+    #[test]
+    fn results_are_wrapped_unless_they_are_objects() {
+        let names = HashMap::from([("c1", "lookup")]);
+        let wrap = |content: &str, is_error: bool| {
+            let result = ToolResult {
+                call_id: "c1".into(),
+                name: String::new(),
+                content: content.into(),
+                is_error,
+            };
+            function_response(&result, &names)["functionResponse"].clone()
+        };
+        assert_eq!(
+            wrap(r#"{"temp":18}"#, false),
+            json!({"id": "c1", "name": "lookup", "response": {"temp": 18}})
+        );
+        assert_eq!(wrap("42", false)["response"], json!({"result": 42}));
+        assert_eq!(wrap("sunny", false)["response"], json!({"result": "sunny"}));
+        assert_eq!(wrap("[1,2]", false)["response"], json!({"result": [1, 2]}));
+        assert_eq!(wrap("boom", true)["response"], json!({"error": "boom"}));
+        assert_eq!(wrap(r#"{"code":7}"#, true)["response"], json!({"error": {"code": 7}}));
+    }
+
+    #[test]
+    fn synthetic_ids_are_not_sent_and_signatures_go_back_on_their_parts() {
+        let call_id = "gemini_synth_r1_0";
+        let assistant = AssistantMessage {
+            content: "Let me divide.".into(),
+            tool_calls: vec![
+                ToolCall::new(call_id, "divide", json!({"a": 10, "b": 2})),
+                ToolCall::new("given-7", "beep", json!({})),
+            ],
+            reasoning: vec![
+                ReasoningBlock {
+                    text: "unsigned thoughts".into(),
+                    ..ReasoningBlock::default()
+                },
+                super::super::wire::signature_block("function_call", Some(call_id), "", "SIG_CALL"),
+                super::super::wire::signature_block("text", None, "", "SIG_TEXT"),
+                super::super::wire::signature_block("thought", None, "signed thought", "SIG_THOUGHT"),
+            ],
+        };
+        let request = ChatRequest::new(vec![
+            Message::user("go"),
+            Message::Assistant(assistant),
+            Message::tool(ToolResult::success(call_id, "divide", "5")),
+            Message::tool(ToolResult::success("given-7", "beep", "{}")),
+        ]);
+        let body = body(&request);
+        assert_eq!(
+            body["contents"][1]["parts"],
+            json!([
+                {"text": "signed thought", "thought": true, "thoughtSignature": "SIG_THOUGHT"},
+                {"text": "Let me divide.", "thoughtSignature": "SIG_TEXT"},
+                {"functionCall": {"name": "divide", "args": {"a": 10, "b": 2}}, "thoughtSignature": "SIG_CALL"},
+                {"functionCall": {"id": "given-7", "name": "beep", "args": {}}}
+            ])
+        );
+        assert_eq!(
+            body["contents"][2]["parts"],
+            json!([
+                {"functionResponse": {"name": "divide", "response": {"result": 5}}},
+                {"functionResponse": {"id": "given-7", "name": "beep", "response": {}}}
+            ])
+        );
+    }
+
+    #[test]
+    fn malformed_and_non_object_arguments_are_wrapped() {
+        let assistant = AssistantMessage::with_tool_calls(
+            "",
+            vec![
+                ToolCall::from_argument_text("a", "f", "{oops"),
+                ToolCall::new("b", "f", json!([1])),
+                ToolCall::new("c", "f", Value::Null),
+            ],
+        );
+        let request = ChatRequest::new(vec![Message::user("x"), Message::Assistant(assistant)]);
+        let parts = &body(&request)["contents"][1]["parts"];
+        assert_eq!(parts[0]["functionCall"]["args"], json!({"_raw_arguments": "{oops"}));
+        assert_eq!(parts[1]["functionCall"]["args"], json!({"value": [1]}));
+        assert_eq!(parts[2]["functionCall"]["args"], json!({}));
+    }
+
+    #[test]
+    fn invalid_requests_are_refused_with_a_reason() {
+        let options = RequestOptions::new("m");
+        let empty = ChatRequest::new(vec![Message::system("only instructions")]);
+        let error = build_request_json(&empty, &options).unwrap_err();
+        assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
+        assert!(error.message.contains("at least one user or assistant message"));
+
+        let nan = ChatRequest {
+            temperature: Some(f32::NAN),
+            ..ChatRequest::new(vec![Message::user("x")])
+        };
+        assert!(build_request_json(&nan, &options).is_err());
+
+        let forced = ChatRequest {
+            tool_choice: ToolChoice::Tool { name: "ghost".into() },
+            ..ChatRequest::new(vec![Message::user("x")]).with_tools(vec![ToolDefinition::new(
+                "real",
+                "",
+                json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            )])
+        };
+        let error = build_request_json(&forced, &options).unwrap_err();
+        assert!(error.message.contains("`ghost`"), "{}", error.message);
+
+        let recursive = ChatRequest::new(vec![Message::user("x")]).with_tools(vec![ToolDefinition::new(
+            "tree",
+            "",
+            json!({"$defs": {"N": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/N"}}}}},
+                   "$ref": "#/$defs/N"}),
+        )]);
+        let error = build_request_json(&recursive, &options).unwrap_err();
+        assert!(error.message.starts_with("tool `tree`"), "{}", error.message);
+        assert!(error.message.contains("recursive"), "{}", error.message);
+    }
+
+    #[test]
+    fn parameterless_tools_have_no_parameters() {
+        let request = ChatRequest::new(vec![Message::user("x")]).with_tools(vec![
+            ToolDefinition::new("now", "The time.", json!({"type": "object", "properties": {}})),
+            ToolDefinition::new("beep", "", Value::Null),
+        ]);
+        assert_eq!(
+            body(&request)["tools"],
+            json!([{"functionDeclarations": [{"name": "now", "description": "The time."}, {"name": "beep"}]}])
+        );
+    }
+}

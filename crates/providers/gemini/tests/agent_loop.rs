@@ -1,0 +1,233 @@
+//! End to end: the agent loop (agent-runner + agent-tools registry) driving
+//! `GeminiClient` against a scripted mock server, plain and streamed: a
+//! signed function call without id, the tool result, the final answer.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_core::{AgentEvent, StopCause, ToolContext, ToolError, ToolRegistry};
+use agent_provider_gemini::{GeminiClient, GeminiConfig};
+use agent_runner::Agent;
+use agent_tools::{Json, Registry, ToolSet, TypedTool};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+
+/// Answers with the scripted responses in order (the last one repeats).
+struct Script {
+    responses: Vec<ResponseTemplate>,
+    next: AtomicUsize,
+}
+
+impl Respond for Script {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let turn = self.next.fetch_add(1, Ordering::SeqCst);
+        self.responses[turn.min(self.responses.len() - 1)].clone()
+    }
+}
+
+async fn scripted_server(responses: Vec<ResponseTemplate>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Script {
+            responses,
+            next: AtomicUsize::new(0),
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+fn chunk(parts: &Value, finish: Option<&str>, usage: (u64, u64), response_id: &str) -> Value {
+    let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+    if let Some(finish) = finish {
+        candidate["finishReason"] = json!(finish);
+    }
+    json!({
+        "candidates": [candidate],
+        "usageMetadata": {"promptTokenCount": usage.0, "candidatesTokenCount": usage.1,
+                          "totalTokenCount": usage.0 + usage.1},
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": response_id
+    })
+}
+
+fn call_parts() -> Value {
+    json!([{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "SIG_W1"}])
+}
+
+fn tool_call() -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(chunk(&call_parts(), Some("STOP"), (120, 18), "resp-w1"))
+}
+
+fn final_answer() -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(chunk(
+        &json!([{"text": "It is 18 °C and cloudy in Paris."}]),
+        Some("STOP"),
+        (160, 12),
+        "resp-w2",
+    ))
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct WeatherArgs {
+    /// City name.
+    city: String,
+}
+
+fn agent(server: &MockServer) -> (Agent, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&runs);
+    let weather = TypedTool::new(
+        "get_weather",
+        "Current weather for a city.",
+        move |args: WeatherArgs, _: ToolContext| {
+            let counter = Arc::clone(&counter);
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ToolError>(Json(json!({"city": args.city, "temp_c": 18, "sky": "cloudy"})))
+            }
+        },
+    );
+    let registry = Registry::new();
+    registry
+        .register(Arc::new(ToolSet::new("travel", "Travel tools").tool(weather)), true)
+        .unwrap();
+    let config = GeminiConfig::new("gemini-2.5-flash")
+        .with_api_key("AIza-test")
+        .with_base_url(server.uri());
+    let client = GeminiClient::new(config).unwrap();
+    let agent = Agent::builder(Arc::new(client))
+        .system_prompt("You are a travel assistant.")
+        .tools(Arc::new(registry))
+        .build();
+    (agent, runs)
+}
+
+async fn requests(server: &MockServer) -> Vec<(String, Value)> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| (request.url.to_string(), serde_json::from_slice(&request.body).unwrap()))
+        .collect()
+}
+
+/// The second request carries the model's call back (no made-up id, the
+/// signature on its part) and the result as a function response.
+fn assert_tool_round_went_back(body: &Value) {
+    let contents = body["contents"].as_array().unwrap();
+    let n = contents.len();
+    assert_eq!(
+        contents[n - 2],
+        json!({"role": "model", "parts": call_parts()}),
+        "the call goes back as Gemini sent it"
+    );
+    assert_eq!(
+        contents[n - 1],
+        json!({"role": "user", "parts": [{"functionResponse": {"name": "get_weather",
+            "response": {"city": "Paris", "temp_c": 18, "sky": "cloudy"}}}]})
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_then_a_final_answer() {
+    let server = scripted_server(vec![tool_call(), final_answer()]).await;
+    let (agent, runs) = agent(&server);
+    let result = agent
+        .run(Vec::new(), "What's the weather in Paris?", &ToolContext::new())
+        .await
+        .unwrap();
+
+    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
+    assert_eq!(result.iterations, 2);
+    assert_eq!(result.provider, "gcp.gemini");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let call = &result.tool_calls[0];
+    assert_eq!(
+        (call.id.as_str(), call.name.as_str()),
+        ("gemini_synth_resp-w1_0", "get_weather")
+    );
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert!(!call.is_error);
+    assert_eq!(result.usage.input_tokens, 280);
+    assert_eq!(result.usage.output_tokens, 30);
+
+    let requests = requests(&server).await;
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[0]
+            .0
+            .ends_with("/v1beta/models/gemini-2.5-flash:generateContent")
+    );
+    let first = &requests[0].1;
+    assert_eq!(
+        first["systemInstruction"],
+        json!({"parts": [{"text": "You are a travel assistant."}]})
+    );
+    assert_eq!(first["tools"][0]["functionDeclarations"][0]["name"], "get_weather");
+    assert_eq!(
+        first["tools"][0]["functionDeclarations"][0]["parameters"]["properties"]["city"],
+        json!({"type": "STRING", "description": "City name."})
+    );
+    assert_tool_round_went_back(&requests[1].1);
+}
+
+fn sse_body(chunks: &[Value]) -> ResponseTemplate {
+    let mut body = String::new();
+    for chunk in chunks {
+        body.push_str("data: ");
+        body.push_str(&chunk.to_string());
+        body.push_str("\r\n\r\n");
+    }
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+#[tokio::test]
+async fn the_same_run_streamed() {
+    let first = sse_body(&[chunk(&call_parts(), Some("STOP"), (120, 18), "resp-w1")]);
+    let second = sse_body(&[
+        chunk(&json!([{"text": "It is 18 °C "}]), None, (160, 0), "resp-w2"),
+        chunk(
+            &json!([{"text": "and cloudy in Paris."}]),
+            Some("STOP"),
+            (160, 12),
+            "resp-w2",
+        ),
+    ]);
+    let server = scripted_server(vec![first, second]).await;
+    let (agent, runs) = agent(&server);
+    let events: Vec<AgentEvent> = agent
+        .run_stream(Vec::new(), "What's the weather in Paris?", ToolContext::new())
+        .collect()
+        .await;
+    let text: String = events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "It is 18 °C and cloudy in Paris.");
+    let Some(AgentEvent::RunFinished { result }) = events.last() else {
+        panic!("the stream ends with RunFinished: {events:?}");
+    };
+    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
+    assert_eq!(result.tool_calls[0].id, "gemini_synth_resp-w1_0");
+    assert_eq!(result.tool_calls[0].arguments, json!({"city": "Paris"}));
+    assert_eq!(result.usage.input_tokens, 280, "usage is the same streamed or not");
+    assert_eq!(result.usage.output_tokens, 30);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let requests = requests(&server).await;
+    assert!(
+        requests[1]
+            .0
+            .ends_with("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
+    );
+    assert_tool_round_went_back(&requests[1].1);
+}

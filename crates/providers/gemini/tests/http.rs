@@ -1,0 +1,544 @@
+//! HTTP behaviour of `GeminiClient` against local mock servers: the key in
+//! `x-goog-api-key` (never in the URL), paths, retries, Retry-After, auth
+//! errors, the recorded 404 on an event stream, truncated and broken
+//! streams, errors inside streams, cancellation.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmError, LlmErrorKind, Message, StopReason, StreamEvent};
+use agent_provider_gemini::{GeminiClient, GeminiConfig};
+use common::{assemble, decode_sse, interaction};
+use futures::StreamExt;
+use serde_json::json;
+use wiremock::matchers::{body_partial_json, header, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const KEY: &str = "AIzaSy-test-0123456789";
+const TEXT_STREAM: &str = "Chats_Tests_sendMessage_Google_AI_with_text_stream_0";
+const CALL_STREAM: &str = "AFC_Streaming_Tests_chat_stream_AFC_enabled_AFC_max_calls_exceeded_Google_AI_can_continue_after_max_calls_exceeded_0";
+
+fn config(server: &MockServer) -> GeminiConfig {
+    let mut config = GeminiConfig::new("gemini-2.5-flash")
+        .with_api_key(KEY)
+        .with_base_url(format!("{}/", server.uri()));
+    config.http.initial_backoff_ms = 10;
+    config.http.max_backoff_ms = 50;
+    config
+}
+
+fn client(server: &MockServer) -> GeminiClient {
+    GeminiClient::new(config(server)).unwrap()
+}
+
+fn request() -> ChatRequest {
+    ChatRequest::new(vec![Message::user("Why is the sky blue?")])
+}
+
+fn ok_body() -> Vec<u8> {
+    interaction("Chats_Tests_sendMessage_Google_AI_with_config_0").body()
+}
+
+fn sse(body: Vec<u8>) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+async fn collect(stream: agent_core::EventStream) -> (Vec<StreamEvent>, Option<LlmError>) {
+    let mut events = Vec::new();
+    let mut stream = stream;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
+
+#[tokio::test]
+async fn the_key_goes_in_the_x_goog_api_key_header_and_never_in_the_url() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/gemini-2.5-flash:generateContent"))
+        .and(header("x-goog-api-key", KEY))
+        .and(header("content-type", "application/json"))
+        .and(body_partial_json(
+            json!({"contents": [{"role": "user", "parts": [{"text": "Why is the sky blue?"}]}]}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let client = client(&server);
+    assert_eq!(client.provider(), "gcp.gemini");
+    let response = client.complete(&request(), &CancellationToken::new()).await.unwrap();
+    assert!(response.message.content.starts_with("The sky is blue because"));
+    assert_eq!(response.stop_reason, StopReason::MaxTokens);
+    let received = server.received_requests().await.unwrap();
+    let url = received[0].url.to_string();
+    assert!(!url.contains(KEY), "the key is not in the URL: {url}");
+    assert!(received[0].url.query().is_none(), "no query at all: {url}");
+    assert!(received[0].headers.get("authorization").is_none());
+}
+
+#[tokio::test]
+async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() {
+    let server = MockServer::start().await;
+    let body = interaction(TEXT_STREAM).sse();
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/gemini-2.5-flash:streamGenerateContent"))
+        .and(query_param("alt", "sse"))
+        .and(header("x-goog-api-key", KEY))
+        .respond_with(sse(body.clone()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let (events, error) = collect(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(events, decode_sse(&[&body]).unwrap());
+    let response = assemble(&events).unwrap();
+    assert_eq!(response.usage.output_tokens, 377);
+    let received = server.received_requests().await.unwrap();
+    assert!(!received[0].url.to_string().contains(KEY));
+}
+
+#[tokio::test]
+async fn the_request_model_overrides_the_configured_one_in_the_url() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/gemini-2.5-pro:generateContent"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let request = ChatRequest {
+        model: Some("gemini-2.5-pro".into()),
+        ..request()
+    };
+    client(&server)
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    let bad = ChatRequest {
+        model: Some("../admin".into()),
+        ..request
+    };
+    let error = client(&server)
+        .complete(&bad, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
+}
+
+#[tokio::test]
+async fn a_429_resource_exhausted_with_retry_after_is_retried_after_about_a_second() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_json(
+                    json!({"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
+                                               "status": "RESOURCE_EXHAUSTED"}}),
+                ),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .mount(&server)
+        .await;
+    let started = Instant::now();
+    let response = client(&server)
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(response.usage.input_tokens, 6);
+    assert!(elapsed >= Duration::from_millis(950), "waited only {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "waited {elapsed:?}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_429_that_persists_is_a_rate_limit_error_with_google_s_words() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).set_body_json(
+            json!({"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}}),
+        ))
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    config.http.max_retries = 1;
+    let error = GeminiClient::new(config)
+        .unwrap()
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::RateLimited);
+    assert!(error.message.contains("RESOURCE_EXHAUSTED: Quota exceeded"), "{error}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_500_and_a_503_are_retried_then_the_200_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_json(
+            json!({"error": {"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}}),
+        ))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_json(
+            json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
+        ))
+        .up_to_n_times(1)
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .with_priority(3)
+        .mount(&server)
+        .await;
+    let response = client(&server)
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(response.stop_reason, StopReason::MaxTokens);
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn auth_failures_name_gemini_api_key_and_are_not_retried() {
+    for (status, body) in [
+        (
+            401,
+            json!({"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}}),
+        ),
+        (
+            403,
+            json!({"error": {"code": 403, "message": "Method doesn't allow unregistered callers.", "status": "PERMISSION_DENIED"}}),
+        ),
+        // What Google really answers for a wrong key: 400 API_KEY_INVALID.
+        (
+            400,
+            json!({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
+                             "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}}),
+        ),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(status).set_body_json(body))
+            .mount(&server)
+            .await;
+        let mut config = config(&server);
+        config.api_key = None;
+        let client = GeminiClient::with_env(config, |name| (name == "GEMINI_API_KEY").then(|| KEY.to_owned())).unwrap();
+        let error = client
+            .complete(&request(), &CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind, LlmErrorKind::Auth, "{status}: {error}");
+        assert_eq!(error.status, Some(status));
+        assert!(
+            error
+                .message
+                .contains("set the GEMINI_API_KEY environment variable to a valid key"),
+            "{status}: {error}"
+        );
+        assert!(!error.to_string().contains(KEY));
+        assert_eq!(
+            server.received_requests().await.unwrap().len(),
+            1,
+            "{status} is not retried"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_missing_key_is_an_error_before_any_request() {
+    let error = GeminiClient::with_env(GeminiConfig::default(), |_| None).unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::Auth);
+    assert!(
+        error
+            .message
+            .contains("set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"),
+        "{error}"
+    );
+    let google = GeminiClient::with_env(GeminiConfig::default(), |name| {
+        (name == "GOOGLE_API_KEY").then(|| "AIza-google".to_owned())
+    });
+    assert!(google.is_ok(), "GOOGLE_API_KEY is the fallback");
+}
+
+#[tokio::test]
+async fn the_recorded_404_on_an_event_stream_is_a_clear_error() {
+    let server = MockServer::start().await;
+    let recorded = interaction("Chats_Tests_sendMessage_Send_message_stream_with_error_0");
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/custom-gemini-2.0-flash:streamGenerateContent"))
+        .respond_with(
+            ResponseTemplate::new(recorded.status)
+                .set_body_raw(serde_json::to_vec(&recorded.segments[0]).unwrap(), "text/event-stream"),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    config.model = "custom-gemini-2.0-flash".into();
+    let client = GeminiClient::new(config).unwrap();
+    let error = match client.stream(&request(), &CancellationToken::new()).await {
+        Ok(stream) => collect(stream).await.1.unwrap(),
+        Err(error) => error,
+    };
+    assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
+    assert_eq!(error.status, Some(404));
+    assert!(
+        error
+            .message
+            .contains("NOT_FOUND: models/custom-gemini-2.0-flash is not found for API version v1beta"),
+        "{error}"
+    );
+    assert!(
+        error
+            .message
+            .contains("check the model name `custom-gemini-2.0-flash` and api_version `v1beta`"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_cut_inside_a_function_call_chunk_names_the_call() {
+    let server = MockServer::start().await;
+    let body = String::from_utf8(interaction(CALL_STREAM).sse()).unwrap();
+    // Past the call's name (which follows its args), inside its signature.
+    let cut = body.find("thoughtSignature").unwrap() + 40;
+    Mock::given(method("POST"))
+        .respond_with(sse(body.as_bytes()[..cut].to_vec()))
+        .mount(&server)
+        .await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let (events, error) = collect(stream).await;
+    let error = error.expect("a truncated stream must end in an error");
+    assert_eq!(error.kind, LlmErrorKind::Decode);
+    assert!(
+        error.message.contains("in the middle of tool call `customDivide`"),
+        "{}",
+        error.message
+    );
+    assert!(events.is_empty(), "{events:?}");
+}
+
+#[tokio::test]
+async fn a_body_that_ends_without_a_finish_reason_is_a_truncation_error() {
+    let server = MockServer::start().await;
+    let recorded = interaction(TEXT_STREAM);
+    let body = common::sse_from(&recorded.segments[..4]);
+    Mock::given(method("POST")).respond_with(sse(body)).mount(&server).await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let (events, error) = collect(stream).await;
+    let error = error.unwrap();
+    assert_eq!(error.kind, LlmErrorKind::Decode);
+    assert!(
+        error.message.contains("truncated after 4 chunks") && error.message.contains("before a finishReason"),
+        "{}",
+        error.message
+    );
+    assert_eq!(error.provider.as_deref(), Some("gcp.gemini"));
+    assert!(!events.iter().any(|e| matches!(e, StreamEvent::Stop { .. })));
+}
+
+#[tokio::test]
+async fn an_error_inside_the_stream_becomes_an_llm_error() {
+    let server = MockServer::start().await;
+    let body = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"test\"}],\"role\":\"model\"}}]}\r\n\r\n\
+                data: {\"error\":{\"code\":500,\"message\":\"Error\",\"status\":\"INTERNAL\"}}\r\n\r\n";
+    Mock::given(method("POST"))
+        .respond_with(sse(body.as_bytes().to_vec()))
+        .mount(&server)
+        .await;
+    let stream = client(&server)
+        .stream(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let (events, error) = collect(stream).await;
+    let error = error.unwrap();
+    assert_eq!(error.kind, LlmErrorKind::Server);
+    assert!(error.message.contains("INTERNAL: Error"), "{}", error.message);
+    assert_eq!(error.provider.as_deref(), Some("gcp.gemini"));
+    assert!(events.contains(&StreamEvent::TextDelta { text: "test".into() }));
+}
+
+#[tokio::test]
+async fn a_connection_that_breaks_mid_chunk_says_where_the_stream_was_cut() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let body = String::from_utf8(interaction(TEXT_STREAM).sse()).unwrap();
+    // Two whole chunks, then half of the third.
+    let second_end = body.match_indices("\r\n\r\n").nth(1).unwrap().0 + 4;
+    let partial = body[..second_end + 40].to_owned();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = vec![0u8; 65536];
+        let _ = socket.read(&mut request).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let chunk = format!("{:x}\r\n{partial}\r\n", partial.len());
+        socket.write_all(head.as_bytes()).await.unwrap();
+        socket.write_all(chunk.as_bytes()).await.unwrap();
+        socket.flush().await.unwrap();
+        // Drop the connection without the terminating chunk.
+    });
+    let client = GeminiClient::new(
+        GeminiConfig::new("gemini-2.5-flash")
+            .with_api_key(KEY)
+            .with_base_url(format!("http://{address}")),
+    )
+    .unwrap();
+    let stream = client.stream(&request(), &CancellationToken::new()).await.unwrap();
+    let (events, error) = collect(stream).await;
+    let error = error.expect("a broken connection must end in an error");
+    assert!(
+        error.message.contains("truncated after 2 chunks") || error.message.contains("truncated inside chunk 3"),
+        "{}",
+        error.message
+    );
+    let text: usize = events
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::TextDelta { .. }))
+        .count();
+    assert_eq!(text, 2);
+    assert!(!events.iter().any(|e| matches!(e, StreamEvent::Stop { .. })));
+}
+
+#[tokio::test]
+async fn cancelling_a_slow_completion_returns_within_100_ms() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(ok_body(), "application/json")
+                .set_delay(Duration::from_secs(10)),
+        )
+        .mount(&server)
+        .await;
+    let client = client(&server);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let cancelled_at = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        trigger.cancel();
+        Instant::now()
+    });
+    let error = client.complete(&request(), &cancel).await.unwrap_err();
+    let latency = Instant::now().duration_since(cancelled_at.await.unwrap());
+    assert_eq!(error.kind, LlmErrorKind::Cancelled);
+    assert!(
+        latency < Duration::from_millis(100),
+        "returned {latency:?} after the cancel"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_slow_stream_returns_within_100_ms() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(interaction(TEXT_STREAM).sse()).set_delay(Duration::from_secs(10)))
+        .mount(&server)
+        .await;
+    let client = client(&server);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let cancelled_at = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        trigger.cancel();
+        Instant::now()
+    });
+    let error = match client.stream(&request(), &cancel).await {
+        Ok(stream) => collect(stream).await.1.unwrap(),
+        Err(error) => error,
+    };
+    let latency = Instant::now().duration_since(cancelled_at.await.unwrap());
+    assert_eq!(error.kind, LlmErrorKind::Cancelled);
+    assert!(
+        latency < Duration::from_millis(100),
+        "returned {latency:?} after the cancel"
+    );
+}
+
+#[tokio::test]
+async fn extra_headers_are_sent_and_the_key_never_shows_in_debug_output() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(header("x-goog-user-project", "my-project"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    config.headers.insert("x-goog-user-project".into(), "my-project".into());
+    assert!(!format!("{config:?}").contains(KEY));
+    let client = GeminiClient::new(config).unwrap();
+    assert!(!format!("{client:?}").contains(KEY));
+    client.complete(&request(), &CancellationToken::new()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_garbled_200_is_a_decode_error_naming_the_provider() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html"))
+        .mount(&server)
+        .await;
+    let error = client(&server)
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::Decode);
+    assert_eq!(error.provider.as_deref(), Some("gcp.gemini"));
+    assert!(error.message.contains("<html>gateway"), "{error}");
+}
+
+#[tokio::test]
+async fn a_reply_without_model_version_reports_the_requested_model() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/gemini-2.5-flash:generateContent"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            common::read_wire("cookbook_rest/function_calling_multi_turn_with_functionResponse.response.json"),
+            "application/json",
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/gemini-2.5-flash:streamGenerateContent"))
+        .respond_with(sse(common::read_wire("cookbook_rest/streaming_gemini-pro_053bfa4.sse")))
+        .mount(&server)
+        .await;
+    let client = client(&server);
+    let whole = client.complete(&request(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(whole.model, "gemini-2.5-flash");
+    let stream = client.stream(&request(), &CancellationToken::new()).await.unwrap();
+    let (events, error) = collect(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(assemble(&events).unwrap().model, "gemini-2.5-flash");
+}
