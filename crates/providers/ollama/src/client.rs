@@ -1,0 +1,171 @@
+//! The thin [`LlmClient`]: builds the body with the mapper, sends it through
+//! `agent-http`, feeds the bytes back to the mapper.
+
+use std::collections::VecDeque;
+
+use agent_core::{
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
+    StreamEvent,
+};
+use agent_http::ndjson::{NdjsonStream, ndjson_lines};
+use agent_http::{AuthHeader, ByteStream, HttpClient};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+
+use crate::config::OllamaConfig;
+use crate::mapper::{RequestOptions, StreamMapper, build_request_body, parse_response};
+
+/// The name this client reports as its provider.
+const PROVIDER: &str = "ollama";
+
+/// A client for Ollama's native `/api/chat`. Cheap to clone; its `Debug`
+/// output never shows a key.
+#[derive(Debug, Clone)]
+pub struct OllamaClient {
+    http: HttpClient,
+    url: String,
+    headers: Vec<(String, String)>,
+    options: RequestOptions,
+    stream_options: RequestOptions,
+    capabilities: Capabilities,
+}
+
+impl OllamaClient {
+    /// A client for `config`, reading `OLLAMA_HOST` (and a key variable, if
+    /// configured) from the process environment.
+    pub fn new(config: OllamaConfig) -> Result<Self, LlmError> {
+        Self::with_env(config, |name| std::env::var(name).ok())
+    }
+
+    /// A client for `config`, looking environment variables up with `env`
+    /// (so tests and embedders need not touch the process environment).
+    ///
+    /// Fails when `OLLAMA_HOST` cannot be read as an address, when a
+    /// configured key variable is unset, or when the HTTP client cannot start.
+    pub fn with_env(config: OllamaConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+        let url = config.chat_url(&env)?;
+        let key = config.resolve_api_key(&env)?;
+        let mut http = HttpClient::new(PROVIDER, config.http.clone())?.with_auth_hint(config.auth_hint());
+        if let Some(key) = key {
+            http = http.with_auth(AuthHeader::bearer(key));
+        }
+        let options = config.request_options();
+        let stream_options = options.clone().streaming();
+        let capabilities = config.capabilities();
+        Ok(Self {
+            http,
+            url,
+            headers: config.headers.into_iter().collect(),
+            options,
+            stream_options,
+            capabilities,
+        })
+    }
+
+    /// The `/api/chat` URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+#[async_trait]
+impl LlmClient for OllamaClient {
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    fn model(&self) -> &str {
+        &self.options.model
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+        let body = build_request_body(request, &self.options).map_err(own)?;
+        let bytes = self
+            .http
+            .post_json(&self.url, &self.headers, Bytes::from(body), cancel)
+            .await?;
+        parse_response(&bytes).map_err(own)
+    }
+
+    async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
+        let body = build_request_body(request, &self.stream_options).map_err(own)?;
+        let bytes = self
+            .http
+            .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
+            .await?;
+        let state = StreamState {
+            lines: ndjson_lines(bytes),
+            mapper: StreamMapper::new(),
+            ready: VecDeque::new(),
+            scratch: Vec::new(),
+            done: false,
+            cancel: cancel.clone(),
+        };
+        Ok(Box::pin(futures::stream::unfold(state, StreamState::next)))
+    }
+}
+
+/// Marks an error as Ollama's.
+fn own(error: LlmError) -> LlmError {
+    if error.provider.is_some() {
+        error
+    } else {
+        error.with_provider(PROVIDER)
+    }
+}
+
+/// What the event stream keeps between polls.
+struct StreamState {
+    lines: NdjsonStream<ByteStream>,
+    mapper: StreamMapper,
+    ready: VecDeque<StreamEvent>,
+    scratch: Vec<StreamEvent>,
+    done: bool,
+    cancel: CancellationToken,
+}
+
+impl StreamState {
+    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if self.done {
+                return None;
+            }
+            let outcome = match self.lines.next().await {
+                Some(Ok(line)) => self.mapper.push(&line, &mut self.scratch),
+                Some(Err(mut error)) => {
+                    if !self.mapper.is_finished() && error.kind != LlmErrorKind::Cancelled {
+                        error.message = format!("{}; {}", error.message, self.mapper.truncation_message());
+                    }
+                    Err(error)
+                }
+                None if self.cancel.is_cancelled() => Err(LlmError::cancelled()),
+                None => {
+                    self.done = true;
+                    self.mapper.finish(&mut self.scratch)
+                }
+            };
+            self.ready.extend(self.scratch.drain(..));
+            if let Err(mut error) = outcome {
+                // Nothing after an error.
+                self.ready.clear();
+                self.done = true;
+                if self.cancel.is_cancelled() && error.kind != LlmErrorKind::Cancelled {
+                    error = LlmError::cancelled();
+                }
+                return Some((Err(own(error)), self));
+            }
+            if self.mapper.is_finished() {
+                // The `done` line is the end, whatever the connection does.
+                self.done = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The pure half of the provider: [`ChatRequest`](agent_core::ChatRequest)
+//! to an `/api/chat` body, a response body to a
+//! [`ChatResponse`](agent_core::ChatResponse), and NDJSON stream lines to
+//! [`StreamEvent`](agent_core::StreamEvent)s. No I/O happens here.
+
+mod request;
+mod response;
+mod stream;
+mod wire;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use request::build_request_body;
+pub use response::parse_response;
+pub use stream::StreamMapper;
+
+/// How long Ollama keeps the model loaded after a request (`keep_alive`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum KeepAlive {
+    /// Seconds (`0` unloads at once, a negative number keeps it loaded).
+    Seconds(i64),
+    /// A duration such as `"5m"` or `"1h"`.
+    Duration(String),
+}
+
+/// Whether (and how hard) a thinking model thinks (`think`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Think {
+    /// On or off.
+    Enabled(bool),
+    /// A level: `"low"`, `"medium"`, `"high"` or `"max"`, for models that have levels.
+    Level(String),
+}
+
+/// How [`build_request_body`] shapes the body, beyond what the request says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestOptions {
+    /// The model, unless [`ChatRequest::model`](agent_core::ChatRequest::model) overrides it.
+    pub model: String,
+    /// Ask for a streamed (NDJSON) reply. Always sent, since Ollama streams by default.
+    pub stream: bool,
+    /// `options.num_ctx`: the context window Ollama allocates.
+    pub num_ctx: Option<u32>,
+    /// `keep_alive`.
+    pub keep_alive: Option<KeepAlive>,
+    /// `think`.
+    pub think: Option<Think>,
+    /// Further `options` entries; the request's own values win over these.
+    pub extra_options: BTreeMap<String, Value>,
+}
+
+impl RequestOptions {
+    /// Options for `model`: not streamed, nothing else set.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            stream: false,
+            num_ctx: None,
+            keep_alive: None,
+            think: None,
+            extra_options: BTreeMap::new(),
+        }
+    }
+
+    /// The same options for a streamed request.
+    pub fn streaming(mut self) -> Self {
+        self.stream = true;
+        self
+    }
+}
