@@ -69,8 +69,8 @@ pub struct ProviderOptions {
     /// Configuration file (default: $AGENTRY_CONFIG, else ./agentry.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Provider: llama, openai, azure-openai, openai-compatible, anthropic, gemini, ollama.
-    #[arg(long, value_name = "NAME")]
+    /// Provider (the ones this build has are listed in the help text).
+    #[arg(long, value_name = "NAME", help = provider_help())]
     pub provider: Option<String>,
     /// Model name (or, for llama, a .gguf file).
     #[arg(long, value_name = "NAME")]
@@ -78,6 +78,11 @@ pub struct ProviderOptions {
     /// Base URL of the chosen provider (e.g. http://localhost:8000/v1).
     #[arg(long = "base-url", value_name = "URL")]
     pub base_url: Option<String>,
+}
+
+/// The `--provider` help: only the providers compiled into this build.
+fn provider_help() -> String {
+    format!("Provider: {}", crate::providers::ProviderKind::compiled_names())
 }
 
 impl ProviderOptions {

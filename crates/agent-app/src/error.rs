@@ -87,14 +87,6 @@ pub enum ConfigError {
         /// The providers this build has.
         available: String,
     },
-    /// A known provider that has no adapter in this version of Agentry yet.
-    #[error("provider `{name}` has no adapter in this version of Agentry yet; providers in this build: {available}")]
-    ProviderNotBuilt {
-        /// The provider.
-        name: String,
-        /// The providers this build has.
-        available: String,
-    },
     /// `tools.enabled` names a domain that does not exist.
     #[error("{origin}: unknown tool domain `{name}` in `tools.enabled`; available domains: {available}")]
     UnknownToolDomain {

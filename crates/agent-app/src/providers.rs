@@ -1,9 +1,9 @@
 //! Provider selection: one factory from [`Settings`] to `Arc<dyn LlmClient>`.
 //!
 //! Each provider crate sits behind a cargo feature of this crate (`llama`,
-//! `openai`), so a build carries only the providers it needs. Adding a
-//! provider is one [`ProviderKind`] variant (already listed for the planned
-//! ones), one feature in `Cargo.toml` and one match arm in [`build_client`].
+//! `openai`, `anthropic`, `gemini`, `ollama`), so a build carries only the
+//! providers it needs. Adding a provider is one [`ProviderKind`] variant,
+//! one feature in `Cargo.toml` and one match arm in [`build_client`].
 
 use std::sync::Arc;
 
@@ -70,13 +70,14 @@ impl ProviderKind {
         Self::ALL.map(Self::name).join(", ")
     }
 
-    /// The cargo feature of agent-app that brings the provider in; `None`
-    /// for a provider that has no adapter crate yet.
-    pub fn feature(self) -> Option<&'static str> {
+    /// The cargo feature of agent-app that brings the provider in.
+    pub fn feature(self) -> &'static str {
         match self {
-            Self::Llama => Some("llama"),
-            Self::OpenAi | Self::AzureOpenAi | Self::OpenAiCompatible => Some("openai"),
-            Self::Anthropic | Self::Gemini | Self::Ollama => None,
+            Self::Llama => "llama",
+            Self::OpenAi | Self::AzureOpenAi | Self::OpenAiCompatible => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
+            Self::Ollama => "ollama",
         }
     }
 
@@ -85,7 +86,9 @@ impl ProviderKind {
         match self {
             Self::Llama => cfg!(feature = "llama"),
             Self::OpenAi | Self::AzureOpenAi | Self::OpenAiCompatible => cfg!(feature = "openai"),
-            Self::Anthropic | Self::Gemini | Self::Ollama => false,
+            Self::Anthropic => cfg!(feature = "anthropic"),
+            Self::Gemini => cfg!(feature = "gemini"),
+            Self::Ollama => cfg!(feature = "ollama"),
         }
     }
 
@@ -137,6 +140,21 @@ pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) ->
             let _ = progress;
             openai::client(kind, settings, env)
         }
+        #[cfg(feature = "anthropic")]
+        ProviderKind::Anthropic => {
+            let _ = progress;
+            anthropic::client(settings, env)
+        }
+        #[cfg(feature = "gemini")]
+        ProviderKind::Gemini => {
+            let _ = progress;
+            gemini::client(settings, env)
+        }
+        #[cfg(feature = "ollama")]
+        ProviderKind::Ollama => {
+            let _ = progress;
+            ollama::client(settings, env)
+        }
         #[allow(unreachable_patterns)]
         other => {
             let _ = (env, progress);
@@ -145,24 +163,37 @@ pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) ->
     }
 }
 
-/// Why `kind` cannot be used by this build: its feature is off, or it has
-/// no adapter yet.
+/// Why `kind` cannot be used by this build: its feature is off.
+#[cfg_attr(
+    all(
+        feature = "llama",
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "ollama"
+    ),
+    allow(dead_code)
+)]
 fn unavailable(kind: ProviderKind) -> ConfigError {
-    let name = kind.name().to_owned();
-    let available = ProviderKind::compiled_names();
-    match kind.feature() {
-        Some(feature) => ConfigError::ProviderNotCompiled {
-            name,
-            feature: feature.to_owned(),
-            available,
-        },
-        None => ConfigError::ProviderNotBuilt { name, available },
+    ConfigError::ProviderNotCompiled {
+        name: kind.name().to_owned(),
+        feature: kind.feature().to_owned(),
+        available: ProviderKind::compiled_names(),
     }
 }
 
 /// A provider's setup failure as the right error: missing keys, endpoints
 /// and the like are configuration (exit 2); anything else is a failure.
-#[cfg_attr(not(any(feature = "llama", feature = "openai")), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "llama",
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "ollama"
+    )),
+    allow(dead_code)
+)]
 fn setup_error(provider: &str, error: LlmError) -> AppError {
     match error.kind {
         LlmErrorKind::Auth | LlmErrorKind::InvalidRequest => ConfigError::Provider {
@@ -201,6 +232,83 @@ mod openai {
         }
         let client =
             OpenAiClient::with_env(config, |name| env.get(name)).map_err(|error| setup_error(kind.name(), error))?;
+        Ok(Arc::new(client))
+    }
+}
+
+/// `--model` / `agent.model` and `--base-url`, when given, over the
+/// provider table's values.
+#[cfg(any(feature = "anthropic", feature = "gemini", feature = "ollama"))]
+fn overrides(settings: &Settings, model: &mut String, base_url: &mut Option<String>) {
+    if let Some(chosen) = &settings.config.agent.model {
+        model.clone_from(chosen);
+    }
+    if let Some(url) = &settings.base_url {
+        *base_url = Some(url.clone());
+    }
+}
+
+#[cfg(feature = "anthropic")]
+mod anthropic {
+    use std::sync::Arc;
+
+    use agent_core::LlmClient;
+    use agent_provider_anthropic::{AnthropicClient, AnthropicConfig};
+
+    use super::{overrides, setup_error};
+    use crate::config::Settings;
+    use crate::env::Env;
+    use crate::error::AppError;
+
+    pub(super) fn client(settings: &Settings, env: &Env) -> Result<Arc<dyn LlmClient>, AppError> {
+        let mut config: AnthropicConfig = settings.provider_table("anthropic")?;
+        let mut base_url = None;
+        overrides(settings, &mut config.model, &mut base_url);
+        if let Some(url) = base_url {
+            config.base_url = url;
+        }
+        let client =
+            AnthropicClient::with_env(config, |name| env.get(name)).map_err(|e| setup_error("anthropic", e))?;
+        Ok(Arc::new(client))
+    }
+}
+
+#[cfg(feature = "gemini")]
+mod gemini {
+    use std::sync::Arc;
+
+    use agent_core::LlmClient;
+    use agent_provider_gemini::{GeminiClient, GeminiConfig};
+
+    use super::{overrides, setup_error};
+    use crate::config::Settings;
+    use crate::env::Env;
+    use crate::error::AppError;
+
+    pub(super) fn client(settings: &Settings, env: &Env) -> Result<Arc<dyn LlmClient>, AppError> {
+        let mut config: GeminiConfig = settings.provider_table("gemini")?;
+        overrides(settings, &mut config.model, &mut config.base_url);
+        let client = GeminiClient::with_env(config, |name| env.get(name)).map_err(|e| setup_error("gemini", e))?;
+        Ok(Arc::new(client))
+    }
+}
+
+#[cfg(feature = "ollama")]
+mod ollama {
+    use std::sync::Arc;
+
+    use agent_core::LlmClient;
+    use agent_provider_ollama::{OllamaClient, OllamaConfig};
+
+    use super::{overrides, setup_error};
+    use crate::config::Settings;
+    use crate::env::Env;
+    use crate::error::AppError;
+
+    pub(super) fn client(settings: &Settings, env: &Env) -> Result<Arc<dyn LlmClient>, AppError> {
+        let mut config: OllamaConfig = settings.provider_table("ollama")?;
+        overrides(settings, &mut config.model, &mut config.base_url);
+        let client = OllamaClient::with_env(config, |name| env.get(name)).map_err(|e| setup_error("ollama", e))?;
         Ok(Arc::new(client))
     }
 }

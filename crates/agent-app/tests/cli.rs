@@ -353,11 +353,7 @@ fn configuration_mistakes_exit_2_with_the_fix() {
             "available domains: math, travel, sql, web",
         ),
         (&["tools"], &[("AGENTRY_CONFIG", "missing.toml")], "$AGENTRY_CONFIG"),
-        (
-            &["run", "--provider", "anthropic", "hi"],
-            &[],
-            "provider `anthropic` has no adapter in this version of Agentry yet",
-        ),
+        (&["run", "--provider", "anthropic", "hi"], &[], "ANTHROPIC_API_KEY"),
         (&["run", "--max-iterations", "0", "hi"], &[], "--max-iterations"),
     ];
     for (args, env, expected) in cases {
