@@ -137,6 +137,21 @@ pub struct ReasoningBlock {
     /// Any other opaque payload (e.g. redacted or encrypted reasoning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// The provider that produced the block (its
+    /// [`LlmClient::provider`](crate::LlmClient::provider) name), set by the
+    /// agent loop when the reply enters the history. Providers send back only
+    /// their own blocks (or untagged ones): a signature from one provider
+    /// means nothing to another, which would reject the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+}
+
+impl ReasoningBlock {
+    /// Whether the provider called `provider` may receive this block back:
+    /// it produced it, or the block does not say who did.
+    pub fn is_from(&self, provider: &str) -> bool {
+        self.provider.as_deref().is_none_or(|own| own == provider)
+    }
 }
 
 /// A model's request to run one tool.
@@ -230,5 +245,29 @@ impl ToolResult {
             content: content.into(),
             is_error: true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_goes_back_only_to_its_own_provider_or_anyone_when_untagged() {
+        let untagged = ReasoningBlock {
+            signature: Some("sig".into()),
+            ..ReasoningBlock::default()
+        };
+        assert!(untagged.is_from("anthropic") && untagged.is_from("gcp.gemini"));
+        let tagged = ReasoningBlock {
+            provider: Some("anthropic".into()),
+            ..untagged
+        };
+        assert!(tagged.is_from("anthropic"));
+        assert!(!tagged.is_from("gcp.gemini"));
+        let json = serde_json::to_value(&tagged).unwrap_or_default();
+        assert_eq!(json["provider"], "anthropic");
+        let back: ReasoningBlock = serde_json::from_value(json).unwrap_or_default();
+        assert_eq!(back, tagged);
     }
 }

@@ -256,6 +256,7 @@ mod tests {
                     text: "thinking".into(),
                     signature: Some("sig".into()),
                     data: None,
+                    provider: None,
                 }],
             },
             stop_reason: StopReason::ToolUse,

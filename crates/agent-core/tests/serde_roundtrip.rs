@@ -33,6 +33,7 @@ fn conversation() -> Vec<Message> {
                 text: "need two tools".into(),
                 signature: Some("c2lnbmF0dXJl".into()),
                 data: Some(json!({"encrypted": "xyz"})),
+                provider: Some("anthropic".into()),
             }],
         }),
         Message::tool(ToolResult::success("call_1", "get_weather", r#"{"temp":21}"#)),

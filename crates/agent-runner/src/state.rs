@@ -257,10 +257,17 @@ impl RunState {
     }
 
     /// Takes the model's reply.
-    pub fn on_model_response(&mut self, response: ChatResponse, duration: Duration) -> Result<(), StepError> {
+    pub fn on_model_response(&mut self, mut response: ChatResponse, duration: Duration) -> Result<(), StepError> {
         let Phase::NeedsModel { forced } = self.phase else {
             return Err(self.unexpected("a model response"));
         };
+        // Reasoning is echoed only to the provider that produced it, so a
+        // conversation can move to another provider without its signatures.
+        for block in &mut response.message.reasoning {
+            if block.provider.is_none() {
+                block.provider = Some(self.identity.provider.clone());
+            }
+        }
         self.iteration += 1;
         self.account(&response, duration);
         let mut turn = self.protocol.interpret(response.message, self.iteration);

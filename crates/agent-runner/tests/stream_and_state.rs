@@ -208,3 +208,46 @@ fn reports_out_of_phase_are_rejected_not_applied() {
     assert!(error.to_string().contains("waiting for a model response"), "{error}");
     assert_eq!(state, before);
 }
+
+#[tokio::test]
+async fn reasoning_in_the_history_is_tagged_with_the_provider_that_produced_it() {
+    let signed = agent_core::ReasoningBlock {
+        text: "Think first.".into(),
+        signature: Some("sig-1".into()),
+        ..agent_core::ReasoningBlock::default()
+    };
+    let mut reply = response::text("Done.");
+    reply.message.reasoning.push(signed);
+    let streamed = vec![
+        StreamEvent::ReasoningDelta {
+            text: "Think first.".into(),
+        },
+        StreamEvent::ReasoningSignature {
+            signature: "sig-1".into(),
+        },
+        StreamEvent::TextDelta { text: "Done.".into() },
+        StreamEvent::Stop {
+            reason: StopReason::EndTurn,
+        },
+    ];
+    let client = ScriptedClient::new().respond(reply).stream_events(streamed);
+    let agent = common::agent(&client).build();
+    let plain = agent.run(vec![], "hi", &ToolContext::new()).await.unwrap();
+    let events: Vec<AgentEvent> = agent.run_stream(vec![], "hi", ToolContext::new()).collect().await;
+    let Some(AgentEvent::RunFinished { result: streamed }) = events.last() else {
+        panic!("{events:?}")
+    };
+    for result in [&plain, &**streamed] {
+        let reasoning = &result
+            .messages
+            .iter()
+            .rev()
+            .find_map(Message::as_assistant)
+            .unwrap()
+            .reasoning;
+        assert_eq!(reasoning.len(), 1);
+        assert_eq!(reasoning[0].provider.as_deref(), Some("scripted"));
+        assert_eq!(reasoning[0].signature.as_deref(), Some("sig-1"));
+        assert!(!reasoning[0].is_from("another-provider"));
+    }
+}

@@ -309,7 +309,8 @@ fn streamed_and_complete_forms_of_one_reply_map_identically() {
         [ReasoningBlock {
             text: "Need the weather.".into(),
             signature: Some("EqQBsig".into()),
-            data: None
+            data: None,
+            provider: None
         }]
     );
 }

@@ -194,6 +194,7 @@ fn a_signature_on_a_text_part_and_signed_thoughts_go_back_on_their_parts() {
             text: "Plan the division.".into(),
             signature: Some("SIG_T".into()),
             data: Some(json!({"gemini_part": "thought"})),
+            provider: Some("gcp.gemini".into()),
         }],
         ..AssistantMessage::text("5")
     };

@@ -67,6 +67,7 @@ fn map_block(mut block: Value, message: &mut AssistantMessage) {
             text: text(&mut block, "thinking").unwrap_or_default(),
             signature: text(&mut block, "signature").filter(|signature| !signature.is_empty()),
             data: None,
+            provider: None,
         }),
         "redacted_thinking" => {
             if let Some(data) = text(&mut block, "data") {

@@ -509,13 +509,15 @@ mod tests {
                 ReasoningBlock {
                     text: "First thought.".into(),
                     signature: Some("sig-1".into()),
-                    data: None
+                    data: None,
+                    provider: None
                 },
                 redacted_block("EmwKAhgB"),
                 ReasoningBlock {
                     text: "Second.".into(),
                     signature: Some("sig-2".into()),
-                    data: None
+                    data: None,
+                    provider: None
                 },
             ]
         );

@@ -123,6 +123,10 @@ fn text(text: Cow<'_, str>) -> Block<'_> {
 fn assistant_blocks(assistant: &AssistantMessage) -> Vec<Block<'_>> {
     let mut blocks = Vec::with_capacity(assistant.reasoning.len() + assistant.tool_calls.len() + 1);
     for reasoning in &assistant.reasoning {
+        if !reasoning.is_from(crate::config::PROVIDER_NAME) {
+            // Another provider's signature would be rejected.
+            continue;
+        }
         let kind = match (&reasoning.signature, &reasoning.data) {
             (Some(signature), _) if !signature.is_empty() => BlockKind::Thinking {
                 thinking: &reasoning.text,
@@ -383,11 +387,18 @@ mod tests {
                 ReasoningBlock {
                     text: "Let me think.".into(),
                     signature: Some("sig-1".into()),
+                    provider: Some("anthropic".into()),
                     data: None,
                 },
                 ReasoningBlock {
                     data: Some(json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy"})),
                     ..ReasoningBlock::default()
+                },
+                ReasoningBlock {
+                    text: "a Gemini thought".into(),
+                    signature: Some("GEMINI_SIG".into()),
+                    data: Some(json!({"gemini_part": "thought"})),
+                    provider: Some("gcp.gemini".into()),
                 },
                 ReasoningBlock {
                     text: "unsigned, from another provider".into(),

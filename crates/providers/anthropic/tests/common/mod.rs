@@ -46,6 +46,7 @@ pub fn thinking_round_trip_request() -> ChatRequest {
                 text: "The user wants Paris weather; call the tool.".into(),
                 signature: Some("EqQBCkYIARgCIkDsig".into()),
                 data: None,
+                provider: Some("anthropic".into()),
             },
             ReasoningBlock {
                 data: Some(json!({"type": "redacted_thinking", "data": "EmwKAhgBEgyRedacted"})),

@@ -146,6 +146,9 @@ fn model_parts(assistant: &AssistantMessage) -> Vec<Value> {
     let mut call_signatures: HashMap<&str, &str> = HashMap::new();
     let mut text_signature = None;
     for block in &assistant.reasoning {
+        if !block.is_from(crate::config::PROVIDER_NAME) {
+            continue;
+        }
         let (Some(signature), Some(data)) = (block.signature.as_deref(), block.data.as_ref()) else {
             continue;
         };
@@ -389,6 +392,10 @@ mod tests {
                 super::super::wire::signature_block("function_call", Some(call_id), "", "SIG_CALL"),
                 super::super::wire::signature_block("text", None, "", "SIG_TEXT"),
                 super::super::wire::signature_block("thought", None, "signed thought", "SIG_THOUGHT"),
+                ReasoningBlock {
+                    provider: Some("anthropic".into()),
+                    ..super::super::wire::signature_block("thought", None, "Claude's thinking", "ANTHROPIC_SIG")
+                },
             ],
         };
         let request = ChatRequest::new(vec![

@@ -270,6 +270,7 @@ pub(crate) fn signature_block(kind: &str, call_id: Option<&str>, text: &str, sig
         text: text.to_owned(),
         signature: Some(signature.to_owned()),
         data: Some(data),
+        provider: None,
     }
 }
 

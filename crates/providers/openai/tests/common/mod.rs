@@ -1,7 +1,7 @@
 //! Shared by the integration tests: paths to the official wire examples in
 //! ../shared/wire/openai (read in place, never copied) and the canonical
 //! conversations whose request bodies are snapshotted and schema-checked.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(dead_code, unused_imports, clippy::unwrap_used)]
 
 use std::path::PathBuf;
 
