@@ -5,6 +5,7 @@
 #![cfg(all(feature = "anthropic", feature = "gemini", feature = "ollama"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Output;
 
@@ -61,15 +62,18 @@ fn sse(events: &[(&str, Value)]) -> ResponseTemplate {
     let mut body = String::new();
     for (name, data) in events {
         if !name.is_empty() {
-            body.push_str(&format!("event: {name}\n"));
+            let _ = writeln!(body, "event: {name}");
         }
-        body.push_str(&format!("data: {data}\n\n"));
+        let _ = write!(body, "data: {data}\n\n");
     }
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
 }
 
 fn ndjson(lines: &[Value]) -> ResponseTemplate {
-    let body: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let mut body = String::new();
+    for line in lines {
+        let _ = writeln!(body, "{line}");
+    }
     ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson")
 }
 

@@ -375,7 +375,7 @@ mod tests {
     }
 
     #[test]
-    fn a_signed_reasoning_block_is_closed_and_the_next_delta_starts_another() {
+    fn a_signed_reasoning_block_is_closed_and_the_next_delta_starts_another() -> Result<(), LlmError> {
         let mut accumulator = StreamAccumulator::new();
         for event in [
             StreamEvent::ReasoningDelta { text: "first ".into() },
@@ -397,9 +397,9 @@ mod tests {
                 reason: StopReason::EndTurn,
             },
         ] {
-            accumulator.push(event).unwrap();
+            accumulator.push(event)?;
         }
-        let reasoning = accumulator.finish().unwrap().message.reasoning;
+        let reasoning = accumulator.finish()?.message.reasoning;
         let summary: Vec<(&str, Option<&str>, bool)> = reasoning
             .iter()
             .map(|block| (block.text.as_str(), block.signature.as_deref(), block.data.is_some()))
@@ -412,5 +412,6 @@ mod tests {
                 ("second", Some("sig-2"), false)
             ]
         );
+        Ok(())
     }
 }

@@ -232,7 +232,7 @@ async fn reasoning_in_the_history_is_tagged_with_the_provider_that_produced_it()
     ];
     let client = ScriptedClient::new().respond(reply).stream_events(streamed);
     let agent = common::agent(&client).build();
-    let plain = agent.run(vec![], "hi", &ToolContext::new()).await.unwrap();
+    let plain = agent.run(vec![], "hi", &ToolContext::new()).await.expect("run");
     let events: Vec<AgentEvent> = agent.run_stream(vec![], "hi", ToolContext::new()).collect().await;
     let Some(AgentEvent::RunFinished { result: streamed }) = events.last() else {
         panic!("{events:?}")
@@ -243,7 +243,7 @@ async fn reasoning_in_the_history_is_tagged_with_the_provider_that_produced_it()
             .iter()
             .rev()
             .find_map(Message::as_assistant)
-            .unwrap()
+            .expect("an assistant message")
             .reasoning;
         assert_eq!(reasoning.len(), 1);
         assert_eq!(reasoning[0].provider.as_deref(), Some("scripted"));
