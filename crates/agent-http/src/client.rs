@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::error::{classify_response, classify_transport, is_retryable_status};
+use crate::error::{classify_response, classify_transport, is_retryable_status, should_retry_header};
 use crate::{HttpConfig, SecretString};
 
 /// A response body delivered in chunks as it arrives.
@@ -267,7 +267,7 @@ impl HttpClient {
         let error = classify_response(&self.provider, status, &headers, &body, self.auth_hint.as_deref());
         Attempt::Failed {
             error: self.redact(error),
-            retryable: is_retryable_status(status),
+            retryable: should_retry_header(&headers).unwrap_or_else(|| is_retryable_status(status)),
         }
     }
 

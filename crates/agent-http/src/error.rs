@@ -37,14 +37,64 @@ pub fn classify_response(
             message = format!("{message} ({hint})");
         }
     }
+    let body_json = serde_json::from_slice::<Value>(body).ok();
+    let delay = retry_after(headers, SystemTime::now()).or_else(|| body_json.as_ref().and_then(body_retry_delay));
     let mut error = LlmError::new(kind, message)
         .with_provider(provider)
         .with_status(status.as_u16())
-        .with_retry_after(retry_after(headers, SystemTime::now()));
-    if let Some(id) = request_id(headers) {
+        .with_retry_after(delay);
+    if let Some(id) = request_id(headers).or_else(|| body_json.as_ref().and_then(body_request_id)) {
         error = error.with_request_id(id);
     }
     error
+}
+
+/// The retry decision a server states in `x-should-retry` (`true` or
+/// `false`, sent by Anthropic and OpenAI), which overrides the status code's.
+pub fn should_retry_header(headers: &HeaderMap) -> Option<bool> {
+    match headers.get("x-should-retry")?.to_str().ok()?.trim() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// The delay a Google error body asks for: `RetryInfo.retryDelay` in
+/// `error.details` (`"13s"`, `"1.5s"`), for 429s that carry no `Retry-After`.
+fn body_retry_delay(body: &Value) -> Option<Duration> {
+    let body = match body {
+        Value::Array(items) => items.first()?,
+        other => other,
+    };
+    body.get("error")?
+        .get("details")?
+        .as_array()?
+        .iter()
+        .filter(|detail| {
+            detail
+                .get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind.ends_with("RetryInfo"))
+        })
+        .find_map(|detail| {
+            detail
+                .get("retryDelay")?
+                .as_str()?
+                .strip_suffix('s')?
+                .parse::<f64>()
+                .ok()
+        })
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds.max(0.0)).ok())
+}
+
+/// A request id carried in the body (Anthropic's `request_id`), for
+/// responses whose headers have none.
+fn body_request_id(body: &Value) -> Option<String> {
+    body.get("request_id")
+        .or_else(|| body.get("error")?.get("request_id"))
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
 }
 
 /// The kind of failure an HTTP status means.
@@ -266,5 +316,55 @@ mod tests {
         );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn a_google_retry_info_gives_the_delay_when_no_header_does() {
+        let body = br#"{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED",
+            "details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure"},
+                       {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#;
+        let error = classify_response(
+            "gcp.gemini",
+            StatusCode::TOO_MANY_REQUESTS,
+            &HeaderMap::new(),
+            body,
+            None,
+        );
+        assert_eq!(error.retry_after(), Some(Duration::from_millis(1500)));
+        let header_wins = classify_response(
+            "gcp.gemini",
+            StatusCode::TOO_MANY_REQUESTS,
+            &headers(&[("retry-after", "4")]),
+            body,
+            None,
+        );
+        assert_eq!(header_wins.retry_after(), Some(Duration::from_secs(4)));
+    }
+
+    #[test]
+    fn a_request_id_in_the_body_is_kept_when_no_header_has_one() {
+        let body =
+            br#"{"type":"error","error":{"type":"invalid_request_error","message":"bad"},"request_id":"req_011CX"}"#;
+        let error = classify_response("anthropic", StatusCode::BAD_REQUEST, &HeaderMap::new(), body, None);
+        assert_eq!(error.request_id.as_deref(), Some("req_011CX"));
+        let header_wins = classify_response(
+            "anthropic",
+            StatusCode::BAD_REQUEST,
+            &headers(&[("request-id", "req_h")]),
+            body,
+            None,
+        );
+        assert_eq!(header_wins.request_id.as_deref(), Some("req_h"));
+    }
+
+    #[test]
+    fn x_should_retry_is_read_as_a_yes_or_no() {
+        assert_eq!(should_retry_header(&headers(&[("x-should-retry", "true")])), Some(true));
+        assert_eq!(
+            should_retry_header(&headers(&[("x-should-retry", "false")])),
+            Some(false)
+        );
+        assert_eq!(should_retry_header(&headers(&[("x-should-retry", "maybe")])), None);
+        assert_eq!(should_retry_header(&HeaderMap::new()), None);
     }
 }

@@ -237,3 +237,36 @@ async fn an_unreachable_server_is_a_transport_error() {
         .err();
     assert!(error.is_some_and(|e| matches!(e.kind, LlmErrorKind::Transport | LlmErrorKind::Timeout)));
 }
+
+#[tokio::test]
+async fn x_should_retry_overrides_the_status() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/no"))
+        .respond_with(ResponseTemplate::new(500).insert_header("x-should-retry", "false"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/yes"))
+        .respond_with(ResponseTemplate::new(400).insert_header("x-should-retry", "true"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/yes"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&server)
+        .await;
+    let cancel = CancellationToken::new();
+    let refused = client(3)
+        .post_json(&format!("{}/no", server.uri()), &[], body(), &cancel)
+        .await;
+    assert_eq!(refused.map_err(|error| error.kind).err(), Some(LlmErrorKind::Server));
+    let retried = client(3)
+        .post_json(&format!("{}/yes", server.uri()), &[], body(), &cancel)
+        .await;
+    assert_eq!(retried.ok(), Some(Bytes::from_static(b"ok")));
+    let requests = server.received_requests().await.map(|r| r.len());
+    assert_eq!(requests, Some(3), "one attempt at /no, two at /yes");
+}
