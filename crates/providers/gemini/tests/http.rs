@@ -169,6 +169,34 @@ async fn a_429_resource_exhausted_with_retry_after_is_retried_after_about_a_seco
 }
 
 #[tokio::test]
+async fn a_429_whose_body_carries_retry_info_is_retried_after_that_delay() {
+    // Google often sends no Retry-After header; the delay is in the body's
+    // RetryInfo detail, which agent-http reads.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).set_body_json(json!({"error": {
+            "code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}})))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .mount(&server)
+        .await;
+    let started = Instant::now();
+    client(&server)
+        .complete(&request(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(950), "waited only {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "waited {elapsed:?}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
 async fn a_429_that_persists_is_a_rate_limit_error_with_google_s_words() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
