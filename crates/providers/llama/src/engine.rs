@@ -369,9 +369,15 @@ impl<'a> Text<'a> {
             let complete: Vec<u8> = self.bytes.drain(..valid).collect();
             self.decoded.push_str(&String::from_utf8_lossy(&complete));
         }
-        let search_from = self
+        // A stop sequence can only begin in what was held back, so the search
+        // starts one stop length before the sent text, moved back to a
+        // character boundary (that offset can fall inside a character).
+        let mut search_from = self
             .sent
             .saturating_sub(self.stop.iter().map(String::len).max().unwrap_or(0));
+        while !self.decoded.is_char_boundary(search_from) {
+            search_from -= 1;
+        }
         let hit = self
             .stop
             .iter()
@@ -383,7 +389,10 @@ impl<'a> Text<'a> {
             })
             .min();
         if let Some(at) = hit {
+            // Everything from the stop sequence on is dropped, including
+            // the start of a character not yet complete.
             self.decoded.truncate(at);
+            self.bytes.clear();
             self.send_up_to(self.decoded.len(), out);
             return true;
         }
@@ -457,6 +466,32 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_search_window_starting_inside_a_multibyte_character_does_not_panic() {
+        // After "éé" (4 bytes) is sent, the search for a 3-byte stop sequence
+        // starts 3 bytes back: inside the first "é".
+        let stop = vec!["abc".to_owned()];
+        let (out, hit) = collect(&stop, &["éé".as_bytes(), b"x"]);
+        assert!(!hit);
+        assert_eq!(out.concat(), "ééx");
+        let (out, hit) = collect(&stop, &["éé".as_bytes(), b"xab", b"cd"]);
+        assert!(hit);
+        assert_eq!(out.concat(), "ééx");
+    }
+
+    #[test]
+    fn the_start_of_a_character_after_a_stop_sequence_is_not_flushed() {
+        let stop = vec!["a".to_owned()];
+        let e_acute = "é".as_bytes();
+        let (out, hit) = collect(&stop, &[":€".as_bytes(), &[b'a', e_acute[0]]]);
+        assert!(hit);
+        assert_eq!(
+            out.concat(),
+            ":€",
+            "nothing after the stop sequence, not even a replacement character"
+        );
+    }
+
+    #[test]
     fn stop_sequences_cut_the_text_and_their_prefixes_are_held_back() {
         let stop = vec!["\nObservation:".to_owned()];
         let (out, hit) = collect(&stop, &[b"Action: x", b"\nObs", b"ervation: made up"]);
@@ -465,5 +500,35 @@ mod tests {
         let (out, hit) = collect(&stop, &[b"a\nOb", b"vious"]);
         assert!(!hit);
         assert_eq!(out.concat(), "a\nObvious");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Multi-byte text cut into arbitrary byte pieces, with multi-byte
+        /// stop sequences: never a panic, and the output is the text up to
+        /// the first stop sequence, exactly.
+        #[test]
+        fn push_matches_a_plain_search_on_any_split_of_multibyte_text(
+            text in "[aé€😀\\nO:b]{0,40}",
+            stops in proptest::collection::vec("[aé€😀\\nO:b]{1,4}", 0..3),
+            cuts in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 0..10),
+        ) {
+            let bytes = text.as_bytes();
+            let mut points: Vec<usize> = cuts.iter().map(|cut| cut.index(bytes.len() + 1)).collect();
+            points.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut start = 0;
+            for point in points {
+                pieces.push(&bytes[start..point]);
+                start = point;
+            }
+            pieces.push(&bytes[start..]);
+            let (out, hit) = collect(&stops, &pieces);
+            let first = stops.iter().filter_map(|stop| text.find(stop.as_str())).min();
+            let expected = first.map_or(text.as_str(), |at| &text[..at]);
+            proptest::prop_assert_eq!(out.concat(), expected);
+            proptest::prop_assert_eq!(hit, first.is_some());
+        }
     }
 }
