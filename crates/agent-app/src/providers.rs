@@ -343,6 +343,8 @@ mod llama {
             .into());
         }
         let mut config: LlamaConfig = settings.provider_table("llama")?;
+        // Before any download or load: a bad number is a configuration error.
+        config.validate().map_err(|error| setup_error("llama", error))?;
         if let Some(model) = &settings.config.agent.model {
             if looks_like_a_file(model) {
                 config.model_path = Some(PathBuf::from(model));

@@ -341,7 +341,7 @@ type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 #[test]
 fn configuration_mistakes_exit_2_with_the_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         (
             &["run", "--provider", "openia", "hi"],
             &[],
@@ -355,6 +355,11 @@ fn configuration_mistakes_exit_2_with_the_fix() {
         (&["tools"], &[("AGENTRY_CONFIG", "missing.toml")], "$AGENTRY_CONFIG"),
         (&["run", "--provider", "anthropic", "hi"], &[], "ANTHROPIC_API_KEY"),
         (&["run", "--max-iterations", "0", "hi"], &[], "--max-iterations"),
+        (
+            &["run", "hi"],
+            &[("AGENTRY_PROVIDERS__LLAMA__BATCH_SIZE", "0")],
+            "`batch_size = 0` in [providers.llama] is out of range",
+        ),
     ];
     for (args, env, expected) in cases {
         let output = agentry(dir.path())

@@ -53,6 +53,7 @@ impl LlamaClient {
     /// `model_path`; see [`ModelStore::fetch`]). Blocking: takes about a
     /// second; call it from a blocking thread in async code.
     pub fn load(config: LlamaConfig) -> Result<Self, LlmError> {
+        config.validate()?;
         let (path, name) = model_path(&config)?;
         let settings = EngineSettings {
             path: path.clone(),

@@ -2,9 +2,13 @@
 
 use std::path::PathBuf;
 
+use agent_core::LlmError;
 use serde::Deserialize;
 
 use crate::models::DEFAULT_MODEL;
+
+/// The smallest context a chat with a system prompt and tools fits in.
+pub const MIN_CONTEXT_SIZE: u32 = 512;
 
 /// How to find, load and run the local model.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -50,9 +54,105 @@ impl Default for LlamaConfig {
 }
 
 impl LlamaConfig {
+    /// Checks the numeric options before anything is loaded: a zero thread
+    /// count, context, batch or token limit, or a batch larger than the
+    /// context, is an invalid-request error naming the key and its range
+    /// (llama.cpp would otherwise abort the process on some of them).
+    pub fn validate(&self) -> Result<(), LlmError> {
+        let invalid = |key: &str, value: String, rule: &str| {
+            Err(LlmError::invalid_request(format!(
+                "`{key} = {value}` in [providers.llama] is out of range: {rule}"
+            ))
+            .with_provider("llama"))
+        };
+        if self.threads == Some(0) {
+            return invalid(
+                "threads",
+                "0".to_owned(),
+                "use at least 1, or leave it out for every core",
+            );
+        }
+        if self.context_size < MIN_CONTEXT_SIZE {
+            return invalid(
+                "context_size",
+                self.context_size.to_string(),
+                &format!("use at least {MIN_CONTEXT_SIZE} tokens"),
+            );
+        }
+        if self.batch_size == 0 || self.batch_size > self.context_size {
+            return invalid(
+                "batch_size",
+                self.batch_size.to_string(),
+                &format!("use 1 to context_size ({})", self.context_size),
+            );
+        }
+        if self.max_tokens == 0 {
+            return invalid("max_tokens", "0".to_owned(), "use at least 1");
+        }
+        Ok(())
+    }
+
     /// The thread count to use.
     pub fn threads(&self) -> usize {
         self.threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_for(config: &LlamaConfig) -> String {
+        config.validate().err().map(|error| error.message).unwrap_or_default()
+    }
+
+    #[test]
+    fn numeric_options_out_of_range_are_errors_naming_the_key() {
+        assert!(LlamaConfig::default().validate().is_ok());
+        let cases = [
+            (
+                LlamaConfig {
+                    batch_size: 0,
+                    ..LlamaConfig::default()
+                },
+                "`batch_size = 0`",
+            ),
+            (
+                LlamaConfig {
+                    batch_size: 9000,
+                    ..LlamaConfig::default()
+                },
+                "`batch_size = 9000`",
+            ),
+            (
+                LlamaConfig {
+                    context_size: 0,
+                    ..LlamaConfig::default()
+                },
+                "`context_size = 0`",
+            ),
+            (
+                LlamaConfig {
+                    threads: Some(0),
+                    ..LlamaConfig::default()
+                },
+                "`threads = 0`",
+            ),
+            (
+                LlamaConfig {
+                    max_tokens: 0,
+                    ..LlamaConfig::default()
+                },
+                "`max_tokens = 0`",
+            ),
+        ];
+        for (config, expected) in cases {
+            let message = error_for(&config);
+            assert!(
+                message.contains(expected) && message.contains("[providers.llama]"),
+                "{message}"
+            );
+        }
     }
 }

