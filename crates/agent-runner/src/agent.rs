@@ -166,7 +166,13 @@ impl Agent {
 
     /// Drives a run from a saved or hand-stepped state to the end.
     pub async fn resume(&self, mut state: RunState, context: &ToolContext) -> Result<AgentRunResult, RunError> {
-        self.driver(context, None).drive(&mut state).await;
+        // The run's own token: reaching the deadline cancels it (and so the
+        // tools' and the model's work), never the caller's.
+        let context = ToolContext {
+            cancel: context.cancel.child_token(),
+            ..context.clone()
+        };
+        self.driver(&context, None).drive(&mut state).await;
         finish(state)
     }
 

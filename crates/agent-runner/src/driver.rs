@@ -125,10 +125,15 @@ impl Driver<'_> {
                 cause: StopCause::Cancelled,
                 detail: "the run was cancelled".to_owned(),
             }),
-            () = deadline => Err(Interrupted {
-                cause: StopCause::BudgetExceeded,
-                detail: "the run's deadline passed".to_owned(),
-            }),
+            () = deadline => {
+                // Dropping the future is not enough: blocking work (a local
+                // model's job, a SQL thread) holds the token and stops on it.
+                self.context.cancel.cancel();
+                Err(Interrupted {
+                    cause: StopCause::BudgetExceeded,
+                    detail: "the run's deadline passed".to_owned(),
+                })
+            }
             output = future => Ok(output),
         }
     }

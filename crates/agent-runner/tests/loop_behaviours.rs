@@ -670,3 +670,57 @@ async fn text_before_tool_calls_in_one_response_does_not_end_the_run() {
     assert_eq!(result.response, "Found it.");
     assert_eq!(result.tool_calls.len(), 1);
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArguments {}
+
+#[tokio::test]
+async fn reaching_the_deadline_cancels_the_runs_token_but_not_the_callers() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use agent_core::ToolRegistry as _;
+
+    // A tool whose work outlives its future, as a local model's job or a
+    // SQL thread does: it stops only when the token it was given is cancelled.
+    let stopped = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stopped);
+    let worker = agent_tools::TypedTool::new(
+        "work",
+        "Works for a long time.",
+        move |_: NoArguments, context: agent_core::ToolContext| {
+            let flag = Arc::clone(&flag);
+            async move {
+                let token = context.cancel.clone();
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    flag.store(true, Ordering::SeqCst);
+                });
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok::<_, agent_core::ToolError>(agent_tools::Json(json!({})))
+            }
+        },
+    );
+    let registry = agent_tools::Registry::new();
+    registry
+        .register(Arc::new(agent_tools::ToolSet::new("w", "Work").tool(worker)), true)
+        .expect("register");
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("work", json!({}))]))
+        .respond(response::text("never"));
+    let caller = ctx();
+    let result = agent_runner::Agent::builder(Arc::new(client))
+        .tools(Arc::new(registry))
+        .deadline(Duration::from_millis(100))
+        .build()
+        .run(vec![], "go", &caller)
+        .await
+        .expect("run");
+    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        stopped.load(Ordering::SeqCst),
+        "the tool's token was cancelled at the deadline"
+    );
+    assert!(!caller.cancel.is_cancelled(), "the caller's token is left alone");
+}
