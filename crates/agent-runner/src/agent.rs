@@ -368,6 +368,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The longest tool result, in bytes, that enters the history (default
+    /// 32 KiB; 0 = no limit); longer ones are cut with a marker.
+    pub fn max_tool_result_bytes(mut self, max: usize) -> Self {
+        self.config.max_tool_result_bytes = max;
+        self
+    }
+
     /// Whether identical calls of one batch run once (default on).
     pub fn deduplicate_calls(mut self, on: bool) -> Self {
         self.config.deduplicate_calls = on;

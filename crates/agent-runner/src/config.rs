@@ -55,6 +55,20 @@ pub struct RunConfig {
     pub tool_protocol: ToolProtocol,
     /// Budgets.
     pub budget: Budget,
+    /// The longest tool result, in bytes, that enters the history (default
+    /// 32 KiB; 0 = no limit). A longer one is cut at a character boundary
+    /// and ends with a marker saying how much was left out: the history is
+    /// resent on every iteration, so one huge result would cost every later
+    /// request.
+    #[serde(default = "default_max_tool_result_bytes")]
+    pub max_tool_result_bytes: usize,
+}
+
+/// The default of [`RunConfig::max_tool_result_bytes`]: 32 KiB.
+pub const DEFAULT_MAX_TOOL_RESULT_BYTES: usize = 32 * 1024;
+
+fn default_max_tool_result_bytes() -> usize {
+    DEFAULT_MAX_TOOL_RESULT_BYTES
 }
 
 impl Default for RunConfig {
@@ -67,6 +81,7 @@ impl Default for RunConfig {
             tool_choice: ToolChoice::Auto,
             tool_protocol: ToolProtocol::Auto,
             budget: Budget::default(),
+            max_tool_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
         }
     }
 }

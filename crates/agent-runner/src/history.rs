@@ -9,6 +9,26 @@ use serde_json::Value;
 /// The content of a result synthesised for a call that never got one.
 pub const INTERRUPTED_RESULT: &str = "The tool call was interrupted before it returned a result.";
 
+/// `content` cut to at most `max` bytes (at a character boundary) plus a
+/// marker saying how much was left out; unchanged when it fits or `max` is 0.
+pub fn cap_tool_result(content: String, max: usize) -> String {
+    if max == 0 || content.len() <= max {
+        return content;
+    }
+    let mut end = max;
+    while !content.is_char_boundary(end) {
+        end -= 1;
+    }
+    let total = content.len();
+    let mut capped = content;
+    capped.truncate(end);
+    let _ = write!(
+        capped,
+        "\n[truncated: the result was {total} bytes; only the first {end} are shown]"
+    );
+    capped
+}
+
 /// Makes `messages` sendable: every tool call of an assistant message gets a
 /// result in the tool messages that directly follow it (a synthesised
 /// "interrupted" error where it has none), and tool results that answer no
@@ -134,6 +154,22 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_long_result_is_cut_at_a_character_boundary_with_a_marker() {
+        let content = "é".repeat(10); // 20 bytes
+        let capped = cap_tool_result(content.clone(), 7);
+        assert_eq!(
+            capped,
+            "ééé\n[truncated: the result was 20 bytes; only the first 6 are shown]"
+        );
+        assert_eq!(
+            cap_tool_result(content.clone(), 20),
+            content,
+            "a result that fits is unchanged"
+        );
+        assert_eq!(cap_tool_result(content.clone(), 0), content, "0 means no limit");
+    }
 
     fn assistant_calling(ids: &[&str]) -> Message {
         Message::Assistant(AssistantMessage::with_tool_calls(

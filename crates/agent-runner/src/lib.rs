@@ -43,7 +43,7 @@ mod state;
 mod telemetry;
 
 pub use agent::{Agent, AgentBuilder, RunError};
-pub use config::{Budget, RunConfig, ToolProtocol};
+pub use config::{Budget, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig, ToolProtocol};
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
 pub use state::{RunIdentity, RunState, Step, StepError, ToolOutcome};

@@ -372,6 +372,7 @@ impl RunState {
                 },
                 Slot::Rejected { message } => (message, true, Duration::ZERO),
             };
+            let content = crate::history::cap_tool_result(content, self.config.max_tool_result_bytes);
             all_failed &= is_error;
             if is_error {
                 last_error = Some(format!("`{}`: {content}", call.name));

@@ -724,3 +724,49 @@ async fn reaching_the_deadline_cancels_the_runs_token_but_not_the_callers() {
     );
     assert!(!caller.cancel.is_cancelled(), "the caller's token is left alone");
 }
+
+#[tokio::test]
+async fn a_huge_tool_result_is_capped_before_it_enters_the_history() {
+    let huge = "x".repeat(100_000);
+    let tools = TestTools::new("t").with(TestTool::new("dump", ToolBehaviour::Reply(huge.clone().into())));
+    let script = || {
+        ScriptedClient::new()
+            .respond(response::tool_calls([("dump", json!({}))]))
+            .respond(response::text("done"))
+    };
+    let client = script();
+    let result = common::agent_with(&client, tools.clone())
+        .build()
+        .run(vec![], "go", &ctx())
+        .await
+        .expect("run");
+    let sent = client.requests()[1].clone();
+    let tool_message = sent
+        .messages
+        .iter()
+        .find_map(Message::as_tool_result)
+        .expect("the result was sent");
+    assert!(tool_message.content.len() < 33 * 1024, "{}", tool_message.content.len());
+    assert!(
+        tool_message
+            .content
+            .ends_with("[truncated: the result was 100000 bytes; only the first 32768 are shown]"),
+        "{}",
+        &tool_message.content[tool_message.content.len() - 100..]
+    );
+    assert_eq!(
+        result.tool_calls[0].result, tool_message.content,
+        "the record shows what the model saw"
+    );
+
+    let client = script();
+    common::agent_with(&client, tools)
+        .max_tool_result_bytes(0)
+        .build()
+        .run(vec![], "go", &ctx())
+        .await
+        .expect("run");
+    let sent = client.requests()[1].clone();
+    let full = sent.messages.iter().find_map(Message::as_tool_result).expect("sent");
+    assert_eq!(full.content, huge, "0 turns the cap off");
+}
