@@ -1,14 +1,11 @@
 //! The thin [`LlmClient`]: builds the body with the mapper, sends it through
 //! `agent-http`, feeds the bytes back to the mapper.
 
-use std::collections::VecDeque;
-
 use agent_core::{
-    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
-    StreamEvent,
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, StreamEvent,
 };
-use agent_http::sse::{SseStream, sse_events};
-use agent_http::{AuthHeader, ByteStream, HttpClient};
+use agent_http::sse::sse_events;
+use agent_http::{AuthHeader, EventMapper, HttpClient, map_events};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -96,15 +93,8 @@ impl LlmClient for AnthropicClient {
             .http
             .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
-        let state = StreamState {
-            sse: sse_events(bytes),
-            mapper: StreamMapper::new(),
-            ready: VecDeque::new(),
-            scratch: Vec::new(),
-            done: false,
-            cancel: cancel.clone(),
-        };
-        Ok(Box::pin(futures::stream::unfold(state, StreamState::next)))
+        let data = sse_events(bytes).map(|event| event.map(|event| event.data));
+        Ok(map_events(data, StreamMapper::new(), cancel, PROVIDER_NAME))
     }
 }
 
@@ -117,51 +107,25 @@ fn own(error: LlmError) -> LlmError {
     }
 }
 
-/// What the event stream keeps between polls.
-struct StreamState {
-    sse: SseStream<ByteStream>,
-    mapper: StreamMapper,
-    ready: VecDeque<StreamEvent>,
-    scratch: Vec<StreamEvent>,
-    done: bool,
-    cancel: CancellationToken,
-}
+/// The mapper as the shared stream driver of `agent-http` drives it.
+impl EventMapper for StreamMapper {
+    fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        StreamMapper::push(self, data, out)
+    }
 
-impl StreamState {
-    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
-        loop {
-            if let Some(event) = self.ready.pop_front() {
-                return Some((Ok(event), self));
-            }
-            if self.done {
-                return None;
-            }
-            let outcome = match self.sse.next().await {
-                Some(Ok(event)) => self.mapper.push(&event.data, &mut self.scratch),
-                Some(Err(mut error)) if !self.mapper.saw_stop_reason() => {
-                    if error.kind != LlmErrorKind::Cancelled {
-                        error.message = format!("{}; {}", error.message, self.mapper.truncation_message());
-                    }
-                    Err(error)
-                }
-                // The reply was complete before the connection broke.
-                Some(Err(_)) | None if !self.cancel.is_cancelled() => self.mapper.finish(&mut self.scratch),
-                Some(Err(_)) | None => Err(LlmError::cancelled()),
-            };
-            self.ready.extend(self.scratch.drain(..));
-            if let Err(mut error) = outcome {
-                // Nothing after an error: events already mapped from the same
-                // chunk are dropped too, so a half call never gets through.
-                self.ready.clear();
-                self.done = true;
-                if self.cancel.is_cancelled() && error.kind != LlmErrorKind::Cancelled {
-                    error = LlmError::cancelled();
-                }
-                return Some((Err(own(error)), self));
-            }
-            if self.mapper.is_finished() {
-                self.done = true;
-            }
-        }
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        StreamMapper::finish(self, out)
+    }
+
+    fn is_finished(&self) -> bool {
+        StreamMapper::is_finished(self)
+    }
+
+    fn is_complete(&self) -> bool {
+        self.saw_stop_reason()
+    }
+
+    fn truncation_message(&self) -> String {
+        StreamMapper::truncation_message(self)
     }
 }

@@ -1,14 +1,12 @@
 //! The thin [`LlmClient`]: builds the body with the mapper, sends it through
 //! `agent-http`, feeds the bytes back to the mapper.
 
-use std::collections::VecDeque;
-
 use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
     StreamEvent,
 };
-use agent_http::sse::{SseStream, sse_events};
-use agent_http::{AuthHeader, ByteStream, HttpClient};
+use agent_http::sse::sse_events;
+use agent_http::{AuthHeader, EventMapper, HttpClient, map_events};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -134,65 +132,27 @@ impl LlmClient for GeminiClient {
             .post_stream(&url, &self.headers, Bytes::from(body), cancel)
             .await
             .map_err(|error| self.own(error, &model))?;
-        let state = StreamState {
-            sse: sse_events(bytes),
-            mapper: StreamMapper::new().with_fallback_model(model),
-            ready: VecDeque::new(),
-            scratch: Vec::new(),
-            done: false,
-            cancel: cancel.clone(),
-        };
-        Ok(Box::pin(futures::stream::unfold(state, StreamState::next)))
+        let data = sse_events(bytes).map(|event| event.map(|event| event.data));
+        let mapper = StreamMapper::new().with_fallback_model(model);
+        Ok(map_events(data, mapper, cancel, PROVIDER_NAME))
     }
 }
 
-/// What the event stream keeps between polls.
-struct StreamState {
-    sse: SseStream<ByteStream>,
-    mapper: StreamMapper,
-    ready: VecDeque<StreamEvent>,
-    scratch: Vec<StreamEvent>,
-    done: bool,
-    cancel: CancellationToken,
-}
+/// The mapper as the shared stream driver of `agent-http` drives it.
+impl EventMapper for StreamMapper {
+    fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        StreamMapper::push(self, data, out)
+    }
 
-impl StreamState {
-    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
-        loop {
-            if let Some(event) = self.ready.pop_front() {
-                return Some((Ok(event), self));
-            }
-            if self.done {
-                return None;
-            }
-            let outcome = match self.sse.next().await {
-                Some(Ok(event)) => self.mapper.push(&event.data, &mut self.scratch),
-                Some(Err(mut error)) => {
-                    if !self.mapper.saw_finish() && error.kind != LlmErrorKind::Cancelled {
-                        error.message = format!("{}; {}", error.message, self.mapper.truncation_message());
-                    }
-                    Err(error)
-                }
-                None if self.cancel.is_cancelled() => Err(LlmError::cancelled()),
-                None => self.mapper.finish(&mut self.scratch),
-            };
-            self.ready.extend(self.scratch.drain(..));
-            if let Err(mut error) = outcome {
-                // Nothing after an error: events already mapped from the same
-                // chunk are dropped too.
-                self.ready.clear();
-                self.done = true;
-                if self.cancel.is_cancelled() && error.kind != LlmErrorKind::Cancelled {
-                    error = LlmError::cancelled();
-                }
-                if error.provider.is_none() {
-                    error.provider = Some(PROVIDER_NAME.to_owned());
-                }
-                return Some((Err(error), self));
-            }
-            if self.mapper.is_finished() {
-                self.done = true;
-            }
-        }
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        StreamMapper::finish(self, out)
+    }
+
+    fn is_finished(&self) -> bool {
+        StreamMapper::is_finished(self)
+    }
+
+    fn truncation_message(&self) -> String {
+        StreamMapper::truncation_message(self)
     }
 }

@@ -1,17 +1,13 @@
 //! The thin [`LlmClient`]: builds the body with the mapper, sends it through
 //! `agent-http`, feeds the bytes back to the mapper.
 
-use std::collections::VecDeque;
-
 use agent_core::{
-    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
-    StreamEvent,
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, StreamEvent,
 };
-use agent_http::ndjson::{NdjsonStream, ndjson_lines};
-use agent_http::{AuthHeader, ByteStream, HttpClient};
+use agent_http::ndjson::ndjson_lines;
+use agent_http::{AuthHeader, EventMapper, HttpClient, map_events};
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::StreamExt;
 
 use crate::config::OllamaConfig;
 use crate::mapper::{RequestOptions, StreamMapper, build_request_body, parse_response};
@@ -98,15 +94,7 @@ impl LlmClient for OllamaClient {
             .http
             .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
-        let state = StreamState {
-            lines: ndjson_lines(bytes),
-            mapper: StreamMapper::new(),
-            ready: VecDeque::new(),
-            scratch: Vec::new(),
-            done: false,
-            cancel: cancel.clone(),
-        };
-        Ok(Box::pin(futures::stream::unfold(state, StreamState::next)))
+        Ok(map_events(ndjson_lines(bytes), StreamMapper::new(), cancel, PROVIDER))
     }
 }
 
@@ -119,53 +107,21 @@ fn own(error: LlmError) -> LlmError {
     }
 }
 
-/// What the event stream keeps between polls.
-struct StreamState {
-    lines: NdjsonStream<ByteStream>,
-    mapper: StreamMapper,
-    ready: VecDeque<StreamEvent>,
-    scratch: Vec<StreamEvent>,
-    done: bool,
-    cancel: CancellationToken,
-}
+/// The mapper as the shared stream driver of `agent-http` drives it.
+impl EventMapper for StreamMapper {
+    fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        StreamMapper::push(self, data, out)
+    }
 
-impl StreamState {
-    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
-        loop {
-            if let Some(event) = self.ready.pop_front() {
-                return Some((Ok(event), self));
-            }
-            if self.done {
-                return None;
-            }
-            let outcome = match self.lines.next().await {
-                Some(Ok(line)) => self.mapper.push(&line, &mut self.scratch),
-                Some(Err(mut error)) => {
-                    if !self.mapper.is_finished() && error.kind != LlmErrorKind::Cancelled {
-                        error.message = format!("{}; {}", error.message, self.mapper.truncation_message());
-                    }
-                    Err(error)
-                }
-                None if self.cancel.is_cancelled() => Err(LlmError::cancelled()),
-                None => {
-                    self.done = true;
-                    self.mapper.finish(&mut self.scratch)
-                }
-            };
-            self.ready.extend(self.scratch.drain(..));
-            if let Err(mut error) = outcome {
-                // Nothing after an error.
-                self.ready.clear();
-                self.done = true;
-                if self.cancel.is_cancelled() && error.kind != LlmErrorKind::Cancelled {
-                    error = LlmError::cancelled();
-                }
-                return Some((Err(own(error)), self));
-            }
-            if self.mapper.is_finished() {
-                // The `done` line is the end, whatever the connection does.
-                self.done = true;
-            }
-        }
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        StreamMapper::finish(self, out)
+    }
+
+    fn is_finished(&self) -> bool {
+        StreamMapper::is_finished(self)
+    }
+
+    fn truncation_message(&self) -> String {
+        StreamMapper::truncation_message(self)
     }
 }
