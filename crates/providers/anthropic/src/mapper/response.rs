@@ -4,7 +4,9 @@ use agent_core::{AssistantMessage, ChatResponse, LlmError, ReasoningBlock, ToolC
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::wire::{LenientStr, WireUsage, error_from_object, snippet, stop_reason};
+use agent_http::LenientStr;
+
+use super::wire::{WireUsage, error_from_object, snippet, stop_reason};
 
 /// Reads a (non-streamed) Messages API response.
 ///

@@ -1,12 +1,8 @@
 //! Wire types shared by whole responses and stream events: usage, stop
 //! reasons, error objects, lenient strings.
 
-use std::borrow::Cow;
-use std::fmt;
-
 use agent_core::{LlmError, LlmErrorKind, StopReason, Usage};
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 /// `usage` of a message, of `message_start` or of `message_delta`. Every
@@ -129,86 +125,6 @@ pub(crate) fn snippet(body: &[u8]) -> String {
     String::from_utf8_lossy(&body[..end]).into_owned()
 }
 
-/// A string field that unknown block or delta types may fill with other
-/// shapes: anything but a string reads as absent instead of failing the
-/// whole event.
-#[derive(Debug, Default)]
-pub(crate) struct LenientStr<'a>(pub(crate) Option<Cow<'a, str>>);
-
-impl LenientStr<'_> {
-    /// The text, when it is a string (possibly empty).
-    pub(crate) fn as_str(&self) -> Option<&str> {
-        self.0.as_deref()
-    }
-
-    /// The text, when it is a non-empty string.
-    pub(crate) fn non_empty(&self) -> Option<&str> {
-        self.as_str().filter(|text| !text.is_empty())
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for LenientStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct LenientVisitor;
-
-        impl<'de> Visitor<'de> for LenientVisitor {
-            type Value = LenientStr<'de>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-
-            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
-                Ok(LenientStr(Some(Cow::Borrowed(text))))
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
-                Ok(LenientStr(Some(Cow::Owned(text.to_owned()))))
-            }
-
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
-                Ok(LenientStr(Some(Cow::Owned(text))))
-            }
-
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(LenientStr(None))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(LenientStr(None))
-            }
-        }
-
-        deserializer.deserialize_any(LenientVisitor)
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -321,17 +237,5 @@ mod tests {
         let cut = snippet(text.as_bytes());
         assert!(cut.len() <= 120 && !cut.contains('\u{FFFD}'), "{cut}");
         assert_eq!(snippet(b"short"), "short");
-    }
-
-    #[test]
-    fn lenient_strings_ignore_other_shapes() {
-        let text: LenientStr<'_> = serde_json::from_str(r#""hi""#).unwrap();
-        assert_eq!(text.as_str(), Some("hi"));
-        let empty: LenientStr<'_> = serde_json::from_str(r#""""#).unwrap();
-        assert_eq!((empty.as_str(), empty.non_empty()), (Some(""), None));
-        for other in ["null", "1", "-1", "1.5", "true", "[1,2]", r#"{"a":1}"#] {
-            let value: LenientStr<'_> = serde_json::from_str(other).unwrap();
-            assert_eq!(value.as_str(), None, "{other}");
-        }
     }
 }

@@ -63,8 +63,8 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
 
     let reasoning = message
         .reasoning_content
-        .text()
-        .or(message.reasoning.text())
+        .non_empty()
+        .or(message.reasoning.non_empty())
         .map(|text| ReasoningBlock {
             text: text.to_owned(),
             ..ReasoningBlock::default()

@@ -188,7 +188,7 @@ impl StreamMapper {
     }
 
     fn delta(&mut self, delta: Delta<'_>, out: &mut Vec<StreamEvent>) {
-        if let Some(text) = delta.reasoning_content.text().or(delta.reasoning.text()) {
+        if let Some(text) = delta.reasoning_content.non_empty().or(delta.reasoning.non_empty()) {
             out.push(StreamEvent::ReasoningDelta { text: text.to_owned() });
         }
         if let Some(text) = delta.content.text() {

@@ -6,7 +6,7 @@ use std::fmt;
 
 use agent_core::{LlmError, LlmErrorKind, StopReason, Usage};
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 /// `usage` of a response or of the final stream chunk.
@@ -149,79 +149,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for WireArguments<'a> {
     }
 }
 
-/// A string field that some servers fill with other shapes: anything but a
-/// string reads as absent instead of failing the whole response.
-#[derive(Debug, Default)]
-pub(crate) struct LenientStr<'a>(pub(crate) Option<Cow<'a, str>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for LenientStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct LenientVisitor;
-
-        impl<'de> Visitor<'de> for LenientVisitor {
-            type Value = LenientStr<'de>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-
-            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
-                Ok(LenientStr(Some(Cow::Borrowed(text))))
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
-                Ok(LenientStr(Some(Cow::Owned(text.to_owned()))))
-            }
-
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
-                Ok(LenientStr(Some(Cow::Owned(text))))
-            }
-
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(LenientStr(None))
-            }
-
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(LenientStr(None))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(LenientStr(None))
-            }
-        }
-
-        deserializer.deserialize_any(LenientVisitor)
-    }
-}
-
-impl LenientStr<'_> {
-    /// The text, when it is a non-empty string.
-    pub(crate) fn text(&self) -> Option<&str> {
-        self.0.as_deref().filter(|text| !text.is_empty())
-    }
-}
+pub(crate) use agent_http::LenientStr;
 
 /// Message text: a string, `null`, or (from a few compatible servers) an
 /// array of content parts whose `text` parts are joined.
@@ -471,10 +399,10 @@ mod tests {
     #[test]
     fn lenient_strings_ignore_other_shapes() {
         let text: LenientStr<'_> = serde_json::from_str(r#""thinking""#).unwrap();
-        assert_eq!(text.text(), Some("thinking"));
+        assert_eq!(text.non_empty(), Some("thinking"));
         for other in ["null", "1", "true", "[1,2]", r#"{"effort":"high"}"#, r#""""#] {
             let value: LenientStr<'_> = serde_json::from_str(other).unwrap();
-            assert_eq!(value.text(), None, "{other}");
+            assert_eq!(value.non_empty(), None, "{other}");
         }
     }
 
