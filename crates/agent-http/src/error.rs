@@ -196,6 +196,16 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// The start of a body (at most 120 bytes, cut on a character boundary),
+/// for error messages about a reply that could not be read.
+pub fn snippet(body: &[u8]) -> String {
+    let mut end = body.len().min(120);
+    while end > 0 && end < body.len() && (body[end] & 0xC0) == 0x80 {
+        end -= 1;
+    }
+    String::from_utf8_lossy(&body[..end]).into_owned()
+}
+
 fn request_id(headers: &HeaderMap) -> Option<String> {
     REQUEST_ID_HEADERS
         .iter()
@@ -366,5 +376,13 @@ mod tests {
         );
         assert_eq!(should_retry_header(&headers(&[("x-should-retry", "maybe")])), None);
         assert_eq!(should_retry_header(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn snippets_cut_on_character_boundaries() {
+        let text = "é".repeat(100);
+        let cut = snippet(text.as_bytes());
+        assert!(cut.len() <= 120 && !cut.contains('\u{FFFD}'), "{cut}");
+        assert_eq!(snippet(b"short"), "short");
     }
 }

@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 
 use agent_http::LenientStr;
 
-use super::wire::{WireUsage, error_from_object, snippet, stop_reason};
+use agent_http::error::snippet;
+
+use super::wire::{WireUsage, error_from_object, stop_reason};
 
 /// Reads a (non-streamed) Messages API response.
 ///

@@ -10,7 +10,9 @@ use serde_json::Value;
 use super::response::redacted_block;
 use agent_http::LenientStr;
 
-use super::wire::{WireUsage, error_from_object, snippet, stop_reason};
+use agent_http::error::snippet;
+
+use super::wire::{WireUsage, error_from_object, stop_reason};
 
 /// Maps the `data` of each server-sent event of a streamed Messages API
 /// reply to [`StreamEvent`]s. Pure: feed it the payloads in order, then

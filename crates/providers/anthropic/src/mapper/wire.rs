@@ -115,16 +115,6 @@ pub(crate) fn error_from_object(raw: &[u8], error: &Value, request_id: Option<&s
     llm_error
 }
 
-/// The start of a body, for error messages.
-pub(crate) fn snippet(body: &[u8]) -> String {
-    let mut end = body.len().min(120);
-    // Cut on a character boundary where the text is UTF-8.
-    while end > 0 && end < body.len() && (body[end] & 0xC0) == 0x80 {
-        end -= 1;
-    }
-    String::from_utf8_lossy(&body[..end]).into_owned()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -229,13 +219,5 @@ mod tests {
             r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
         );
         assert_eq!(error.kind, LlmErrorKind::ContextLength);
-    }
-
-    #[test]
-    fn snippets_cut_on_character_boundaries() {
-        let text = "é".repeat(100);
-        let cut = snippet(text.as_bytes());
-        assert!(cut.len() <= 120 && !cut.contains('\u{FFFD}'), "{cut}");
-        assert_eq!(snippet(b"short"), "short");
     }
 }

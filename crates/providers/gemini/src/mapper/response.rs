@@ -6,8 +6,10 @@ use std::borrow::Cow;
 use agent_core::{AssistantMessage, ChatResponse, LlmError, ReasoningBlock, ToolCall};
 use serde_json::Value;
 
+use agent_http::error::snippet;
+
 use super::wire::{
-    CallIds, Finish, WirePart, WireResponse, blocked_prompt, error_from_object, finish, signature_block, snippet,
+    CallIds, Finish, WirePart, WireResponse, blocked_prompt, error_from_object, finish, signature_block,
 };
 
 /// Reads a (non-streamed) `generateContent` response.

@@ -4,9 +4,10 @@ use agent_core::{LlmError, StreamEvent};
 use serde_json::{Map, Value};
 
 use super::response::{Piece, read_part};
+use agent_http::error::snippet;
+
 use super::wire::{
     CallIds, Finish, PartialArg, WireResponse, WireUsage, blocked_prompt, error_from_object, finish, signature_block,
-    snippet,
 };
 
 /// Maps the `data` of each server-sent event of a streamed reply (each one

@@ -298,15 +298,6 @@ pub(crate) fn error_from_object(raw: &[u8], error: &Value) -> LlmError {
     error
 }
 
-/// The start of a body, for error messages.
-pub(crate) fn snippet(body: &[u8]) -> String {
-    let mut end = body.len().min(120);
-    while end > 0 && std::str::from_utf8(&body[..end]).is_err() {
-        end -= 1;
-    }
-    String::from_utf8_lossy(&body[..end]).into_owned()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

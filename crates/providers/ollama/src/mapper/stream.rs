@@ -2,7 +2,9 @@
 
 use agent_core::{LlmError, StreamEvent};
 
-use super::wire::{WireChunk, snippet, stop_reason, tool_call};
+use agent_http::error::snippet;
+
+use super::wire::{WireChunk, stop_reason, tool_call};
 
 /// Maps each line of a streamed `/api/chat` reply to [`StreamEvent`]s.
 /// Pure: feed it the lines in order, then call [`finish`](Self::finish)
@@ -127,7 +129,7 @@ impl StreamMapper {
                 "the stream was cut off in the middle of a line{} ({} bytes received of it: {})",
                 cut_call(&line).map_or_else(String::new, |name| format!(" carrying tool call `{name}`")),
                 line.len(),
-                snippet(&line)
+                snippet(line.as_bytes())
             )));
         }
         if self.finished {

@@ -1,6 +1,7 @@
 //! The `/api/chat` response shapes (one non-streamed reply, or one NDJSON
 //! line of a stream), read into borrowing structs.
 
+use agent_http::error::snippet;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -62,7 +63,7 @@ impl WireChunk<'_> {
         serde_json::from_str(text).map_err(|error| {
             LlmError::decode(format!(
                 "Ollama sent a reply that is not the expected JSON ({error}): {}",
-                snippet(text)
+                snippet(text.as_bytes())
             ))
         })
     }
@@ -153,13 +154,5 @@ pub(crate) fn reasoning(thinking: &str) -> ReasoningBlock {
     ReasoningBlock {
         text: thinking.to_owned(),
         ..ReasoningBlock::default()
-    }
-}
-
-/// The first 200 characters of `text`, for error messages.
-pub(crate) fn snippet(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }

@@ -1,6 +1,7 @@
 //! Chat Completions response body -> `ChatResponse`.
 
 use agent_core::{AssistantMessage, ChatResponse, LlmError, ReasoningBlock, ToolCall};
+use agent_http::error::snippet;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -95,12 +96,6 @@ fn to_tool_call(id: Option<String>, function: WireFunction<'_>, position: usize)
         .map(WireArguments::as_text)
         .unwrap_or_default();
     ToolCall::from_argument_text(id, function.name.unwrap_or_default(), &arguments)
-}
-
-/// The start of a body, for error messages.
-pub(crate) fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(120)]);
-    text.into_owned()
 }
 
 #[derive(Deserialize)]

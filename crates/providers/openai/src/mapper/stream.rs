@@ -10,10 +10,10 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::response::snippet;
 use super::wire::{
     FinishReason, First, Indexed, LenientStr, WireArguments, WireText, WireUsage, error_from_object, stop_reason,
 };
+use agent_http::error::snippet;
 
 /// Maps the `data` of each server-sent event of a streamed Chat Completion
 /// to [`StreamEvent`]s. Pure: feed it the payloads in order, then call
