@@ -10,6 +10,7 @@
 //! - [`response`]: builders for responses with text and tool calls.
 //! - [`mocks`]: mockall mocks of the core traits, for expectation-style tests.
 //! - [`wire`]: the official recorded wire examples in `../shared/wire`.
+//! - [`collect_events`]: a client's event stream drained up to its first error.
 //! - [`canonical`]: the conversations every provider's request mapper is
 //!   snapshot-tested on.
 //!
@@ -31,11 +32,13 @@
 //! ```
 
 pub mod canonical;
+mod events;
 pub mod mocks;
 pub mod response;
 mod scripted;
 mod tools;
 pub mod wire;
 
+pub use events::collect_events;
 pub use scripted::{Script, ScriptedClient};
 pub use tools::{ComputeFn, TestTool, TestTools, ToolBehaviour};

@@ -5,16 +5,15 @@
 
 mod common;
 
+use agent_testing::collect_events;
+use futures::StreamExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use agent_core::{
-    CancellationToken, ChatRequest, LlmClient, LlmError, LlmErrorKind, Message, StopReason, StreamEvent, Usage,
-};
+use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopReason, StreamEvent, Usage};
 use agent_provider_anthropic::mapper::parse_response;
 use agent_provider_anthropic::{AnthropicClient, AnthropicConfig};
 use common::{assemble, decode_sse, read_json, read_wire, sse_body};
-use futures::StreamExt;
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -49,18 +48,6 @@ fn ok() -> ResponseTemplate {
 
 fn sse(body: impl Into<Vec<u8>>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body.into(), "text/event-stream")
-}
-
-async fn collect(stream: agent_core::EventStream) -> (Vec<StreamEvent>, Option<LlmError>) {
-    let mut events = Vec::new();
-    let mut stream = stream;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
 }
 
 /// Answers with the recorded responses of a `sdk_recorded` file in order.
@@ -260,7 +247,7 @@ async fn the_recorded_two_429s_then_a_streamed_200_stream_like_the_sdk_did() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     assert!(error.is_none(), "{error:?}");
     let recorded = read_wire("sdk_recorded/python_stream_two_429_rate_limit_then_200_sse__a8b7dbb8.exchange2.sse");
     assert_eq!(events, decode_sse(&[&recorded]).unwrap());
@@ -363,7 +350,7 @@ async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() 
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(events, decode_sse(&[&body]).unwrap());
     let response = assemble(&events).unwrap();
@@ -385,7 +372,7 @@ async fn an_error_event_after_a_200_is_a_typed_error_from_the_stream() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.unwrap();
     assert_eq!(error.kind, LlmErrorKind::Overloaded);
     assert!(
@@ -405,7 +392,7 @@ async fn an_error_event_after_a_200_is_a_typed_error_from_the_stream() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(collect(stream).await.1.unwrap().kind, LlmErrorKind::RateLimited);
+    assert_eq!(collect_events(stream).await.1.unwrap().kind, LlmErrorKind::RateLimited);
 }
 
 #[tokio::test]
@@ -423,7 +410,7 @@ async fn a_stream_that_ends_mid_tool_call_is_a_truncation_error_not_a_half_call(
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.expect("a truncated stream must end in an error");
     assert_eq!(error.kind, LlmErrorKind::Decode);
     assert!(
@@ -469,7 +456,7 @@ async fn a_connection_that_breaks_mid_tool_call_names_the_call_that_was_cut() {
     config.base_url = format!("http://{address}");
     let client = AnthropicClient::new(config).unwrap();
     let stream = client.stream(&request(), &CancellationToken::new()).await.unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.expect("a broken connection must end in an error");
     assert!(
         error
@@ -550,7 +537,7 @@ async fn cancelling_a_stream_mid_body_returns_within_100_ms() {
         trigger.cancel();
         Instant::now()
     });
-    let (_, error) = collect(stream).await;
+    let (_, error) = collect_events(stream).await;
     let latency = Instant::now().duration_since(cancelled_at.await.unwrap());
     assert_eq!(error.unwrap().kind, LlmErrorKind::Cancelled);
     assert!(

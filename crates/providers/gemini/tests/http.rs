@@ -6,12 +6,12 @@
 
 mod common;
 
+use agent_testing::collect_events;
 use std::time::{Duration, Instant};
 
-use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmError, LlmErrorKind, Message, StopReason, StreamEvent};
+use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopReason, StreamEvent};
 use agent_provider_gemini::{GeminiClient, GeminiConfig};
 use common::{assemble, decode_sse, interaction};
-use futures::StreamExt;
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -43,18 +43,6 @@ fn ok_body() -> Vec<u8> {
 
 fn sse(body: Vec<u8>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
-}
-
-async fn collect(stream: agent_core::EventStream) -> (Vec<StreamEvent>, Option<LlmError>) {
-    let mut events = Vec::new();
-    let mut stream = stream;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
 }
 
 #[tokio::test]
@@ -99,7 +87,7 @@ async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() 
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(events, decode_sse(&[&body]).unwrap());
     let response = assemble(&events).unwrap();
@@ -329,7 +317,7 @@ async fn the_recorded_404_on_an_event_stream_is_a_clear_error() {
     config.model = "custom-gemini-2.0-flash".into();
     let client = GeminiClient::new(config).unwrap();
     let error = match client.stream(&request(), &CancellationToken::new()).await {
-        Ok(stream) => collect(stream).await.1.unwrap(),
+        Ok(stream) => collect_events(stream).await.1.unwrap(),
         Err(error) => error,
     };
     assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
@@ -362,7 +350,7 @@ async fn a_body_cut_inside_a_function_call_chunk_names_the_call() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.expect("a truncated stream must end in an error");
     assert_eq!(error.kind, LlmErrorKind::Decode);
     assert!(
@@ -383,7 +371,7 @@ async fn a_body_that_ends_without_a_finish_reason_is_a_truncation_error() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.unwrap();
     assert_eq!(error.kind, LlmErrorKind::Decode);
     assert!(
@@ -408,7 +396,7 @@ async fn an_error_inside_the_stream_becomes_an_llm_error() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.unwrap();
     assert_eq!(error.kind, LlmErrorKind::Server);
     assert!(error.message.contains("INTERNAL: Error"), "{}", error.message);
@@ -443,7 +431,7 @@ async fn a_connection_that_breaks_mid_chunk_says_where_the_stream_was_cut() {
     )
     .unwrap();
     let stream = client.stream(&request(), &CancellationToken::new()).await.unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.expect("a broken connection must end in an error");
     assert!(
         error.message.contains("truncated after 2 chunks") || error.message.contains("truncated inside chunk 3"),
@@ -502,7 +490,7 @@ async fn cancelling_a_slow_stream_returns_within_100_ms() {
         Instant::now()
     });
     let error = match client.stream(&request(), &cancel).await {
-        Ok(stream) => collect(stream).await.1.unwrap(),
+        Ok(stream) => collect_events(stream).await.1.unwrap(),
         Err(error) => error,
     };
     let latency = Instant::now().duration_since(cancelled_at.await.unwrap());
@@ -566,7 +554,7 @@ async fn a_reply_without_model_version_reports_the_requested_model() {
     let whole = client.complete(&request(), &CancellationToken::new()).await.unwrap();
     assert_eq!(whole.model, "gemini-2.5-flash");
     let stream = client.stream(&request(), &CancellationToken::new()).await.unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(assemble(&events).unwrap().model, "gemini-2.5-flash");
 }

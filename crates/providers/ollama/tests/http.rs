@@ -5,12 +5,12 @@
 
 mod common;
 
+use agent_testing::collect_events;
 use std::time::{Duration, Instant};
 
-use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmError, LlmErrorKind, Message, StopReason, StreamEvent};
+use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopReason, StreamEvent};
 use agent_provider_ollama::{OllamaClient, OllamaConfig};
 use common::{assemble, read_example, tool_call_stream};
-use futures::StreamExt;
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -32,17 +32,6 @@ fn request() -> ChatRequest {
 
 fn ndjson(body: Vec<u8>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson")
-}
-
-async fn collect(mut stream: agent_core::EventStream) -> (Vec<StreamEvent>, Option<LlmError>) {
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
 }
 
 #[tokio::test]
@@ -81,7 +70,7 @@ async fn a_stream_posts_stream_true_and_assembles_tool_calls() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     assert!(error.is_none(), "{error:?}");
     let response = assemble(&events).unwrap();
     assert_eq!(response.message.tool_calls.len(), 2);
@@ -179,7 +168,7 @@ async fn an_error_line_midway_ends_the_stream_with_ollamas_message() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.unwrap();
     assert_eq!(error.kind, LlmErrorKind::Server);
     assert!(error.message.contains("an error was encountered"), "{error}");
@@ -201,7 +190,7 @@ async fn a_stream_cut_mid_tool_call_is_an_error_naming_the_call() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.unwrap();
     assert_eq!(error.kind, LlmErrorKind::Decode);
     assert!(error.message.contains("tool call `get_weather`"), "{error}");

@@ -5,12 +5,12 @@
 
 mod common;
 
+use agent_testing::collect_events;
 use std::time::{Duration, Instant};
 
-use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmError, LlmErrorKind, Message, StopReason, StreamEvent};
+use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopReason, StreamEvent};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use common::{assemble, decode_sse, read_wire};
-use futures::StreamExt;
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -39,18 +39,6 @@ fn ok_body() -> Vec<u8> {
 
 fn sse(body: Vec<u8>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
-}
-
-async fn collect(stream: agent_core::EventStream) -> (Vec<StreamEvent>, Option<LlmError>) {
-    let mut events = Vec::new();
-    let mut stream = stream;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
 }
 
 #[tokio::test]
@@ -192,7 +180,7 @@ async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() 
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(events, decode_sse(&[&body]).unwrap());
     let response = assemble(&events).unwrap();
@@ -213,7 +201,7 @@ async fn a_stream_that_ends_mid_tool_call_is_a_truncation_error_not_a_half_call(
         .await;
     let client = client(&server);
     let stream = client.stream(&request(), &CancellationToken::new()).await.unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.expect("a truncated stream must end in an error");
     assert_eq!(error.kind, LlmErrorKind::Decode);
     assert!(
@@ -246,7 +234,7 @@ async fn an_error_inside_the_stream_becomes_an_llm_error() {
         .stream(&request(), &CancellationToken::new())
         .await
         .unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.unwrap();
     assert_eq!(error.kind, LlmErrorKind::Server);
     assert!(error.message.contains("The server had an error"), "{}", error.message);
@@ -300,7 +288,7 @@ async fn cancelling_a_slow_stream_returns_within_100_ms() {
         Instant::now()
     });
     let error = match client.stream(&request(), &cancel).await {
-        Ok(stream) => collect(stream).await.1.unwrap(),
+        Ok(stream) => collect_events(stream).await.1.unwrap(),
         Err(error) => error,
     };
     let latency = Instant::now().duration_since(cancelled_at.await.unwrap());
@@ -436,7 +424,7 @@ async fn a_connection_that_breaks_mid_tool_call_names_the_call_that_was_cut() {
     config.base_url = Some(format!("http://{address}/v1"));
     let client = OpenAiClient::new(config).unwrap();
     let stream = client.stream(&request(), &CancellationToken::new()).await.unwrap();
-    let (events, error) = collect(stream).await;
+    let (events, error) = collect_events(stream).await;
     let error = error.expect("a broken connection must end in an error");
     assert!(
         error
