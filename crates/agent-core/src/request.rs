@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{AssistantMessage, Message, ToolDefinition, Usage};
+use crate::{AssistantMessage, LlmError, Message, ToolDefinition, Usage};
 
 /// Whether and how the model may call tools.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -105,6 +105,31 @@ impl ChatRequest {
     }
 }
 
+impl ChatRequest {
+    /// The tools the model may call under [`ChatRequest::tool_choice`]: none
+    /// for `None`, every one for `Auto` and `Required`, the named one for
+    /// `Tool`. A named tool that is not offered is an invalid-request error
+    /// naming the offered ones. For providers that cannot express a tool
+    /// choice and narrow the offered tools instead.
+    pub fn callable_tools(&self) -> Result<Vec<&ToolDefinition>, LlmError> {
+        match &self.tool_choice {
+            ToolChoice::None => Ok(Vec::new()),
+            ToolChoice::Auto | ToolChoice::Required => Ok(self.tools.iter().collect()),
+            ToolChoice::Tool { name } => match self.tools.iter().find(|tool| tool.name == *name) {
+                Some(tool) => Ok(vec![tool]),
+                None => Err(LlmError::invalid_request(format!(
+                    "tool_choice names the tool `{name}`, which is not among the request's tools ({})",
+                    self.tools
+                        .iter()
+                        .map(|tool| tool.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            },
+        }
+    }
+}
+
 /// Why the model stopped generating.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -137,4 +162,39 @@ pub struct ChatResponse {
     /// The provider's response id, when it gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn names(request: &ChatRequest) -> Result<Vec<&str>, LlmError> {
+        Ok(request
+            .callable_tools()?
+            .iter()
+            .map(|tool| tool.name.as_str())
+            .collect())
+    }
+
+    #[test]
+    fn callable_tools_follow_the_tool_choice() -> Result<(), LlmError> {
+        let tool = |name: &str| ToolDefinition::new(name, "", json!({"type": "object"}));
+        let mut request = ChatRequest::new(vec![Message::user("hi")]).with_tools(vec![tool("a"), tool("b")]);
+        assert_eq!(names(&request)?, ["a", "b"]);
+        request.tool_choice = ToolChoice::Required;
+        assert_eq!(names(&request)?, ["a", "b"]);
+        request.tool_choice = ToolChoice::None;
+        assert!(names(&request)?.is_empty());
+        request.tool_choice = ToolChoice::Tool { name: "b".into() };
+        assert_eq!(names(&request)?, ["b"]);
+        request.tool_choice = ToolChoice::Tool { name: "c".into() };
+        let error = request.callable_tools().expect_err("c is not offered");
+        assert!(
+            error.message.contains("`c`") && error.message.contains("a, b"),
+            "{error}"
+        );
+        Ok(())
+    }
 }

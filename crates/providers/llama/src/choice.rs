@@ -26,24 +26,7 @@ pub(crate) struct CallPlan {
 impl CallPlan {
     /// The plan for `request`. `tagged`: the model has a `<tool_call>` token.
     pub fn for_request(request: &ChatRequest, tagged: bool) -> Result<Self, LlmError> {
-        let callable: Vec<ToolDefinition> = match &request.tool_choice {
-            ToolChoice::None => Vec::new(),
-            ToolChoice::Auto | ToolChoice::Required => request.tools.clone(),
-            ToolChoice::Tool { name } => {
-                let tool = request.tools.iter().find(|tool| tool.name == *name).ok_or_else(|| {
-                    LlmError::invalid_request(format!(
-                        "tool_choice names the tool `{name}`, which is not among the request's tools ({})",
-                        request
-                            .tools
-                            .iter()
-                            .map(|tool| tool.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                })?;
-                vec![tool.clone()]
-            }
-        };
+        let callable: Vec<ToolDefinition> = request.callable_tools()?.into_iter().cloned().collect();
         let required =
             !callable.is_empty() && matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool { .. });
         let prefill = required.then(|| {

@@ -3,7 +3,7 @@
 //! The wire structs borrow from the request; the body is serialised straight
 //! into bytes without building a `serde_json::Value`.
 
-use agent_core::{AssistantMessage, ChatRequest, LlmError, Message, ToolCall, ToolChoice, ToolDefinition};
+use agent_core::{AssistantMessage, ChatRequest, LlmError, Message, ToolCall, ToolDefinition};
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
@@ -41,7 +41,8 @@ pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Re
             )));
         }
     }
-    let tools = offered_tools(request)?;
+    // Ollama has no tool_choice: the choice narrows the tools sent.
+    let tools = request.callable_tools()?;
     let body = Body {
         model: request.model.as_deref().unwrap_or(&options.model),
         messages: Messages {
@@ -65,26 +66,6 @@ pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Re
     serde_json::to_writer(&mut out, &body)
         .map_err(|error| LlmError::invalid_request(format!("the request cannot be encoded as JSON: {error}")))?;
     Ok(out)
-}
-
-/// The tools to send, after `tool_choice`.
-fn offered_tools(request: &ChatRequest) -> Result<Vec<&ToolDefinition>, LlmError> {
-    match &request.tool_choice {
-        ToolChoice::None => Ok(Vec::new()),
-        ToolChoice::Auto | ToolChoice::Required => Ok(request.tools.iter().collect()),
-        ToolChoice::Tool { name } => match request.tools.iter().find(|tool| &tool.name == name) {
-            Some(tool) => Ok(vec![tool]),
-            None => Err(LlmError::invalid_request(format!(
-                "tool_choice names `{name}`, which is not among the offered tools ({})",
-                request
-                    .tools
-                    .iter()
-                    .map(|tool| tool.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
-        },
-    }
 }
 
 #[derive(Serialize)]
