@@ -125,6 +125,15 @@ impl LlmError {
         self
     }
 
+    /// Names the provider unless the error already names one (an error
+    /// passed up from a lower layer keeps its own).
+    pub fn or_provider(mut self, provider: &str) -> Self {
+        if self.provider.is_none() {
+            self.provider = Some(provider.to_owned());
+        }
+        self
+    }
+
     /// Records the HTTP status.
     pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);
@@ -207,5 +216,15 @@ mod tests {
             LlmError::rate_limited("", Some(Duration::from_millis(1500))).retry_after(),
             Some(Duration::from_millis(1500))
         );
+    }
+
+    #[test]
+    fn or_provider_names_only_an_unnamed_error() {
+        assert_eq!(
+            LlmError::decode("x").or_provider("ollama").provider.as_deref(),
+            Some("ollama")
+        );
+        let named = LlmError::decode("x").with_provider("agent-http").or_provider("ollama");
+        assert_eq!(named.provider.as_deref(), Some("agent-http"));
     }
 }

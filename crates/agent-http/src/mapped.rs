@@ -105,10 +105,7 @@ where
                 if self.cancel.is_cancelled() && error.kind != LlmErrorKind::Cancelled {
                     error = LlmError::cancelled();
                 }
-                if error.provider.is_none() {
-                    error.provider = Some(self.provider.clone());
-                }
-                return Some((Err(error), self));
+                return Some((Err(error.or_provider(&self.provider)), self));
             }
             if self.mapper.is_finished() {
                 // The last event is the end, whatever the connection does.

@@ -79,31 +79,23 @@ impl LlmClient for AnthropicClient {
     }
 
     async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
-        let body = build_request_body(request, &self.options).map_err(own)?;
+        let body = build_request_body(request, &self.options).map_err(|error| error.or_provider(PROVIDER_NAME))?;
         let bytes = self
             .http
             .post_json(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
-        parse_response(&bytes).map_err(own)
+        parse_response(&bytes).map_err(|error| error.or_provider(PROVIDER_NAME))
     }
 
     async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
-        let body = build_request_body(request, &self.stream_options).map_err(own)?;
+        let body =
+            build_request_body(request, &self.stream_options).map_err(|error| error.or_provider(PROVIDER_NAME))?;
         let bytes = self
             .http
             .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
         let data = sse_events(bytes).map(|event| event.map(|event| event.data));
         Ok(map_events(data, StreamMapper::new(), cancel, PROVIDER_NAME))
-    }
-}
-
-/// Names the provider on an error that does not say yet.
-fn own(error: LlmError) -> LlmError {
-    if error.provider.is_some() {
-        error
-    } else {
-        error.with_provider(PROVIDER_NAME)
     }
 }
 

@@ -77,10 +77,8 @@ impl GeminiClient {
     /// Names the provider and adds what to do about Gemini's own failures:
     /// a rejected key comes back as HTTP 400 `API_KEY_INVALID` (an auth
     /// error here), an unknown model as 404.
-    fn own(&self, mut error: LlmError, model: &str) -> LlmError {
-        if error.provider.is_none() {
-            error.provider = Some(PROVIDER_NAME.to_owned());
-        }
+    fn own(&self, error: LlmError, model: &str) -> LlmError {
+        let mut error = error.or_provider(PROVIDER_NAME);
         let bad_key = error.message.contains("API_KEY_INVALID") || error.message.contains("API key not valid");
         if error.kind == LlmErrorKind::InvalidRequest && bad_key {
             error.kind = LlmErrorKind::Auth;

@@ -80,30 +80,21 @@ impl LlmClient for OllamaClient {
     }
 
     async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
-        let body = build_request_body(request, &self.options).map_err(own)?;
+        let body = build_request_body(request, &self.options).map_err(|error| error.or_provider(PROVIDER))?;
         let bytes = self
             .http
             .post_json(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
-        parse_response(&bytes).map_err(own)
+        parse_response(&bytes).map_err(|error| error.or_provider(PROVIDER))
     }
 
     async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
-        let body = build_request_body(request, &self.stream_options).map_err(own)?;
+        let body = build_request_body(request, &self.stream_options).map_err(|error| error.or_provider(PROVIDER))?;
         let bytes = self
             .http
             .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
         Ok(map_events(ndjson_lines(bytes), StreamMapper::new(), cancel, PROVIDER))
-    }
-}
-
-/// Marks an error as Ollama's.
-fn own(error: LlmError) -> LlmError {
-    if error.provider.is_some() {
-        error
-    } else {
-        error.with_provider(PROVIDER)
     }
 }
 

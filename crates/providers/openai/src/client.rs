@@ -85,32 +85,23 @@ impl LlmClient for OpenAiClient {
     }
 
     async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
-        let body = build_request_body(request, &self.options).map_err(|error| self.own(error))?;
+        let body = build_request_body(request, &self.options).map_err(|error| error.or_provider(&self.provider))?;
         let bytes = self
             .http
             .post_json(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
-        parse_response(&bytes).map_err(|error| self.own(error))
+        parse_response(&bytes).map_err(|error| error.or_provider(&self.provider))
     }
 
     async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
-        let body = build_request_body(request, &self.stream_options).map_err(|error| self.own(error))?;
+        let body =
+            build_request_body(request, &self.stream_options).map_err(|error| error.or_provider(&self.provider))?;
         let bytes = self
             .http
             .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
         let data = sse_events(bytes).map(|event| event.map(|event| event.data));
         Ok(map_events(data, StreamMapper::new(), cancel, &self.provider))
-    }
-}
-
-impl OpenAiClient {
-    fn own(&self, error: LlmError) -> LlmError {
-        if error.provider.is_some() {
-            error
-        } else {
-            error.with_provider(self.provider.clone())
-        }
     }
 }
 
