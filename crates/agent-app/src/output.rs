@@ -149,6 +149,7 @@ mod tests {
                 result: "{\"temperature\":21}".into(),
                 is_error: false,
                 duration_ms: 3,
+                duplicate_of: None,
                 iteration: 1,
             }],
             model_calls: Vec::new(),

@@ -50,10 +50,15 @@ pub struct ToolCallRecord {
     pub result: String,
     /// Whether the call failed.
     pub is_error: bool,
-    /// How long it took (0 for calls answered from a duplicate in the same batch).
+    /// How long it took (0 for calls answered from an identical call of the same reply).
     pub duration_ms: u64,
     /// The iteration (1-based) in which the model asked for it.
     pub iteration: u32,
+    /// Set when an identical call earlier in the same reply (this id) ran
+    /// instead: the call was collapsed onto it, is not in the history, and
+    /// carries that call's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
 }
 
 /// One model call made during a run.

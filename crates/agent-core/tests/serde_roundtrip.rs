@@ -136,6 +136,7 @@ fn responses_events_errors_and_records_round_trip() {
             result: "2".into(),
             is_error: false,
             duration_ms: 3,
+            duplicate_of: Some("a".into()),
             iteration: 1,
         }],
         model_calls: vec![ModelCallRecord {

@@ -375,9 +375,16 @@ impl AgentBuilder {
         self
     }
 
-    /// Whether identical calls of one batch run once (default on).
+    /// Whether identical calls of one reply are collapsed into one (default on).
     pub fn deduplicate_calls(mut self, on: bool) -> Self {
         self.config.deduplicate_calls = on;
+        self
+    }
+
+    /// At most this many calls of one reply run (default 16; 0 = no cap);
+    /// later ones are left out of the history and recorded as not run.
+    pub fn max_calls_per_reply(mut self, max: usize) -> Self {
+        self.config.max_calls_per_reply = max;
         self
     }
 

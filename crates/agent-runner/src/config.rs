@@ -45,8 +45,13 @@ pub struct RunConfig {
     /// Consecutive iterations whose calls all failed before the run ends with
     /// an error (default 3).
     pub max_consecutive_failures: u32,
-    /// Run identical calls of one batch once (default on).
+    /// Collapse identical calls of one reply into one (default on): it runs
+    /// once and enters the history once; the record keeps every call.
     pub deduplicate_calls: bool,
+    /// At most this many calls of one reply run (default 16; 0 = no cap).
+    /// Later calls are left out of the history and recorded as not run.
+    #[serde(default = "default_max_calls_per_reply")]
+    pub max_calls_per_reply: usize,
     /// Tools of one batch run at most this many at a time (default 8).
     pub max_concurrent_tools: usize,
     /// Tool choice of the first request; later requests use `auto`.
@@ -67,6 +72,13 @@ pub struct RunConfig {
 /// The default of [`RunConfig::max_tool_result_bytes`]: 32 KiB.
 pub const DEFAULT_MAX_TOOL_RESULT_BYTES: usize = 32 * 1024;
 
+/// The default of [`RunConfig::max_calls_per_reply`].
+pub const DEFAULT_MAX_CALLS_PER_REPLY: usize = 16;
+
+fn default_max_calls_per_reply() -> usize {
+    DEFAULT_MAX_CALLS_PER_REPLY
+}
+
 fn default_max_tool_result_bytes() -> usize {
     DEFAULT_MAX_TOOL_RESULT_BYTES
 }
@@ -77,6 +89,7 @@ impl Default for RunConfig {
             max_iterations: 10,
             max_consecutive_failures: 3,
             deduplicate_calls: true,
+            max_calls_per_reply: DEFAULT_MAX_CALLS_PER_REPLY,
             max_concurrent_tools: 8,
             tool_choice: ToolChoice::Auto,
             tool_protocol: ToolProtocol::Auto,

@@ -33,6 +33,7 @@
 //! ```
 
 mod agent;
+mod batch;
 mod config;
 mod driver;
 pub mod history;
@@ -43,7 +44,7 @@ mod state;
 mod telemetry;
 
 pub use agent::{Agent, AgentBuilder, RunError};
-pub use config::{Budget, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig, ToolProtocol};
+pub use config::{Budget, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig, ToolProtocol};
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
 pub use state::{RunIdentity, RunState, Step, StepError, ToolOutcome};

@@ -17,8 +17,9 @@ use agent_core::{
 use serde::{Deserialize, Serialize};
 
 use crate::RunConfig;
-use crate::history::{INTERRUPTED_RESULT, call_key, repair_history};
-use crate::protocol::{Protocol, Turn};
+use crate::batch::{Batch, BatchPolicy, Slot};
+use crate::history::{INTERRUPTED_RESULT, repair_history};
+use crate::protocol::Protocol;
 
 /// What the driver must do next.
 #[derive(Debug)]
@@ -83,27 +84,6 @@ struct Forced {
     reason: ForcedReason,
     /// Position of the transient instruction message in the request.
     instruction_at: usize,
-}
-
-/// What happens to one call of a batch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "slot", rename_all = "snake_case")]
-enum Slot {
-    /// Answered by the outcome at this index of `to_run`; `first` is false for
-    /// duplicates of an earlier call in the batch.
-    Run { index: usize, first: bool },
-    /// Not run: answered with this error.
-    Rejected { message: String },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Batch {
-    calls: Vec<ToolCall>,
-    slots: Vec<Slot>,
-    to_run: Vec<ToolCall>,
-    loop_detected: bool,
-    /// The calls came back structured (results go back as tool messages).
-    structured: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -303,25 +283,44 @@ impl RunState {
         }
 
         let structured = !turn.message.tool_calls.is_empty();
+        let policy = BatchPolicy {
+            deduplicate: self.config.deduplicate_calls,
+            max_calls: self.config.max_calls_per_reply,
+        };
+        let batch = Batch::plan(
+            std::mem::take(&mut turn.calls),
+            std::mem::take(&mut turn.rejected),
+            policy,
+            structured,
+        );
+        if structured && !batch.keeps_every_call() {
+            // Collapsed and capped calls never enter the history: the model
+            // sees each call it made once, with one result.
+            let kept: Vec<&str> = batch.history_ids().collect();
+            let mut position = 0;
+            turn.message.tool_calls.retain(|call| {
+                let keep = kept.get(position) == Some(&call.id.as_str());
+                position += usize::from(keep);
+                keep
+            });
+        }
         let message = self.protocol.history_message(&mut turn, true);
         self.request.messages.push(message);
-        let Turn { calls, rejected, .. } = turn;
         if let Some(detail) = self.exceeded_budget() {
-            let all = calls
-                .into_iter()
-                .chain(rejected.into_iter().map(|(call, _)| call))
-                .collect();
-            self.abandon(all, &detail, structured);
+            self.abandon(batch, &detail);
             self.finish(StopCause::BudgetExceeded, Some(detail));
             return Ok(());
         }
-        if calls.is_empty() && rejected.is_empty() {
+        if batch.entries.is_empty() {
             self.finish(StopCause::Completed, None);
             return Ok(());
         }
         // A forced tool choice applies to the first round only.
         self.request.tool_choice = ToolChoice::Auto;
-        let batch = self.plan_batch(calls, rejected, structured);
+        let mut batch = batch;
+        let signature = batch.signature();
+        batch.loop_detected = !signature.is_empty() && self.previous_batch.as_ref() == Some(&signature);
+        self.previous_batch = Some(signature);
         if let Some(max) = self.config.budget.max_tool_calls {
             let wanted = batch.to_run.len() as u32;
             if self.executed_tools + wanted > max {
@@ -329,13 +328,13 @@ impl RunState {
                     "the model asked for {wanted} more tool call(s), which would exceed the budget of {max} ({} used)",
                     self.executed_tools
                 );
-                self.abandon(batch.calls, &detail, structured);
+                self.abandon(batch, &detail);
                 self.finish(StopCause::BudgetExceeded, Some(detail));
                 return Ok(());
             }
         }
         if self.record_events {
-            for call in &batch.calls {
+            for call in batch.history_calls() {
                 self.events.push(AgentEvent::ToolCallRequested {
                     iteration: self.iteration,
                     call: call.clone(),
@@ -359,25 +358,44 @@ impl RunState {
         self.executed_tools += batch.to_run.len() as u32;
         let mut all_failed = true;
         let mut last_error = None;
-        let mut results = Vec::with_capacity(batch.calls.len());
-        for (call, slot) in batch.calls.into_iter().zip(batch.slots) {
+        let mut results = Vec::with_capacity(batch.entries.len());
+        for (call, slot) in batch.entries {
+            let in_history = slot.in_history();
+            let mut duplicate_of = None;
             let (content, is_error, duration) = match slot {
-                Slot::Run { index, first } => match outcomes.get(index) {
-                    Some(outcome) => (
-                        outcome.content.clone(),
-                        outcome.is_error,
-                        if first { outcome.duration } else { Duration::ZERO },
-                    ),
-                    None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO),
-                },
-                Slot::Rejected { message } => (message, true, Duration::ZERO),
+                Slot::Run { index } | Slot::Collapsed { index, .. } => {
+                    if let Slot::Collapsed { of, .. } = slot {
+                        duplicate_of = Some(of);
+                    }
+                    match outcomes.get(index) {
+                        Some(outcome) => (
+                            outcome.content.clone(),
+                            outcome.is_error,
+                            if duplicate_of.is_none() {
+                                outcome.duration
+                            } else {
+                                Duration::ZERO
+                            },
+                        ),
+                        None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO),
+                    }
+                }
+                Slot::Rejected { message } | Slot::Dropped { message } => (message, true, Duration::ZERO),
             };
             let content = crate::history::cap_tool_result(content, self.config.max_tool_result_bytes);
-            all_failed &= is_error;
-            if is_error {
-                last_error = Some(format!("`{}`: {content}", call.name));
+            if in_history {
+                all_failed &= is_error;
+                if is_error {
+                    last_error = Some(format!("`{}`: {content}", call.name));
+                }
             }
-            results.push(self.record_call(call, content, is_error, duration));
+            let result = self.record_call(call, content, is_error, duration);
+            if let Some(record) = self.tool_calls.last_mut() {
+                record.duplicate_of = duplicate_of;
+            }
+            if in_history {
+                results.push(result);
+            }
         }
         self.append_results(results, batch.structured);
         self.consecutive_failures = if all_failed { self.consecutive_failures + 1 } else { 0 };
@@ -426,14 +444,7 @@ impl RunState {
     /// an "interrupted" result, so the history stays sendable.
     pub fn interrupt(&mut self, cause: StopCause, detail: impl Into<String>) {
         match std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
-            Phase::NeedsTools { batch } => {
-                let results = batch
-                    .calls
-                    .into_iter()
-                    .map(|call| self.record_call(call, INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO))
-                    .collect();
-                self.append_results(results, batch.structured);
-            }
+            Phase::NeedsTools { batch } => self.abandon_with(batch, |_| INTERRUPTED_RESULT.to_owned()),
             Phase::NeedsModel { forced: Some(forced) } => self.request.messages.truncate(forced.instruction_at),
             Phase::NeedsModel { forced: None } => {}
             finished @ Phase::Finished { .. } => {
@@ -517,56 +528,6 @@ impl RunState {
         None
     }
 
-    fn plan_batch(&mut self, calls: Vec<ToolCall>, rejected: Vec<(ToolCall, String)>, structured: bool) -> Batch {
-        let keys: Vec<String> = calls.iter().map(call_key).collect();
-        let mut signature = keys.clone();
-        signature.sort_unstable();
-        let loop_detected = self.previous_batch.as_ref() == Some(&signature);
-        self.previous_batch = Some(signature);
-
-        let mut slots = Vec::with_capacity(calls.len());
-        let mut to_run: Vec<ToolCall> = Vec::with_capacity(calls.len());
-        let mut run_keys: Vec<&str> = Vec::with_capacity(calls.len());
-        for (call, key) in calls.iter().zip(&keys) {
-            if let Some(raw) = &call.raw_arguments {
-                slots.push(Slot::Rejected {
-                    message: format!(
-                        "invalid arguments for `{}`: not valid JSON: {raw}. Call the tool again with a JSON object.",
-                        call.name
-                    ),
-                });
-                continue;
-            }
-            let duplicate = self
-                .config
-                .deduplicate_calls
-                .then(|| run_keys.iter().position(|k| *k == key.as_str()))
-                .flatten();
-            if let Some(index) = duplicate {
-                slots.push(Slot::Run { index, first: false });
-            } else {
-                slots.push(Slot::Run {
-                    index: to_run.len(),
-                    first: true,
-                });
-                to_run.push(call.clone());
-                run_keys.push(key);
-            }
-        }
-        let mut calls = calls;
-        for (call, reason) in rejected {
-            calls.push(call);
-            slots.push(Slot::Rejected { message: reason });
-        }
-        Batch {
-            calls,
-            slots,
-            to_run,
-            loop_detected,
-            structured,
-        }
-    }
-
     fn force_answer(&mut self, reason: ForcedReason) {
         self.request.tool_choice = ToolChoice::None;
         if !self.request.has_tool_blocks() {
@@ -584,12 +545,26 @@ impl RunState {
     }
 
     /// Answers calls that will not run, so the record and the history stay complete.
-    fn abandon(&mut self, calls: Vec<ToolCall>, reason: &str, structured: bool) {
-        let results = calls
-            .into_iter()
-            .map(|call| self.record_call(call, format!("Not run: {reason}."), true, Duration::ZERO))
-            .collect();
-        self.append_results(results, structured);
+    fn abandon(&mut self, batch: Batch, reason: &str) {
+        self.abandon_with(batch, |_| format!("Not run: {reason}."));
+    }
+
+    /// Answers every call of `batch` with `message(call)` (a dropped call
+    /// keeps its own reason) and appends the results of the calls in the
+    /// history.
+    fn abandon_with(&mut self, batch: Batch, message: impl Fn(&ToolCall) -> String) {
+        let mut results = Vec::with_capacity(batch.entries.len());
+        for (call, slot) in batch.entries {
+            let content = match &slot {
+                Slot::Dropped { message } => message.clone(),
+                _ => message(&call),
+            };
+            let result = self.record_call(call, content, true, Duration::ZERO);
+            if slot.in_history() {
+                results.push(result);
+            }
+        }
+        self.append_results(results, batch.structured);
     }
 
     /// Records one call's outcome and returns the result to send back.
@@ -608,6 +583,7 @@ impl RunState {
             is_error,
             duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             iteration: self.iteration,
+            duplicate_of: None,
         });
         result
     }

@@ -96,9 +96,10 @@ async fn concurrency_is_bounded() {
     );
 }
 
-// 3. Identical calls in one batch run once; every id gets the result.
+// 3. Identical calls in one reply are collapsed: one runs, one enters the
+// history; the record keeps both, the second marked as a duplicate.
 #[tokio::test]
-async fn identical_calls_in_a_batch_run_once_and_both_ids_get_the_result() {
+async fn identical_calls_in_a_reply_collapse_into_one_and_the_record_keeps_both() {
     let echo = TestTool::new("echo", ToolBehaviour::Echo);
     let runs = echo.call_counter();
     let client = ScriptedClient::new()
@@ -107,6 +108,7 @@ async fn identical_calls_in_a_batch_run_once_and_both_ids_get_the_result() {
             vec![
                 ToolCall::new("a", "echo", json!({"x": 1, "y": [1, 2]})),
                 ToolCall::new("b", "echo", json!({"y": [1, 2], "x": 1})),
+                ToolCall::new("c", "echo", json!({"x": 2})),
             ],
         ))
         .respond(response::text("done"));
@@ -115,17 +117,79 @@ async fn identical_calls_in_a_batch_run_once_and_both_ids_get_the_result() {
         .run(vec![], "go", &ctx())
         .await
         .expect("run");
-    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
     let ids: Vec<_> = result.tool_calls.iter().map(|c| c.id.as_str()).collect();
-    assert_eq!(ids, ["a", "b"]);
+    assert_eq!(ids, ["a", "b", "c"]);
     assert_eq!(result.tool_calls[0].result, result.tool_calls[1].result);
-    let results: Vec<_> = client.requests()[1]
-        .messages
+    assert_eq!(result.tool_calls[0].duplicate_of, None);
+    assert_eq!(result.tool_calls[1].duplicate_of.as_deref(), Some("a"));
+    let sent = &client.requests()[1].messages;
+    let asked: Vec<_> = sent
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant(reply) => Some(reply.tool_calls.iter().map(|c| c.id.clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(asked, ["a", "c"], "the duplicate never enters the history");
+    let results: Vec<_> = sent
         .iter()
         .filter_map(Message::as_tool_result)
         .map(|r| r.call_id.clone())
         .collect();
-    assert_eq!(results, ["a", "b"]);
+    assert_eq!(results, ["a", "c"]);
+    assert_eq!(result.messages, {
+        let mut history = sent.clone();
+        history.push(Message::assistant("done"));
+        history
+    });
+}
+
+#[tokio::test]
+async fn calls_past_the_per_reply_cap_are_recorded_as_not_run_and_left_out_of_the_history() {
+    let echo = TestTool::new("echo", ToolBehaviour::Echo);
+    let runs = echo.call_counter();
+    let calls: Vec<(&str, serde_json::Value)> = (0..5).map(|i| ("echo", json!({"x": i}))).collect();
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls(calls))
+        .respond(response::text("done"));
+    let result = common::agent_with(&client, TestTools::new("t").with(echo))
+        .max_calls_per_reply(2)
+        .build()
+        .run(vec![], "go", &ctx())
+        .await
+        .expect("run");
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(result.tool_calls.len(), 5);
+    assert!(
+        result.tool_calls[2..]
+            .iter()
+            .all(|c| c.is_error && c.result.contains("asked for 5 tool calls and at most 2 run per reply"))
+    );
+    let results = client.requests()[1]
+        .messages
+        .iter()
+        .filter_map(Message::as_tool_result)
+        .count();
+    assert_eq!(results, 2);
+    assert_eq!(result.stop_reason, StopCause::Completed);
+}
+
+#[tokio::test]
+async fn the_default_cap_is_sixteen_calls_per_reply() {
+    let echo = TestTool::new("echo", ToolBehaviour::Echo);
+    let runs = echo.call_counter();
+    let calls: Vec<(&str, serde_json::Value)> = (0..20).map(|i| ("echo", json!({"x": i}))).collect();
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls(calls))
+        .respond(response::text("done"));
+    common::agent_with(&client, TestTools::new("t").with(echo))
+        .build()
+        .run(vec![], "go", &ctx())
+        .await
+        .expect("run");
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 16);
 }
 
 #[tokio::test]
