@@ -16,7 +16,7 @@ use agent_runner::Agent;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 
-use crate::console::{Console, brief, stop_note};
+use crate::console::{Console, brief, count, stop_note};
 use crate::error::AppError;
 
 /// What the user typed.
@@ -198,8 +198,8 @@ impl Conversation {
     pub fn cost_report(&self, model: &str) -> String {
         let usage = &self.usage;
         let mut report = format!(
-            "{} runs · {} tokens in ({} from cache) · {} out · {} total\nestimated cost: ${:.6}",
-            self.runs,
+            "{} · {} tokens in ({} from cache) · {} out · {} total\nestimated cost: ${:.6}",
+            count(u64::from(self.runs), "run"),
             usage.input_tokens,
             usage.cache_read_tokens,
             usage.output_tokens,
@@ -209,8 +209,8 @@ impl Conversation {
         if self.unpriced_runs > 0 {
             let _ = write!(
                 report,
-                " (plus {} runs of `{model}`, whose price is not in the catalog: add [catalog.\"{model}\"] to agentry.toml)",
-                self.unpriced_runs
+                " (plus {} of `{model}`, whose price is not in the catalog: add [catalog.\"{model}\"] to agentry.toml)",
+                count(u64::from(self.unpriced_runs), "run")
             );
         }
         report
@@ -260,7 +260,10 @@ pub async fn run_chat(
             .filter(|m| matches!(m, Message::User { .. }))
             .count();
         console
-            .line(&format!("(continuing a conversation of {turns} turns)"))
+            .line(&format!(
+                "(continuing a conversation of {})",
+                count(turns as u64, "turn")
+            ))
             .map_err(write)?;
     }
     let mut interrupted_at_prompt = false;
@@ -511,7 +514,7 @@ mod tests {
         assert!(out.contains("42."), "{out}");
         assert!(out.contains("  calculator — "), "{out}");
         assert!(
-            out.contains("1 runs · 2100 tokens in (0 from cache) · 15 out · 2115 total"),
+            out.contains("1 run · 2100 tokens in (0 from cache) · 15 out · 2115 total"),
             "{out}"
         );
         assert!(out.contains("You asked 6*7."), "{out}");

@@ -217,6 +217,16 @@ pub fn brief(text: &str, max: usize) -> String {
     }
 }
 
+/// `n` and `noun`, plural unless `n` is 1: "1 tool call", "3 tool calls".
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// A one-line description of why a run stopped, for anything but `completed`.
 pub fn stop_note(cause: StopCause, detail: Option<&str>) -> Option<String> {
     if cause == StopCause::Completed {
@@ -268,6 +278,13 @@ impl Write for SharedBuffer {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn counts_are_singular_only_for_one() {
+        assert_eq!(super::count(1u32, "tool call"), "1 tool call");
+        assert_eq!(super::count(0u32, "tool call"), "0 tool calls");
+        assert_eq!(super::count(2u64, "iteration"), "2 iterations");
+    }
+
     use agent_core::ToolCall;
     use serde_json::{Map, json};
 

@@ -12,7 +12,7 @@ use agent_runner::{Agent, ToolProtocol};
 use agent_tools_travel::{NaiveDate, TravelTools};
 use futures::StreamExt;
 
-use crate::console::{Console, stop_note};
+use crate::console::{Console, count, stop_note};
 use crate::error::AppError;
 use crate::tools::ToolBox;
 
@@ -282,10 +282,10 @@ pub async fn run_demo(
         }
         let elapsed = turn_started.elapsed();
         let mut summary = format!(
-            "   [{} iterations · {} tool calls · {} tokens · {:.1} s]",
-            result.iterations,
-            result.tool_calls.len(),
-            result.usage.total_tokens(),
+            "   [{} · {} · {} · {:.1} s]",
+            count(result.iterations, "iteration"),
+            count(result.tool_calls.len() as u64, "tool call"),
+            count(result.usage.total_tokens(), "token"),
             elapsed.as_secs_f64()
         );
         if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
@@ -307,9 +307,10 @@ pub async fn run_demo(
     console.line("").map_err(write)?;
     console
         .line(&format!(
-            "done: {} turns · {calls} tool calls · {} tokens ({} in, {} from cache, {} out) · ${cost:.6} · {:.1} s",
-            reports.len(),
-            usage.total_tokens(),
+            "done: {} · {} · {} ({} in, {} from cache, {} out) · ${cost:.6} · {:.1} s",
+            count(reports.len() as u64, "turn"),
+            count(calls as u64, "tool call"),
+            count(usage.total_tokens(), "token"),
             usage.input_tokens,
             usage.cache_read_tokens,
             usage.output_tokens,
@@ -404,5 +405,7 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("done: 10 turns · 3 tool calls"), "{out}");
+        assert!(out.contains("[1 iteration · 0 tool calls · "), "{out}");
+        assert!(out.contains("[2 iterations · 1 tool call · "), "{out}");
     }
 }

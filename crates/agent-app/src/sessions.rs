@@ -67,15 +67,15 @@ impl Session {
     /// The conversation as people read it.
     pub fn transcript(&self) -> String {
         let mut out = format!(
-            "session {} · {} turns · {} · {} tokens · ${:.6}\n",
+            "session {} · {} · {} · {} · ${:.6}\n",
             self.name,
-            self.turns(),
+            crate::console::count(self.turns() as u64, "turn"),
             if self.model.is_empty() {
                 "no runs yet".to_owned()
             } else {
                 format!("{}/{}", self.provider, self.model)
             },
-            self.usage.total_tokens(),
+            crate::console::count(self.usage.total_tokens(), "token"),
             self.cost_usd
         );
         for message in &self.messages {
