@@ -320,7 +320,7 @@ impl Mapper {
             generation_ms = summary.generation_time.as_millis() as u64,
             "local generation finished"
         );
-        let (mut events, calls) = self.calls.finish();
+        let (mut events, calls) = self.calls.finish(summary.finish == Finish::MaxTokens);
         for (index, (name, arguments)) in calls.iter().enumerate() {
             let id = format!("call_{}", self.next_call.fetch_add(1, Ordering::Relaxed));
             events.push(StreamEvent::ToolCallStart {
@@ -403,7 +403,9 @@ impl ToolCallExtractor {
     }
 
     /// The last text events and the calls, as (name, JSON argument text).
-    fn finish(&mut self) -> (Vec<StreamEvent>, Vec<(String, String)>) {
+    /// `cut`: the generation hit `max_tokens`; a held-back reply that was
+    /// starting a tool call is then dropped, never released as text.
+    fn finish(&mut self, cut: bool) -> (Vec<StreamEvent>, Vec<(String, String)>) {
         if self.tools.is_empty() {
             return (Vec::new(), Vec::new());
         }
@@ -412,7 +414,12 @@ impl ToolCallExtractor {
             .parse(&self.text);
         let mut events = Vec::new();
         if let Some(rest) = reply.text.strip_prefix(self.shown.as_str()) {
-            if !rest.is_empty() {
+            if cut && self.holding == Some(true) && self.starts_a_call(rest) {
+                tracing::warn!(
+                    fragment = %rest.chars().take(120).collect::<String>(),
+                    "max_tokens cut a tool call short; the fragment is dropped, not shown as text"
+                );
+            } else if !rest.is_empty() {
                 events.push(StreamEvent::TextDelta { text: rest.to_owned() });
             }
         }
@@ -425,6 +432,14 @@ impl ToolCallExtractor {
             })
             .collect();
         (events, calls)
+    }
+
+    /// Whether held-back `text` is the start of a tool call: a `"name"`
+    /// key or one of the tools' names inside JSON or a code fence.
+    fn starts_a_call(&self, text: &str) -> bool {
+        let start = text.trim_start();
+        let shaped = start.starts_with('{') || start.starts_with('[') || start.starts_with("```");
+        shaped && (start.contains("\"name\"") || self.tools.iter().any(|tool| start.contains(&format!("\"{tool}\""))))
     }
 
     fn show(&mut self, visible: String) -> Vec<StreamEvent> {
@@ -440,7 +455,7 @@ impl ToolCallExtractor {
 mod tests {
     use super::*;
 
-    fn run(tools: &[&str], pieces: &[&str]) -> (String, Vec<(String, String)>) {
+    fn run_cut(tools: &[&str], pieces: &[&str], cut: bool) -> (String, Vec<(String, String)>) {
         let mut extractor = ToolCallExtractor::new(tools.iter().map(|t| (*t).to_owned()).collect());
         let mut shown = String::new();
         let mut collect = |events: Vec<StreamEvent>| {
@@ -453,9 +468,40 @@ mod tests {
         for piece in pieces {
             collect(extractor.push(piece));
         }
-        let (events, calls) = extractor.finish();
+        let (events, calls) = extractor.finish(cut);
         collect(events);
         (shown, calls)
+    }
+
+    fn run(tools: &[&str], pieces: &[&str]) -> (String, Vec<(String, String)>) {
+        run_cut(tools, pieces, false)
+    }
+
+    #[test]
+    fn a_call_cut_by_max_tokens_is_never_shown_as_text() {
+        let pieces = ["{\"name\": \"get_weather\", \"argum", "ents\": {\"location\": \"Aus"];
+        let (shown, calls) = run_cut(&["get_weather"], &pieces, true);
+        assert_eq!(shown, "");
+        assert!(calls.is_empty());
+        let fenced = ["```json\n[{\"get_weather\": {\"loc"];
+        assert_eq!(run_cut(&["get_weather"], &fenced, true).0, "");
+        // Complete calls before the cut are kept.
+        let two = [
+            "{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\"}}\n",
+            "{\"name\": \"get_weather\", \"arguments\": {\"loc",
+        ];
+        let (shown, calls) = run_cut(&["get_weather"], &two, true);
+        assert_eq!(shown, "");
+        assert_eq!(calls.len(), 1, "{calls:?}");
+    }
+
+    #[test]
+    fn held_back_text_that_is_not_a_call_is_still_shown_when_cut() {
+        let pieces = ["```\nls -la\n", "cd /tm"];
+        assert_eq!(run_cut(&["get_weather"], &pieces, true).0, "```\nls -la\ncd /tm");
+        // Without a cut, an unparseable held-back reply is text, as before.
+        let pieces = ["{\"name\": \"get_weather\", \"arguments\": {\"loc"];
+        assert_eq!(run(&["get_weather"], &pieces).0, pieces[0]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Choosing each generated token: greedy or seeded sampling, the ban on the
 //! tool-call opening, and the tool-call grammar.
 
+use llama_cpp_2::GrammarError;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
@@ -22,6 +23,27 @@ pub(crate) struct TokenSampler {
     /// Bans and the choice (greedy or seeded sampling), in order.
     chain: LlamaSampler,
     grammar: Option<LlamaSampler>,
+}
+
+/// The grammar sampler: from the first token, or lazy, starting when the
+/// output opens a call in one of the forms of
+/// [`TRIGGER_PATTERNS`](crate::grammar::TRIGGER_PATTERNS) or with one of the
+/// `opening` tokens.
+fn grammar_sampler(
+    model: &LlamaModel,
+    grammar: &str,
+    from_start: bool,
+    opening: &[LlamaToken],
+) -> Result<LlamaSampler, GrammarError> {
+    if from_start {
+        LlamaSampler::grammar(model, grammar, "root")
+    } else {
+        let patterns: Vec<String> = crate::grammar::TRIGGER_PATTERNS
+            .iter()
+            .map(|pattern| (*pattern).to_owned())
+            .collect();
+        LlamaSampler::grammar_lazy_patterns(model, grammar, "root", &patterns, opening)
+    }
 }
 
 impl TokenSampler {
@@ -48,12 +70,7 @@ impl TokenSampler {
             chain.push(LlamaSampler::dist(job.seed));
         }
         let grammar = job.grammar.as_deref().and_then(|grammar| {
-            let sampler = if job.grammar_from_start {
-                LlamaSampler::grammar(model, grammar, "root")
-            } else {
-                LlamaSampler::grammar_lazy(model, grammar, "root", ["<tool_call>"], &opening)
-            };
-            sampler
+            grammar_sampler(model, grammar, job.grammar_from_start, &opening)
                 .inspect_err(
                     |error| tracing::warn!(%error, "the tool-call grammar was rejected; generating without it"),
                 )
@@ -101,5 +118,41 @@ impl TokenSampler {
         grammar.accept(token);
         self.chain.accept(token);
         Some(token)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_core::ToolDefinition;
+    use llama_cpp_2::model::params::LlamaModelParams;
+    use serde_json::json;
+
+    use super::*;
+    use crate::models::{DEFAULT_MODEL, ModelStore, known_model};
+
+    #[test]
+    fn llama_cpp_accepts_the_tool_call_grammar_eager_and_lazy() {
+        let store = ModelStore::default_location();
+        let Some(known) = known_model(DEFAULT_MODEL).filter(|known| store.is_ready(known)) else {
+            assert!(
+                std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
+                "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
+            );
+            eprintln!("skipped: the model is not fetched");
+            return;
+        };
+        let backend = crate::engine::backend().expect("backend");
+        let model = LlamaModel::load_from_file(backend, store.path_of(known), &LlamaModelParams::default())
+            .expect("the model loads");
+        let tools = [ToolDefinition::new(
+            "get_weather",
+            "Weather.",
+            json!({"type": "object", "properties": {"location": {"type": "string"}},
+                   "required": ["location"], "additionalProperties": false}),
+        )];
+        let grammar = crate::grammar::tool_call_grammar(&tools).expect("grammar");
+        grammar_sampler(&model, &grammar, true, &[]).expect("the eager grammar");
+        let opening = model.vocab().tokenize(b"<tool_call>", false, true);
+        grammar_sampler(&model, &grammar, false, &opening).expect("the lazy grammar and its patterns");
     }
 }
