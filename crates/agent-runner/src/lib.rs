@@ -1,9 +1,12 @@
 //! # agent-runner
 //!
 //! The agentic loop. An [`Agent`] sends the conversation and its tools to a
-//! model, runs the tools the model asks for (concurrently, deduplicated,
-//! validated), feeds the results back and repeats until the model answers,
-//! with guards against loops, runaway iterations, failing tools and budgets.
+//! model, runs the tools the model asks for (concurrently, validated,
+//! identical calls of one reply collapsed into one, at most
+//! [`DEFAULT_MAX_CALLS_PER_REPLY`] per reply unless configured), feeds the
+//! results back and repeats until the model answers, with guards against
+//! loops, runaway iterations, failing tools and budgets. `docs/loop.md` in the
+//! repository lists every behaviour.
 //!
 //! The decisions live in [`RunState`], a serde state machine that does no I/O;
 //! [`Agent::run`] drives it. A run can therefore be saved between steps and
