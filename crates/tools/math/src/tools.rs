@@ -11,6 +11,7 @@ use crate::number::to_json;
 
 /// Arguments of the `calculator` tool.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CalculatorArgs {
     /// The arithmetic expression to evaluate, written on one line, e.g. "1234 * 5678",
     /// "(3 + 4) ^ 2 / 7", "sqrt(2) * max(1, 5, 3)" or "round(249.99 * 1.0825, 2)".
@@ -66,6 +67,7 @@ pub enum Operation {
 
 /// Arguments of the `arithmetic` tool.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ArithmeticArgs {
     /// Which operation to apply to a and b: "add" (a + b), "subtract" (a - b), "multiply" (a * b)
     /// or "divide" (a / b).

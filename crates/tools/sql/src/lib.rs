@@ -64,4 +64,4 @@ mod tools;
 pub use config::SqlConfig;
 pub use describe::{ColumnDescription, DatabaseDescription, ForeignKey, TableDescription};
 pub use query::QueryResult;
-pub use tools::{PROVIDER_NAME, QueryArgs, SqlError, SqlTools};
+pub use tools::{DescribeArgs, PROVIDER_NAME, QueryArgs, SqlError, SqlTools};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{ToolContext, ToolError};
-use agent_tools::{Json, NoArgs, ToolSet, TypedTool};
+use agent_tools::{Json, ToolSet, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -41,6 +41,7 @@ pub enum SqlError {
 
 /// Arguments of `query_database`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct QueryArgs {
     /// One read-only SQL statement in SQLite syntax: SELECT or WITH ... SELECT, e.g.
     /// "SELECT name, price FROM products WHERE price > 10 ORDER BY price DESC".
@@ -54,6 +55,13 @@ pub struct QueryArgs {
 fn default_limit() -> usize {
     100
 }
+
+/// Arguments of `describe_database`: none. Unlike `agent_tools::NoArgs`,
+/// an argument the model invents is refused (the schema says
+/// `"additionalProperties": false`) rather than silently ignored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DescribeArgs {}
 
 /// Read-only SQL over one SQLite database: `query_database` and
 /// `describe_database`. Each call opens its own read-only connection on a
@@ -184,7 +192,7 @@ impl SqlTools {
                 "Describes the database: every table and view with its columns (name, type, nullable, \
                  default), primary key, foreign keys and row count. Call it before writing a query. \
                  Takes no arguments: {}.",
-                move |_: NoArgs, context: ToolContext| {
+                move |_: DescribeArgs, context: ToolContext| {
                     let tools = describe_tools.clone();
                     async move { tools.describe(&context).await.map(Json) }
                 },

@@ -33,6 +33,7 @@ pub(crate) static RATES: &[(&str, &str, f64)] = &[
 
 /// Arguments of `get_currency_exchange`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ExchangeArgs {
     /// The ISO 4217 code of the currency to convert from, e.g. "USD".
     pub from: String,

@@ -13,12 +13,15 @@ use crate::places::{Place, distance_km};
 
 /// Arguments of `get_flight_prices`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FlightArgs {
-    /// Where the trip starts: a city name or IATA code, e.g. "New York", "NYC" or "JFK".
+    /// Where the trip starts: a real city the user named, as a name or IATA code, e.g. "New York",
+    /// "NYC" or "JFK".
     pub origin: String,
-    /// Where the trip goes: a city name or IATA code, e.g. "Tokyo" or "HND".
+    /// Where the trip goes: a real city the user named, as a name or IATA code, e.g. "Tokyo" or "HND".
     pub destination: String,
-    /// Departure date in ISO 8601 format YYYY-MM-DD, e.g. "2026-06-15". Today or later.
+    /// Departure date, today or later: YYYY-MM-DD (e.g. "2026-06-15") or as the user said it: "today",
+    /// "tomorrow", "June 15", "15 June", "next Friday", "in 2 weeks", "next month".
     pub date: String,
 }
 
@@ -31,6 +34,10 @@ pub struct Endpoint {
     pub city: String,
     /// The airport's IATA code.
     pub airport: String,
+    /// When the query named a country: which city stands for it. Absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One flight on offer.
@@ -61,8 +68,14 @@ pub struct FlightPrices {
     pub origin: Endpoint,
     /// Where they go.
     pub destination: Endpoint,
-    /// The departure date.
+    /// The departure date, resolved: always `YYYY-MM-DD`.
     pub date: NaiveDate,
+    /// The departure date's day of the week, e.g. "Friday".
+    pub weekday: String,
+    /// When the date was not given as `YYYY-MM-DD`: how it was read, e.g.
+    /// "\"next Friday\" is Friday 2030-06-07". Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date_note: Option<String>,
     /// Always "USD".
     pub currency: String,
     /// Great-circle distance, km.
@@ -88,7 +101,7 @@ pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<Fligh
     let origin = Place::resolve(&args.origin, "origin")?;
     let destination = Place::resolve(&args.destination, "destination")?;
     let date = parse_travel_date(&args.date, today)?;
-    if origin.key() == destination.key() {
+    if origin.city == destination.city {
         return Err(ToolError::failed(format!(
             "origin and destination are both {} ({}); choose two different places",
             origin.display_name(),
@@ -96,7 +109,7 @@ pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<Fligh
         )));
     }
     let distance = distance_km(&origin, &destination);
-    let mut dice = Dice::new(&["flights", &origin.key(), &destination.key(), &date.to_string()]);
+    let mut dice = Dice::new(&["flights", origin.key(), destination.key(), &date.to_string()]);
 
     let days_ahead = (date - today).num_days();
     let lead_time = match days_ahead {
@@ -145,10 +158,15 @@ pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<Fligh
             .then(a.departure_time.cmp(&b.departure_time))
     });
     let cheapest = flights.first().map_or(0, |flight| flight.price_usd);
+    let weekday = date.format("%A").to_string();
+    let spoken = args.date.trim();
+    let date_note = (spoken != date.to_string()).then(|| format!("{spoken:?} is {weekday} {date}"));
     Ok(FlightPrices {
-        origin: endpoint(&args.origin, &origin),
-        destination: endpoint(&args.destination, &destination),
+        origin: endpoint(&args.origin, &origin, "flights leave from"),
+        destination: endpoint(&args.destination, &destination, "flights go to"),
         date,
+        weekday,
+        date_note,
         currency: "USD".to_owned(),
         distance_km: distance.round() as u32,
         flights,
@@ -156,10 +174,11 @@ pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<Fligh
     })
 }
 
-fn endpoint(query: &str, place: &Place) -> Endpoint {
+fn endpoint(query: &str, place: &Place, doing: &str) -> Endpoint {
     Endpoint {
         query: query.trim().to_owned(),
         city: place.display_name(),
-        airport: place.airport(),
+        airport: place.airport().to_owned(),
+        note: place.note(doing),
     }
 }

@@ -21,6 +21,7 @@ const SECRET_NUMBER: f64 = 0.0;
 
 /// Arguments of `divide_by_secret_number`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DivideArgs {
     /// The number to divide, e.g. 42.
     pub number: f64,
@@ -119,10 +120,11 @@ impl TravelTools {
         .tool(
             self.tool(
                 "get_weather",
-                "Gets the current weather for a city: temperature, feels-like temperature, conditions, \
-             humidity and wind. Accepts city names or IATA airport codes, e.g. \"Tokyo\", \
-             \"New York\", \"Paris, France\" or \"LHR\". Example: {\"location\": \"Tokyo\", \
-             \"units\": \"celsius\"}."
+                "Gets the current weather for one city: temperature, feels-like temperature, conditions, \
+                 humidity and wind. location must be a real city the user named, by name or IATA airport code, \
+                 e.g. \"Tokyo\", \"New York\", \"Paris, France\" or \"LHR\"; a country gives its capital. \
+                 If the user has not said which city, do not call this tool: ask them. One call per city. \
+                 Example: {\"location\": \"Tokyo\", \"units\": \"celsius\"}."
                     .to_owned(),
                 |tools, args: WeatherArgs| tools.weather(&args),
             ),
@@ -131,10 +133,11 @@ impl TravelTools {
             self.tool(
                 "get_flight_prices",
                 "Finds one-way economy flights between two cities on a date, with prices in USD, \
-             cheapest first, plus the distance. Cities by name or IATA code (\"New York\", \"NYC\", \
-             \"JFK\"). The date must be in YYYY-MM-DD format and not in the past; convert relative \
-             dates such as \"next Friday\" to a full date first. Example: {\"origin\": \"NYC\", \
-             \"destination\": \"London\", \"date\": \"YYYY-MM-DD\"}."
+                 cheapest first, plus the distance. Cities are real cities the user named, by name or IATA \
+                 code (\"New York\", \"NYC\", \"JFK\"). The date may be YYYY-MM-DD or what the user said: \
+                 \"today\", \"tomorrow\", \"June 15\", \"next Friday\", \"in 2 weeks\", \"next month\"; the \
+                 result gives it as YYYY-MM-DD. If the user has not said a city or the date, ask them instead of \
+                 calling. Example: {\"origin\": \"NYC\", \"destination\": \"London\", \"date\": \"June 15\"}."
                     .to_owned(),
                 |tools, args: FlightArgs| tools.flight_prices(&args),
             ),

@@ -41,8 +41,11 @@ impl JsonSchema for Units {
 
 /// Arguments of `get_weather`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WeatherArgs {
-    /// The city, as a name or an IATA code, e.g. "Tokyo", "New York", "Paris, France" or "LHR".
+    /// One real city the user named, as a name or an IATA code, e.g. "Tokyo", "New York",
+    /// "Paris, France" or "LHR". A country gives its capital. Never a placeholder: if the user has not
+    /// said which city, ask them instead of calling the tool.
     pub location: String,
     /// "celsius" (the default) or "fahrenheit". Also sets the wind speed unit (km/h or mph).
     #[serde(default)]
@@ -72,6 +75,11 @@ pub struct Weather {
     pub wind_speed_unit: String,
     /// Where the wind comes from: N, NE, E, ...
     pub wind_direction: String,
+    /// When `location` named a country: which city the weather is for,
+    /// e.g. "Australia is a country; this is the weather in Canberra, its
+    /// capital. ...". Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The weather for a place on a date.
@@ -79,7 +87,7 @@ pub(crate) fn weather(args: &WeatherArgs, today: NaiveDate) -> Result<Weather, T
     let place = Place::resolve(&args.location, "location")?;
     let (mean, swing, humidity, wetness, southern) = place.climate();
     let date_key = today.to_string();
-    let mut dice = Dice::new(&["weather", &place.key(), &date_key]);
+    let mut dice = Dice::new(&["weather", place.key(), &date_key]);
 
     // Warmest around 20 July in the north and 20 January in the south.
     let warmest_day = if southern { 20.0 } else { 201.0 };
@@ -142,6 +150,7 @@ pub(crate) fn weather(args: &WeatherArgs, today: NaiveDate) -> Result<Weather, T
         wind_speed: wind_speed.round() as u32,
         wind_speed_unit: wind_unit.to_owned(),
         wind_direction: direction.to_owned(),
+        note: place.note("this is the weather in"),
     })
 }
 

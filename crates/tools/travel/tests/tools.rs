@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{ToolContext, ToolRegistry};
+use agent_core::{ToolContext, ToolError, ToolRegistry};
 use agent_tools::Registry;
 use agent_tools_travel::{Clock, NaiveDate, SystemClock, TravelTools};
 use serde_json::{Value, json};
@@ -136,7 +136,7 @@ async fn fahrenheit_matches_celsius() {
 async fn weather_is_deterministic() {
     let first = registry_on("2030-06-01");
     let second = registry_on("2030-06-01");
-    for location in ["Tokyo", "Paris", "Springfield", "Ouagadougou"] {
+    for location in ["Tokyo", "Paris", "Oslo", "Canberra", "Australia"] {
         let a = call(&first, "get_weather", json!({"location": location}))
             .await
             .unwrap();
@@ -186,18 +186,128 @@ async fn weather_values_are_pinned() {
 }
 
 #[tokio::test]
-async fn unknown_and_empty_locations() {
+async fn unknown_placeholder_and_empty_locations_are_refused() {
     let registry = registry_on("2030-06-01");
-    let springfield = call(&registry, "get_weather", json!({"location": "  Springfield "}))
-        .await
-        .unwrap();
-    assert_eq!(springfield["location"], "Springfield");
-    let temperature = number(&springfield["temperature"]);
-    assert!((-5.0..40.0).contains(&temperature));
-    let error = call(&registry, "get_weather", json!({"location": " "}))
+    let weather = |location: &str| call(&registry, "get_weather", json!({"location": location}));
+    // No made-up weather for a place the tools do not know.
+    let error = weather("  Springfield ").await.unwrap_err();
+    assert!(
+        error.starts_with("location \"Springfield\" is not a place these tools know."),
+        "{error}"
+    );
+    assert!(error.contains("ask the user which city they mean"), "{error}");
+    // A misspelling gets close matches.
+    let error = weather("Pari").await.unwrap_err();
+    assert!(error.contains("Did you mean Paris (France)?"), "{error}");
+    // The placeholder a small model copied from the schema.
+    let error = weather("Your favorite city name or IATA airport code")
         .await
         .unwrap_err();
+    assert!(error.contains("looks like a placeholder, not a place"), "{error}");
+    assert!(error.contains("ask the user which city they mean"), "{error}");
+    let error = weather(" ").await.unwrap_err();
     assert!(error.starts_with("location must not be empty"), "{error}");
+}
+
+#[tokio::test]
+async fn countries_stand_for_their_capital_and_regions_ask_for_a_city() {
+    let registry = registry_on("2030-06-01");
+    let weather = |location: &str| call(&registry, "get_weather", json!({"location": location}));
+    // The demo's request: "Australia, Belarus, Caribbean, Denmark, Egypt, France, Greece and Hungary".
+    for (country, city) in [
+        ("Australia", "Canberra, Australia"),
+        ("Belarus", "Minsk, Belarus"),
+        ("Denmark", "Copenhagen, Denmark"),
+        ("Egypt", "Cairo, Egypt"),
+        ("France", "Paris, France"),
+        ("Greece", "Athens, Greece"),
+        ("Hungary", "Budapest, Hungary"),
+    ] {
+        let result = weather(country).await.unwrap();
+        assert_eq!(result["location"], city, "{country}");
+        let note = result["note"].as_str().unwrap();
+        assert!(
+            note.starts_with(&format!("{country} is a country; this is the weather in ")),
+            "{note}"
+        );
+    }
+    let australia = weather("Australia").await.unwrap();
+    assert!(
+        australia["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("Australia is a country; this is the weather in Canberra, its capital"),
+        "{australia}"
+    );
+    // The same city by name has no note.
+    assert!(weather("Canberra").await.unwrap().get("note").is_none());
+    let error = weather("Caribbean").await.unwrap_err();
+    assert!(
+        error.starts_with("location \"Caribbean\" is a region, not a city"),
+        "{error}"
+    );
+    assert!(
+        error.contains("ask the user which city in the Caribbean they mean"),
+        "{error}"
+    );
+
+    let flights = call(
+        &registry,
+        "get_flight_prices",
+        json!({"origin": "London", "destination": "Greece", "date": "2030-07-01"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(flights["destination"]["airport"], "ATH");
+    assert!(
+        flights["destination"]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("Greece is a country; flights go to Athens, its capital"),
+        "{flights}"
+    );
+    assert!(flights["origin"].get("note").is_none());
+}
+
+#[tokio::test]
+async fn invented_arguments_are_refused_before_the_tool_runs() {
+    let registry = registry_on("2030-06-01");
+    for definition in registry.definitions() {
+        assert_eq!(
+            definition.input_schema["additionalProperties"],
+            json!(false),
+            "{}",
+            definition.name
+        );
+    }
+    // Each call is valid apart from the invented argument. The message is
+    // the schema validator's (the tool's own decoding words it
+    // differently), and divide_by_secret_number, which always fails when
+    // it runs, does not say "division by zero": no tool ran.
+    let cases = [
+        ("get_weather", json!({"location": "Tokyo", "airport": "HND"}), "airport"),
+        (
+            "get_flight_prices",
+            json!({"origin": "NYC", "destination": "LHR", "date": "2030-07-01", "class": "business"}),
+            "class",
+        ),
+        (
+            "get_currency_exchange",
+            json!({"from": "USD", "to": "EUR", "amount": 1, "date": "today"}),
+            "date",
+        ),
+        ("divide_by_secret_number", json!({"number": 42, "secret": 7}), "secret"),
+    ];
+    for (tool, arguments, invented) in cases {
+        let run = registry.execute(tool, &arguments, &ToolContext::new()).await;
+        match run.outcome {
+            Err(ToolError::InvalidArguments { tool: named, problems }) => {
+                assert_eq!(named, tool);
+                assert_eq!(problems, [format!("unexpected argument \"{invented}\"")]);
+            }
+            other => panic!("{tool}: expected invalid arguments, got {other:?}"),
+        }
+    }
 }
 
 #[tokio::test]
@@ -254,33 +364,67 @@ async fn flight_prices_scale_with_distance() {
 }
 
 #[tokio::test]
-async fn flight_prices_are_deterministic_and_accept_unknown_places() {
+async fn flight_prices_are_deterministic_and_refuse_unknown_places() {
     let registry = registry_on("2030-06-01");
-    let arguments = json!({"origin": "Springfield", "destination": "Shelbyville", "date": "2030-06-01"});
+    let arguments = json!({"origin": "Oslo", "destination": "Canberra", "date": "2030-06-01"});
     let first = call(&registry, "get_flight_prices", arguments.clone()).await.unwrap();
     let second = call(&registry_on("2030-06-01"), "get_flight_prices", arguments)
         .await
         .unwrap();
     assert_eq!(first, second);
-    assert_eq!(first["origin"]["airport"], "SPR");
+    assert_eq!(first["origin"]["airport"], "OSL");
     assert!(number(&first["cheapest_price_usd"]) > 0.0);
+    let error = call(
+        &registry,
+        "get_flight_prices",
+        json!({"origin": "Springfield", "destination": "Shelbyville", "date": "2030-06-01"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.starts_with("origin \"Springfield\" is not a place these tools know"),
+        "{error}"
+    );
+    let error = call(
+        &registry,
+        "get_flight_prices",
+        json!({"origin": "NYC", "destination": "Londn", "date": "2030-06-01"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(error.contains("Did you mean London (United Kingdom)?"), "{error}");
 }
 
 #[tokio::test]
-async fn flight_dates_must_be_iso_and_not_past() {
+async fn flight_dates_accept_what_users_say_and_never_the_past() {
+    // 2030-06-01 is a Saturday.
     let registry = registry_on("2030-06-01");
     let flight = |date: &str| json!({"origin": "Paris", "destination": "Rome", "date": date});
-    let error = call(&registry, "get_flight_prices", flight("June 15"))
+    for (said, iso, weekday) in [
+        ("June 15", "2030-06-15", "Saturday"),
+        ("15 June", "2030-06-15", "Saturday"),
+        ("tomorrow", "2030-06-02", "Sunday"),
+        ("next Friday", "2030-06-07", "Friday"),
+        ("in 2 weeks", "2030-06-15", "Saturday"),
+        ("next month", "2030-07-01", "Monday"),
+        ("May 3", "2031-05-03", "Saturday"),
+    ] {
+        let result = call(&registry, "get_flight_prices", flight(said)).await.unwrap();
+        assert_eq!(result["date"], iso, "{said}");
+        assert_eq!(result["weekday"], weekday, "{said}");
+        assert_eq!(result["date_note"], format!("{said:?} is {weekday} {iso}"), "{said}");
+    }
+    let iso = call(&registry, "get_flight_prices", flight("2030-06-01"))
         .await
-        .unwrap_err();
-    assert!(
-        error.starts_with("date must be in ISO 8601 format YYYY-MM-DD"),
-        "{error}"
-    );
-    assert!(
-        error.contains("got \"June 15\"") && error.contains("today is 2030-06-01"),
-        "{error}"
-    );
+        .unwrap();
+    assert_eq!((iso["date"].as_str(), iso.get("date_note")), (Some("2030-06-01"), None));
+    // A relative date gives the same offers as the ISO date it stands for.
+    let relative = call(&registry, "get_flight_prices", flight("June 15")).await.unwrap();
+    let absolute = call(&registry, "get_flight_prices", flight("2030-06-15"))
+        .await
+        .unwrap();
+    assert_eq!(relative["flights"], absolute["flights"]);
+
     let error = call(&registry, "get_flight_prices", flight("2030-05-31"))
         .await
         .unwrap_err();
@@ -288,11 +432,25 @@ async fn flight_dates_must_be_iso_and_not_past() {
         error.starts_with("the date 2030-05-31 is in the past; today is 2030-06-01"),
         "{error}"
     );
+    let error = call(&registry, "get_flight_prices", flight("15/06/2030"))
+        .await
+        .unwrap_err();
+    assert!(error.contains("ambiguous") && error.contains("YYYY-MM-DD"), "{error}");
+    let error = call(&registry, "get_flight_prices", flight("sometime soon"))
+        .await
+        .unwrap_err();
+    assert!(
+        error.starts_with("could not read the date \"sometime soon\""),
+        "{error}"
+    );
+    assert!(
+        error.contains("today is Saturday, 2030-06-01") && error.contains("next Monday"),
+        "{error}"
+    );
     let error = call(&registry, "get_flight_prices", flight("2030-13-01"))
         .await
         .unwrap_err();
     assert!(error.contains("not a valid calendar date"), "{error}");
-    assert!(call(&registry, "get_flight_prices", flight("2030-06-01")).await.is_ok());
     let error = call(
         &registry,
         "get_flight_prices",

@@ -29,6 +29,7 @@ pub enum WebError {
 
 /// Arguments of `web_search`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SearchArgs {
     /// What to search for, as you would type it into a search engine, e.g. "rust async book".
     pub query: String,
@@ -55,6 +56,7 @@ pub struct SearchResults {
 
 /// Arguments of `fetch_url`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FetchArgs {
     /// The page's full `http` or `https` URL.
     #[schemars(description = "The full http or https URL of the page, e.g. \"https://www.rust-lang.org/learn\".")]
