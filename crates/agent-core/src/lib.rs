@@ -29,6 +29,7 @@ mod event;
 mod message;
 mod request;
 mod run;
+mod said;
 mod stream;
 mod tool;
 mod usage;
@@ -40,6 +41,7 @@ pub use event::AgentEvent;
 pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
 pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};
 pub use run::{AgentRunResult, ModelCallRecord, StopCause, ToolCallRecord};
+pub use said::UserWords;
 pub use stream::{StreamAccumulator, StreamEvent, response_to_events};
 pub use tool::{
     RegistryError, ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider, ToolRegistry,

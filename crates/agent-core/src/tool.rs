@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::UserWords;
+
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
@@ -164,6 +166,10 @@ pub struct ToolContext {
     /// The id of the tool call being executed (the runner sets it for each
     /// call; it is recorded as `gen_ai.tool.call.id`).
     pub call_id: Option<String>,
+    /// What the user has written in the conversation, for tools that check
+    /// an argument came from the user ([`user_said`](Self::user_said)). The
+    /// runner fills it from the conversation when it is unset.
+    pub user_words: Option<UserWords>,
 }
 
 impl ToolContext {
@@ -200,6 +206,19 @@ impl ToolContext {
     pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
         self
+    }
+
+    /// Uses these words as what the user has said.
+    pub fn with_user_words(mut self, words: UserWords) -> Self {
+        self.user_words = Some(words);
+        self
+    }
+
+    /// Whether the user wrote `phrase` in this conversation (whole words,
+    /// ignoring case and punctuation); `None` when the context does not know
+    /// the conversation, so a tool cannot tell.
+    pub fn user_said(&self, phrase: &str) -> Option<bool> {
+        self.user_words.as_ref().map(|words| words.contains(phrase))
     }
 
     /// The roles of `required` the caller does not hold.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use agent_core::{
     AgentEvent, AgentRunResult, ChatRequest, LlmClient, LlmError, Message, ModelCatalog, StopCause, ToolChoice,
-    ToolContext, ToolRegistry,
+    ToolContext, ToolRegistry, UserWords,
 };
 use futures::Stream;
 use tokio::sync::mpsc;
@@ -170,6 +170,7 @@ impl Agent {
         // tools' and the model's work), never the caller's.
         let context = ToolContext {
             cancel: context.cancel.child_token(),
+            user_words: user_words(context, &state),
             ..context.clone()
         };
         self.driver(&context, None).drive(&mut state).await;
@@ -190,7 +191,12 @@ impl Agent {
         let (sender, receiver) = mpsc::unbounded_channel();
         let cancel = context.cancel.child_token();
         let guard = cancel.clone().drop_guard();
-        let context = ToolContext { cancel, ..context };
+        let user_words = user_words(&context, &state);
+        let context = ToolContext {
+            cancel,
+            user_words,
+            ..context
+        };
         tokio::spawn(async move {
             let mut state = state;
             let _ = sender.send(AgentEvent::RunStarted {
@@ -477,4 +483,13 @@ impl AgentBuilder {
             }),
         }
     }
+}
+
+/// The caller's user words, else the conversation's: what tools may check
+/// their arguments against.
+fn user_words(context: &ToolContext, state: &RunState) -> Option<UserWords> {
+    context
+        .user_words
+        .clone()
+        .or_else(|| Some(UserWords::from_messages(&state.request().messages)))
 }

@@ -5,6 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use agent_core::ToolRegistry as _;
 use agent_core::{
     AssistantMessage, ChatResponse, LlmError, LlmErrorKind, Message, StopCause, StopReason, ToolCall, ToolChoice,
     ToolContext, Usage,
@@ -833,4 +834,47 @@ async fn a_huge_tool_result_is_capped_before_it_enters_the_history() {
     let sent = client.requests()[1].clone();
     let full = sent.messages.iter().find_map(Message::as_tool_result).expect("sent");
     assert_eq!(full.content, huge, "0 turns the cap off");
+}
+
+/// Tools see what the user has said in the conversation (and only that), so
+/// they can refuse an argument the model made up.
+#[tokio::test]
+async fn tools_are_told_what_the_user_said_in_the_conversation() {
+    use agent_tools::{Json, ToolSet, TypedTool};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Args {
+        city: String,
+    }
+    let tool = TypedTool::new(
+        "said",
+        "Did the user say it?",
+        |args: Args, context: agent_core::ToolContext| {
+            let said = context.user_said(&args.city);
+            async move { Ok::<_, agent_core::ToolError>(Json(json!({ "said": said }))) }
+        },
+    );
+    let registry = agent_tools::Registry::new();
+    registry
+        .register(std::sync::Arc::new(ToolSet::new("t", "test").tool(tool)), true)
+        .expect("register");
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([
+            ("said", json!({"city": "Tokyo"})),
+            ("said", json!({"city": "Paris"})),
+            ("said", json!({"city": "Oslo"})),
+        ]))
+        .respond(response::text("done"));
+    let history = vec![
+        Message::user("I live in Oslo."),
+        Message::assistant("Noted: Paris is lovely too."),
+    ];
+    let result = agent_runner::Agent::builder(std::sync::Arc::new(client))
+        .tools(std::sync::Arc::new(registry))
+        .build()
+        .run(history, "Weather in tokyo?", &ctx())
+        .await
+        .expect("run");
+    let said: Vec<&str> = result.tool_calls.iter().map(|call| call.result.as_str()).collect();
+    assert_eq!(said, [r#"{"said":true}"#, r#"{"said":false}"#, r#"{"said":true}"#]);
 }
