@@ -51,6 +51,59 @@ pub(crate) fn remove_ranges(text: &str, removed: &[Range<usize>]) -> String {
     out.trim().to_owned()
 }
 
+/// The longest wrapper tag looked for, `<` and `>` included.
+const MAX_WRAPPER_TAG: usize = 40;
+
+/// `removed` (sorted) with calls that sit inside a made-up wrapper tag
+/// (`<tools>{..}</tools>`, `<function_call>{..}\n{..}</function_call>`)
+/// widened to take the tags too: small models wrap calls in tags of their
+/// own, which must not be left behind as text. Ranges separated only by
+/// whitespace are merged first, so one wrapper may hold several calls.
+pub(crate) fn widen_to_wrappers(text: &str, removed: &[Range<usize>]) -> Vec<Range<usize>> {
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(removed.len());
+    for range in removed {
+        match merged.last_mut() {
+            Some(last)
+                if last.end <= range.start
+                    && text.get(last.end..range.start).is_some_and(|gap| gap.trim().is_empty()) =>
+            {
+                last.end = range.end;
+            }
+            _ => merged.push(range.clone()),
+        }
+    }
+    for range in &mut merged {
+        let before = text.get(..range.start).unwrap_or_default().trim_end();
+        // A tag name is short: look back a bounded way, so the whole pass
+        // stays linear in the text.
+        let mut window = before.len().saturating_sub(MAX_WRAPPER_TAG);
+        while !before.is_char_boundary(window) {
+            window += 1;
+        }
+        let Some(open_at) = before
+            .strip_suffix('>')
+            .and_then(|head| head.get(window..))
+            .and_then(|tail| tail.rfind('<'))
+            .map(|at| window + at)
+        else {
+            continue;
+        };
+        let name = &before[open_at + 1..before.len() - 1];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let after = text.get(range.end..).unwrap_or_default();
+        let closing = format!("</{name}>");
+        let rest = after.trim_start();
+        if rest.starts_with(&closing) {
+            let skipped = after.len() - rest.len();
+            range.start = open_at;
+            range.end += skipped + closing.len();
+        }
+    }
+    merged
+}
+
 /// Whether `c` may appear in a tool or argument name.
 pub(crate) fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.')
@@ -87,6 +140,19 @@ mod tests {
     fn lines_handle_crlf_and_missing_final_break() {
         let got: Vec<_> = lines("a\r\nbc\n\nd").map(|l| (l.text, l.start, l.next)).collect();
         assert_eq!(got, [("a", 0, 3), ("bc", 3, 6), ("", 6, 7), ("d", 7, 8)]);
+    }
+
+    #[test]
+    fn wrapper_tags_around_calls_are_taken_with_them() {
+        let text = "Sure.\n<tools>\n{a}\n{b}\n</tools>\nDone <b>{c}</b> <x>{d}";
+        let a = text.find("{a}").unwrap_or_default();
+        let b = text.find("{b}").unwrap_or_default();
+        let c = text.find("{c}").unwrap_or_default();
+        let d = text.find("{d}").unwrap_or_default();
+        let widened = widen_to_wrappers(text, &[a..a + 3, b..b + 3, c..c + 3, d..d + 3]);
+        assert_eq!(remove_ranges(text, &widened), "Sure.\n\nDone  <x>");
+        // No wrapper: unchanged.
+        assert_eq!(widen_to_wrappers("x {a} y", &[2..5]), [2..5]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::react::{Label, parse_action_target, parse_input, sections};
 use crate::repair::repair_json;
 use crate::scan::{Quotes, scan};
 use crate::streaming::StreamingToolCallFilter;
-use crate::text::{lines, remove_ranges, split_name};
+use crate::text::{lines, remove_ranges, split_name, widen_to_wrappers};
 
 /// The ways a model can write a tool call in text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -272,6 +272,7 @@ impl ToolCallParser {
         }
         found.sort_by_key(|(r, _)| r.start);
         let ranges: Vec<Range<usize>> = found.iter().map(|(r, _)| r.clone()).collect();
+        let ranges = widen_to_wrappers(text, &ranges);
         ParsedReply {
             text: remove_ranges(text, &ranges),
             calls: found.into_iter().flat_map(|(_, calls)| calls).collect(),

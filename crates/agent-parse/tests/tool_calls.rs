@@ -329,3 +329,17 @@ fn action_names_that_are_not_tools_stay_text() {
     assert_eq!(parse(text).text, text);
     assert!(parse(text).calls.is_empty());
 }
+
+#[test]
+fn calls_wrapped_in_made_up_tags_leave_no_markup_behind() {
+    let reply = ToolCallParser::new()
+        .known_tools(["get_weather"])
+        .parse("<tools>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Tokyo\"}}\n</tools>");
+    assert_eq!(reply.calls.len(), 1);
+    assert_eq!(reply.text, "");
+    let reply = ToolCallParser::new().known_tools(["get_weather"]).parse(
+        "Checking.\n<function_call>{\"name\": \"get_weather\", \"arguments\": {}}\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\"}}</function_call>",
+    );
+    assert_eq!(reply.calls.len(), 2);
+    assert_eq!(reply.text, "Checking.");
+}
