@@ -358,8 +358,9 @@ fn usage(summary: &Summary) -> Usage {
 }
 
 /// Separates tool calls from generated text as it streams: tagged calls are
-/// hidden at once; a reply that starts like JSON or a code fence is held back
-/// until the end, because small models write their calls that way.
+/// hidden at once; a reply that starts like JSON, a code fence or a tag is
+/// held back until the end, because small models write their calls that way
+/// (in a fence, bare, or wrapped in tags of their own such as `<tools>`).
 struct ToolCallExtractor {
     tools: Vec<String>,
     filter: StreamingToolCallFilter,
@@ -389,7 +390,7 @@ impl ToolCallExtractor {
             if start.is_empty() {
                 return true;
             }
-            start.starts_with('{') || start.starts_with('[') || start.starts_with("```")
+            start.starts_with(['{', '[', '<']) || start.starts_with("```")
         });
         if self.text.trim_start().is_empty() {
             self.holding = None;
@@ -438,7 +439,7 @@ impl ToolCallExtractor {
     /// key or one of the tools' names inside JSON or a code fence.
     fn starts_a_call(&self, text: &str) -> bool {
         let start = text.trim_start();
-        let shaped = start.starts_with('{') || start.starts_with('[') || start.starts_with("```");
+        let shaped = start.starts_with(['{', '[', '<']) || start.starts_with("```");
         shaped && (start.contains("\"name\"") || self.tools.iter().any(|tool| start.contains(&format!("\"{tool}\""))))
     }
 
@@ -518,6 +519,19 @@ mod tests {
             calls,
             [("calculator".to_owned(), r#"{"expression":"1234 * 5678"}"#.to_owned())]
         );
+    }
+
+    #[test]
+    fn calls_in_made_up_wrapper_tags_show_no_markup() {
+        let (shown, calls) = run(
+            &["get_weather"],
+            &[
+                "<tools>\n{\"name\": \"get_weather\", ",
+                "\"arguments\": {\"location\": \"Tokyo\"}}\n</tools>",
+            ],
+        );
+        assert_eq!(shown, "");
+        assert_eq!(calls.len(), 1);
     }
 
     #[test]

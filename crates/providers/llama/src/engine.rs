@@ -297,7 +297,7 @@ impl Session<'_> {
             let Some(token) = sampler.next(context, last_logits) else {
                 break Finish::EndOfGeneration;
             };
-            if vocab.is_eog(token) {
+            if ends_turn(&vocab, token, &self.tool_call_opening) {
                 break Finish::EndOfGeneration;
             }
             generated += 1;
@@ -322,6 +322,18 @@ impl Session<'_> {
             generation_time: generation_started.elapsed(),
         })
     }
+}
+
+/// Whether `token` ends the model's turn: an end-of-generation token, or
+/// any other control token but the tool-call opening (a chat model that
+/// writes `<|im_start|>` is starting the next message, which is not part of
+/// its reply).
+pub(crate) fn ends_turn(
+    vocab: &llama_cpp_2::vocab::LlamaVocab<'_>,
+    token: LlamaToken,
+    tool_call_opening: &[i32],
+) -> bool {
+    vocab.is_eog(token) || (vocab.is_control(token) && !tool_call_opening.contains(&token.0))
 }
 
 fn decode_error(error: impl std::fmt::Display) -> LlmError {

@@ -155,4 +155,30 @@ mod tests {
         let opening = model.vocab().tokenize(b"<tool_call>", false, true);
         grammar_sampler(&model, &grammar, false, &opening).expect("the lazy grammar and its patterns");
     }
+
+    #[test]
+    fn control_tokens_but_the_call_opening_end_the_turn() {
+        let store = ModelStore::default_location();
+        let Some(known) = known_model(DEFAULT_MODEL).filter(|known| store.is_ready(known)) else {
+            assert!(
+                std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
+                "the model is not fetched"
+            );
+            return;
+        };
+        let backend = crate::engine::backend().expect("backend");
+        let model = LlamaModel::load_from_file(backend, store.path_of(known), &LlamaModelParams::default())
+            .expect("the model loads");
+        let vocab = model.vocab();
+        let single = |text: &str| {
+            let tokens = vocab.tokenize(text.as_bytes(), false, true);
+            assert_eq!(tokens.len(), 1, "{text}: {tokens:?}");
+            tokens[0]
+        };
+        let opening = [single("<tool_call>").0];
+        assert!(crate::engine::ends_turn(&vocab, single("<|im_start|>"), &opening));
+        assert!(crate::engine::ends_turn(&vocab, single("<|im_end|>"), &opening));
+        assert!(!crate::engine::ends_turn(&vocab, single("<tool_call>"), &opening));
+        assert!(!crate::engine::ends_turn(&vocab, single("Hello"), &opening));
+    }
 }
