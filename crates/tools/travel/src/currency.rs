@@ -46,6 +46,9 @@ pub struct ExchangeArgs {
 /// What `get_currency_exchange` returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Exchange {
+    /// The conversion in one sentence, first: "1000 USD = 920.00 EUR
+    /// (rate 0.92)".
+    pub summary: String,
     /// The source currency code.
     pub from: String,
     /// The target currency code.
@@ -76,6 +79,11 @@ pub(crate) fn exchange(args: &ExchangeArgs) -> Result<Exchange, ToolError> {
         return Err(ToolError::failed("amount is too large to convert"));
     }
     Ok(Exchange {
+        summary: format!(
+            "{} {from} = {converted:.2} {to} (rate {})",
+            args.amount,
+            round_to(rate, 6)
+        ),
         from: from.to_owned(),
         to: to.to_owned(),
         amount: args.amount,

@@ -216,9 +216,19 @@ fn month_day(words: &[&str], today: NaiveDate) -> Result<Option<NaiveDate>, Tool
 
 fn not_past(date: NaiveDate, today: NaiveDate) -> Result<NaiveDate, ToolError> {
     if date < today {
+        // A model that turns "June 15" into a date often picks this year's.
+        let next = (1..=MAX_YEARS_AHEAD)
+            .filter_map(|years| date.with_year(date.year() + years))
+            .find(|next| *next >= today);
+        let hint = match next {
+            Some(next) => format!(
+                "If the user said only the month and day, they mean the next one, {next}: call again with \
+                 {next}. Otherwise tell the user the date has passed and ask for another."
+            ),
+            None => "Tell the user the date has passed and ask for another.".to_owned(),
+        };
         return Err(ToolError::failed(format!(
-            "the date {date} is in the past; today is {today}. Use a date on or after today; \
-             if the user gave this date, tell them and ask for another"
+            "the date {date} is in the past; today is {today}. {hint}"
         )));
     }
     Ok(date)
@@ -397,8 +407,9 @@ mod tests {
     fn past_and_impossible_dates_are_refused() {
         assert_eq!(
             refused("2030-05-31"),
-            "the date 2030-05-31 is in the past; today is 2030-06-01. Use a date on or after today; \
-             if the user gave this date, tell them and ask for another"
+            "the date 2030-05-31 is in the past; today is 2030-06-01. If the user said only the month and \
+             day, they mean the next one, 2031-05-31: call again with 2031-05-31. Otherwise tell the user the \
+             date has passed and ask for another."
         );
         assert!(refused("May 31, 2030").starts_with("the date 2030-05-31 is in the past"));
         assert!(refused("2030-02-30").starts_with("2030-02-30 is not a valid calendar date"));

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dates::parse_travel_date;
 use crate::dice::Dice;
+use crate::missing::{ask_user, given};
 use crate::places::{Place, distance_km};
 
 /// Arguments of `get_flight_prices`.
@@ -16,13 +17,18 @@ use crate::places::{Place, distance_km};
 #[serde(deny_unknown_fields)]
 pub struct FlightArgs {
     /// Where the trip starts: a real city the user named, as a name or IATA code, e.g. "New York",
-    /// "NYC" or "JFK".
-    pub origin: String,
+    /// "NYC" or "JFK". Leave it out if the user has not said it.
+    #[serde(default)]
+    pub origin: Option<String>,
     /// Where the trip goes: a real city the user named, as a name or IATA code, e.g. "Tokyo" or "HND".
-    pub destination: String,
+    /// Leave it out if the user has not said it.
+    #[serde(default)]
+    pub destination: Option<String>,
     /// Departure date, today or later: YYYY-MM-DD (e.g. "2026-06-15") or as the user said it: "today",
-    /// "tomorrow", "June 15", "15 June", "next Friday", "in 2 weeks", "next month".
-    pub date: String,
+    /// "tomorrow", "June 15", "15 June", "next Friday", "in 2 weeks", "next month". Leave it out if the
+    /// user has not said when.
+    #[serde(default)]
+    pub date: Option<String>,
 }
 
 /// A place as resolved for the model.
@@ -64,6 +70,11 @@ pub struct Flight {
 /// What `get_flight_prices` returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FlightPrices {
+    /// The cheapest offer in one sentence, first, so even a small model
+    /// answers with the right figures: "Cheapest flight from New York to
+    /// Paris on Tuesday 2027-06-15: $357 (Aurora Airways AR 212, 7h 25m,
+    /// nonstop)".
+    pub summary: String,
     /// Where the flights leave from.
     pub origin: Endpoint,
     /// Where they go.
@@ -98,9 +109,16 @@ const AIRLINES: &[(&str, &str)] = &[
 
 /// Flight offers for a route and date.
 pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<FlightPrices, ToolError> {
-    let origin = Place::resolve(&args.origin, "origin")?;
-    let destination = Place::resolve(&args.destination, "destination")?;
-    let date = parse_travel_date(&args.date, today)?;
+    let mut missing = Vec::new();
+    let origin = given(args.origin.as_deref(), "where the flight leaves from", &mut missing);
+    let destination = given(args.destination.as_deref(), "where the flight goes", &mut missing);
+    let spoken_date = given(args.date.as_deref(), "when the flight is", &mut missing);
+    let (Some(origin_query), Some(destination_query), Some(spoken_date)) = (origin, destination, spoken_date) else {
+        return Err(ask_user(&missing));
+    };
+    let origin = Place::resolve(origin_query, "origin")?;
+    let destination = Place::resolve(destination_query, "destination")?;
+    let date = parse_travel_date(spoken_date, today)?;
     if origin.city == destination.city {
         return Err(ToolError::failed(format!(
             "origin and destination are both {} ({}); choose two different places",
@@ -159,11 +177,32 @@ pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<Fligh
     });
     let cheapest = flights.first().map_or(0, |flight| flight.price_usd);
     let weekday = date.format("%A").to_string();
-    let spoken = args.date.trim();
+    let spoken = spoken_date;
     let date_note = (spoken != date.to_string()).then(|| format!("{spoken:?} is {weekday} {date}"));
+    let summary = match flights.first() {
+        Some(flight) => format!(
+            "Cheapest flight from {} to {} on {weekday} {date}: ${} ({} {}, {}, {})",
+            origin.city.name,
+            destination.city.name,
+            flight.price_usd,
+            flight.airline,
+            flight.flight_number,
+            flight.duration,
+            match flight.stops {
+                0 => "nonstop".to_owned(),
+                1 => "1 stop".to_owned(),
+                stops => format!("{stops} stops"),
+            }
+        ),
+        None => format!(
+            "No flights from {} to {} on {date}",
+            origin.city.name, destination.city.name
+        ),
+    };
     Ok(FlightPrices {
-        origin: endpoint(&args.origin, &origin, "flights leave from"),
-        destination: endpoint(&args.destination, &destination, "flights go to"),
+        summary,
+        origin: endpoint(origin_query, &origin, "flights leave from"),
+        destination: endpoint(destination_query, &destination, "flights go to"),
         date,
         weekday,
         date_note,

@@ -75,6 +75,8 @@ mod currency;
 mod dates;
 mod dice;
 mod flights;
+mod grounding;
+mod missing;
 mod names;
 mod places;
 mod tools;

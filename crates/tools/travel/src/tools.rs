@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{Clock, FixedClock, SystemClock};
 use crate::currency::{Exchange, ExchangeArgs, RATES, exchange};
 use crate::flights::{FlightArgs, FlightPrices, flight_prices};
+use crate::grounding::{check_date, check_place};
+use crate::places::Place;
 use crate::weather::{Weather, WeatherArgs, weather};
 
 /// The provider's name, used to enable or disable it.
@@ -49,6 +51,7 @@ pub struct Quotient {
 #[derive(Debug, Clone)]
 pub struct TravelTools {
     clock: Arc<dyn Clock>,
+    check_user_named: bool,
 }
 
 impl Default for TravelTools {
@@ -70,7 +73,21 @@ impl TravelTools {
 
     /// Tools with a custom clock.
     pub fn with_clock(clock: impl Clock + 'static) -> Self {
-        Self { clock: Arc::new(clock) }
+        Self {
+            clock: Arc::new(clock),
+            check_user_named: true,
+        }
+    }
+
+    /// Whether the tools refuse a city or a flight date the user never
+    /// mentioned in the conversation (default on): a small model fills a
+    /// missing city or date with a made-up one, and the refusal tells it to
+    /// ask the user instead. Needs the conversation in the
+    /// [`ToolContext`](agent_core::ToolContext), which the runner provides.
+    #[must_use]
+    pub fn checking_user_named(mut self, on: bool) -> Self {
+        self.check_user_named = on;
+        self
     }
 
     /// Today's date by this clock.
@@ -98,8 +115,8 @@ impl TravelTools {
     pub fn divide_by_secret_number(&self, args: &DivideArgs) -> Result<Quotient, ToolError> {
         if SECRET_NUMBER == 0.0 {
             return Err(ToolError::failed(format!(
-                "division by zero: the secret number is 0, so {} cannot be divided by it. \
-                 This tool can never succeed; tell the user instead of retrying",
+                "division by zero: the secret number is 0, so {} cannot be divided by it, and this tool can \
+                 never succeed (do not retry it)",
                 args.number
             )));
         }
@@ -126,7 +143,10 @@ impl TravelTools {
                  If the user has not said which city, do not call this tool: ask them. One call per city. \
                  Example: {\"location\": \"Tokyo\", \"units\": \"celsius\"}."
                     .to_owned(),
-                |tools, args: WeatherArgs| tools.weather(&args),
+                |tools, args: WeatherArgs, context| {
+                    tools.check_weather_args(&args, context)?;
+                    tools.weather(&args)
+                },
             ),
         )
         .tool(
@@ -139,7 +159,10 @@ impl TravelTools {
                  result gives it as YYYY-MM-DD. If the user has not said a city or the date, ask them instead of \
                  calling. Example: {\"origin\": \"NYC\", \"destination\": \"London\", \"date\": \"June 15\"}."
                     .to_owned(),
-                |tools, args: FlightArgs| tools.flight_prices(&args),
+                |tools, args: FlightArgs, context| {
+                    tools.check_flight_args(&args, context)?;
+                    tools.flight_prices(&args)
+                },
             ),
         )
         .tool(self.tool(
@@ -150,7 +173,7 @@ impl TravelTools {
                  {}. Example: {{\"from\": \"USD\", \"to\": \"EUR\", \"amount\": 100}}.",
                 codes.join(", ")
             ),
-            |tools, args: ExchangeArgs| tools.exchange(&args),
+            |tools, args: ExchangeArgs, _| tools.exchange(&args),
         ))
         .tool(
             self.tool(
@@ -158,9 +181,31 @@ impl TravelTools {
                 "Divides the given number by a secret number known only to this tool and returns the \
              quotient. Example: {\"number\": 42}."
                     .to_owned(),
-                |tools, args: DivideArgs| tools.divide_by_secret_number(&args),
+                |tools, args: DivideArgs, _| tools.divide_by_secret_number(&args),
             ),
         )
+    }
+
+    /// Refuses a location the user never mentioned (see
+    /// [`checking_user_named`](Self::checking_user_named)).
+    fn check_weather_args(&self, args: &WeatherArgs, context: &ToolContext) -> Result<(), ToolError> {
+        if self.check_user_named {
+            check_named(context, args.location.as_deref(), "location")?;
+        }
+        Ok(())
+    }
+
+    /// Refuses an origin, destination or date the user never mentioned.
+    fn check_flight_args(&self, args: &FlightArgs, context: &ToolContext) -> Result<(), ToolError> {
+        if !self.check_user_named {
+            return Ok(());
+        }
+        check_named(context, args.origin.as_deref(), "origin")?;
+        check_named(context, args.destination.as_deref(), "destination")?;
+        match args.date.as_deref().map(str::trim) {
+            Some(date) if !date.is_empty() => check_date(context, date),
+            _ => Ok(()),
+        }
     }
 
     /// A typed tool running `run` synchronously on a clone of these tools.
@@ -168,12 +213,24 @@ impl TravelTools {
     where
         A: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
         T: Serialize + Send + 'static,
-        F: Fn(&Self, A) -> Result<T, ToolError> + Send + Sync + 'static,
+        F: Fn(&Self, A, &ToolContext) -> Result<T, ToolError> + Send + Sync + 'static,
     {
         let tools = self.clone();
-        TypedTool::new(name, description, move |args: A, _context: ToolContext| {
-            let outcome = run(&tools, args).map(Json);
+        TypedTool::new(name, description, move |args: A, context: ToolContext| {
+            let outcome = run(&tools, args, &context).map(Json);
             async move { outcome }
         })
+    }
+}
+
+/// Refuses a place that resolves but that the user never named; missing
+/// or unknown places are left to the tool's own errors.
+fn check_named(context: &ToolContext, query: Option<&str>, what: &str) -> Result<(), ToolError> {
+    let Some(query) = query.map(str::trim).filter(|query| !query.is_empty()) else {
+        return Ok(());
+    };
+    match Place::resolve(query, what) {
+        Ok(place) => check_place(context, query, &place, what),
+        Err(_) => Ok(()),
     }
 }

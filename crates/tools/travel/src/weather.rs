@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::dice::Dice;
+use crate::missing::{ask_user, given};
 use crate::places::Place;
 
 /// Temperature units.
@@ -45,8 +46,9 @@ impl JsonSchema for Units {
 pub struct WeatherArgs {
     /// One real city the user named, as a name or an IATA code, e.g. "Tokyo", "New York",
     /// "Paris, France" or "LHR". A country gives its capital. Never a placeholder: if the user has not
-    /// said which city, ask them instead of calling the tool.
-    pub location: String,
+    /// said which city, leave it out (or ask them instead of calling the tool).
+    #[serde(default)]
+    pub location: Option<String>,
     /// "celsius" (the default) or "fahrenheit". Also sets the wind speed unit (km/h or mph).
     #[serde(default)]
     pub units: Units,
@@ -55,6 +57,10 @@ pub struct WeatherArgs {
 /// What `get_weather` returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Weather {
+    /// The weather in one sentence, first, so even a small model answers
+    /// with the right figures: "Tokyo, Japan: 12.3 °C (feels like 11.0 °C),
+    /// mostly cloudy".
+    pub summary: String,
     /// The place, resolved: "Tokyo, Japan".
     pub location: String,
     /// The date the weather is for (today).
@@ -84,7 +90,11 @@ pub struct Weather {
 
 /// The weather for a place on a date.
 pub(crate) fn weather(args: &WeatherArgs, today: NaiveDate) -> Result<Weather, ToolError> {
-    let place = Place::resolve(&args.location, "location")?;
+    let mut missing = Vec::new();
+    let Some(location) = given(args.location.as_deref(), "which city", &mut missing) else {
+        return Err(ask_user(&missing));
+    };
+    let place = Place::resolve(location, "location")?;
     let (mean, swing, humidity, wetness, southern) = place.climate();
     let date_key = today.to_string();
     let mut dice = Dice::new(&["weather", place.key(), &date_key]);
@@ -139,7 +149,17 @@ pub(crate) fn weather(args: &WeatherArgs, today: NaiveDate) -> Result<Weather, T
             "mph",
         ),
     };
+    let degrees = match args.units {
+        Units::Celsius => "°C",
+        Units::Fahrenheit => "°F",
+    };
     Ok(Weather {
+        summary: format!(
+            "{}: {:.1} {degrees} (feels like {:.1} {degrees}), {conditions}",
+            place.display_name(),
+            one_decimal(temperature),
+            one_decimal(feels_like)
+        ),
         location: place.display_name(),
         date: today,
         temperature: one_decimal(temperature),

@@ -49,13 +49,12 @@ fn provider_has_four_tools_with_clear_schemas() {
         ]
     );
     let weather = &definitions[0].input_schema;
-    assert_eq!(weather["required"], json!(["location"]));
+    // Nothing is required: what the user has not said is left out, and the
+    // tool says what to ask.
+    assert_eq!(weather["required"], serde_json::Value::Null);
     assert_eq!(weather["properties"]["units"]["enum"], json!(["celsius", "fahrenheit"]));
     assert_eq!(weather["properties"]["units"]["default"], json!("celsius"));
-    assert_eq!(
-        definitions[1].input_schema["required"],
-        json!(["origin", "destination", "date"])
-    );
+    assert_eq!(definitions[1].input_schema["required"], serde_json::Value::Null);
     assert!(definitions[2].description.contains("USD, EUR, GBP, JPY"));
     assert!(registry.invalid_schemas().is_empty());
 }
@@ -167,7 +166,8 @@ async fn weather_values_are_pinned() {
         .unwrap();
     assert_eq!(
         tokyo,
-        json!({"location": "Tokyo, Japan", "date": "2030-06-01", "temperature": 24.7, "feels_like": 24.7,
+        json!({"summary": "Tokyo, Japan: 24.7 °C (feels like 24.7 °C), sunny",
+               "location": "Tokyo, Japan", "date": "2030-06-01", "temperature": 24.7, "feels_like": 24.7,
                "units": "celsius", "conditions": "sunny", "humidity_percent": 65, "wind_speed": 17,
                "wind_speed_unit": "km/h", "wind_direction": "W"})
     );
@@ -206,7 +206,40 @@ async fn unknown_placeholder_and_empty_locations_are_refused() {
     assert!(error.contains("looks like a placeholder, not a place"), "{error}");
     assert!(error.contains("ask the user which city they mean"), "{error}");
     let error = weather(" ").await.unwrap_err();
-    assert!(error.starts_with("location must not be empty"), "{error}");
+    assert!(error.starts_with("the user has not said which city"), "{error}");
+}
+
+#[tokio::test]
+async fn what_the_user_has_not_said_is_asked_for_not_guessed() {
+    let registry = registry_on("2030-06-01");
+    let error = call(&registry, "get_weather", json!({})).await.unwrap_err();
+    assert_eq!(
+        error,
+        "the user has not said which city. Do not guess and do not call the tool again yet: ask the user which \
+         city in one short question."
+    );
+    let error = call(
+        &registry,
+        "get_flight_prices",
+        json!({"origin": "NYC", "destination": "Paris"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.starts_with("the user has not said when the flight is."),
+        "{error}"
+    );
+    let error = call(
+        &registry,
+        "get_flight_prices",
+        json!({"destination": "Paris", "date": ""}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.starts_with("the user has not said where the flight leaves from and when the flight is."),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -334,6 +367,14 @@ async fn flight_prices_scale_with_distance() {
     let prices: Vec<f64> = offers.iter().map(|offer| number(&offer["price_usd"])).collect();
     assert!(prices.windows(2).all(|pair| pair[0] <= pair[1]), "{prices:?}");
     assert_eq!(number(&flights["cheapest_price_usd"]), prices[0]);
+    let summary = flights["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(&format!(
+            "Cheapest flight from New York to London on Monday 2030-07-15: ${} (",
+            prices[0]
+        )),
+        "{summary}"
+    );
     assert!(
         prices.iter().all(|&price| (250.0..1200.0).contains(&price)),
         "{prices:?}"
@@ -473,8 +514,8 @@ async fn currency_exchange_converts_at_fixed_rates() {
     .unwrap();
     assert_eq!(
         result,
-        json!({"from": "USD", "to": "EUR", "amount": 100.0, "rate": 0.92, "converted_amount": 92.0,
-               "rate_source": "fixed demo rates"})
+        json!({"summary": "100 USD = 92.00 EUR (rate 0.92)", "from": "USD", "to": "EUR", "amount": 100.0,
+               "rate": 0.92, "converted_amount": 92.0, "rate_source": "fixed demo rates"})
     );
     let result = call(
         &registry,
@@ -539,4 +580,53 @@ fn default_clock_is_the_system_date() {
     assert!(before <= today && today <= after);
     let system = SystemClock.today();
     assert!(before <= system && system <= chrono::Local::now().date_naive());
+}
+
+async fn execute(registry: &Registry, tool: &str, arguments: Value, context: &ToolContext) -> Result<(), String> {
+    registry
+        .execute(tool, &arguments, context)
+        .await
+        .outcome
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn places_and_dates_the_user_never_mentioned_are_refused() {
+    let conversation = [agent_core::Message::user(
+        "What's the weather in my favorite city? And a flight from NYC to Paris?",
+    )];
+    let context = ToolContext::new().with_user_words(agent_core::UserWords::from_messages(&conversation));
+    let run = |registry, tool, arguments| execute(registry, tool, arguments, &context);
+    let registry = registry_on("2030-06-01");
+    let error = run(&registry, "get_weather", json!({"location": "Tokyo"}))
+        .await
+        .unwrap_err();
+    assert!(
+        error.starts_with("the user has not named \"Tokyo\" (the location)"),
+        "{error}"
+    );
+    assert!(run(&registry, "get_weather", json!({"location": "JFK"})).await.is_ok());
+    let flight = json!({"origin": "New York", "destination": "Paris", "date": "June 15"});
+    let error = run(&registry, "get_flight_prices", flight.clone()).await.unwrap_err();
+    assert!(error.starts_with("the user has not said when the flight is"), "{error}");
+
+    // Switched off, the same calls run.
+    let unchecked = Registry::new();
+    unchecked
+        .register(
+            Arc::new(
+                TravelTools::with_today(date("2030-06-01"))
+                    .checking_user_named(false)
+                    .tool_set(),
+            ),
+            true,
+        )
+        .unwrap();
+    assert!(
+        run(&unchecked, "get_weather", json!({"location": "Tokyo"}))
+            .await
+            .is_ok()
+    );
+    assert!(run(&unchecked, "get_flight_prices", flight).await.is_ok());
 }

@@ -1,0 +1,160 @@
+//! Arguments must come from the user: a city or a date the user never
+//! mentioned was made up by the model (small models fill a missing city
+//! with one from an example, or today's date for a flight), so the tools
+//! refuse it and tell the model to ask. The check uses the conversation the
+//! runner hands the tools ([`ToolContext::user_words`]); without it, or with
+//! the check switched off ([`TravelTools::checking_user_named`](crate::TravelTools::checking_user_named)),
+//! every argument is taken as given.
+
+use agent_core::{ToolContext, ToolError};
+
+use crate::places::Place;
+
+/// Words that show the user has talked about when: months, weekdays and
+/// relative dates. ("may" is left out: it is a verb more often than not.)
+const DATE_WORDS: &[&str] = &[
+    "january",
+    "jan",
+    "february",
+    "feb",
+    "march",
+    "mar",
+    "april",
+    "apr",
+    "june",
+    "jun",
+    "july",
+    "jul",
+    "august",
+    "aug",
+    "september",
+    "sep",
+    "sept",
+    "october",
+    "oct",
+    "november",
+    "nov",
+    "december",
+    "dec",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "today",
+    "tonight",
+    "tomorrow",
+    "weekend",
+    "week",
+    "weeks",
+    "month",
+    "months",
+    "year",
+    "days",
+];
+
+/// Refuses `place` (what the model wrote as `query` for `what`) when the
+/// user named neither it nor its city, one of the city's other names or
+/// codes, or its country.
+pub(crate) fn check_place(context: &ToolContext, query: &str, place: &Place, what: &str) -> Result<(), ToolError> {
+    let Some(words) = &context.user_words else {
+        return Ok(());
+    };
+    let city = place.city;
+    let named = words.contains(query)
+        || words.contains(city.name)
+        || words.contains(city.airport)
+        || city.aliases.iter().any(|alias| words.contains(alias))
+        || words.contains(city.country)
+        || place.country.is_some_and(|country| words.contains(country.name));
+    if named {
+        return Ok(());
+    }
+    Err(ToolError::failed(format!(
+        "the user has not named {query:?} (the {what}), so do not guess it. Reply to the user with a short \
+         question, for example: Which city do you mean?"
+    )))
+}
+
+/// Refuses a date (as the model wrote it) when the user has not talked
+/// about dates at all: the model made one up.
+pub(crate) fn check_date(context: &ToolContext, spoken: &str) -> Result<(), ToolError> {
+    let Some(words) = &context.user_words else {
+        return Ok(());
+    };
+    let talked_about_dates = words.contains(spoken)
+        || DATE_WORDS.iter().any(|word| words.contains(word))
+        || words.as_str().split(' ').any(looks_like_a_numeric_date);
+    if talked_about_dates {
+        return Ok(());
+    }
+    Err(ToolError::failed(format!(
+        "the user has not said when the flight is ({spoken:?} is a guess). Reply to the user with a short \
+         question, for example: On what date do you want to fly?"
+    )))
+}
+
+/// `2026` followed by more digits in ISO form is split by the normaliser;
+/// a four-digit year is enough to count as a date mention.
+fn looks_like_a_numeric_date(word: &str) -> bool {
+    word.len() == 4 && word.starts_with("20") && word.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use agent_core::{Message, UserWords};
+
+    use super::*;
+
+    fn context(said: &str) -> ToolContext {
+        ToolContext::new().with_user_words(UserWords::from_messages(&[Message::user(said)]))
+    }
+
+    fn place(query: &str) -> Place {
+        Place::resolve(query, "location").unwrap()
+    }
+
+    #[test]
+    fn a_city_counts_as_named_by_any_of_its_names_or_its_country() {
+        let said = context("Flights from NYC to Australia, and the weather in São Paulo?");
+        for query in ["New York", "JFK", "nyc", "Sao Paulo", "Canberra", "Australia"] {
+            assert!(check_place(&said, query, &place(query), "origin").is_ok(), "{query}");
+        }
+        let error = check_place(&said, "Paris", &place("Paris"), "location")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "the user has not named \"Paris\" (the location), so do not guess it. Reply to the user with a short \
+             question, for example: Which city do you mean?"
+        );
+    }
+
+    #[test]
+    fn without_the_conversation_everything_is_taken_as_given() {
+        assert!(check_place(&ToolContext::new(), "Paris", &place("Paris"), "location").is_ok());
+        assert!(check_date(&ToolContext::new(), "2030-01-01").is_ok());
+    }
+
+    #[test]
+    fn a_date_needs_the_user_to_have_talked_about_when() {
+        let error = check_date(&context("How much is a flight from NYC to Paris?"), "June 15")
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("the user has not said when the flight is"), "{error}");
+        for said in [
+            "It's June 15",
+            "next month",
+            "on 2027-06-15",
+            "this Friday",
+            "in 3 days",
+            "15 jun",
+        ] {
+            assert!(check_date(&context(said), "2027-06-15").is_ok(), "{said}");
+        }
+        assert!(check_date(&context("May I fly to Oslo?"), "2027-05-01").is_err());
+    }
+}
