@@ -387,6 +387,22 @@ impl AgentBuilder {
         self
     }
 
+    /// Keeps the tool choice for every request, not only the first.
+    pub fn tool_choice_every_round(mut self, on: bool) -> Self {
+        self.config.tool_choice_every_round = on;
+        self
+    }
+
+    /// Tools whose successful call ends the run with their result as the answer.
+    pub fn stop_at_tools<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.stop_at_tools = names.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// At most this many calls of one reply run (default 16; 0 = no cap);
     /// later ones are left out of the history and recorded as not run.
     pub fn max_calls_per_reply(mut self, max: usize) -> Self {

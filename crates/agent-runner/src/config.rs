@@ -54,8 +54,21 @@ pub struct RunConfig {
     pub max_calls_per_reply: usize,
     /// Tools of one batch run at most this many at a time (default 8).
     pub max_concurrent_tools: usize,
-    /// Tool choice of the first request; later requests use `auto`.
+    /// Tool choice of the first request; later requests use `auto` unless
+    /// [`tool_choice_every_round`](Self::tool_choice_every_round) is set.
     pub tool_choice: ToolChoice,
+    /// Keep [`tool_choice`](Self::tool_choice) for every request, not only
+    /// the first (default off). With `required` and a
+    /// [stop tool](Self::stop_at_tools) to answer through, every reply is a
+    /// tool call: small local models then decode every reply under the
+    /// tool-call grammar instead of answering from imagination.
+    #[serde(default)]
+    pub tool_choice_every_round: bool,
+    /// Tools whose successful call ends the run, their result becoming the
+    /// answer (default none): a `reply_to_user` tool makes answering a call
+    /// like any other.
+    #[serde(default)]
+    pub stop_at_tools: Vec<String>,
     /// Native tool calling or the text protocol.
     pub tool_protocol: ToolProtocol,
     /// Budgets.
@@ -92,6 +105,8 @@ impl Default for RunConfig {
             max_calls_per_reply: DEFAULT_MAX_CALLS_PER_REPLY,
             max_concurrent_tools: 8,
             tool_choice: ToolChoice::Auto,
+            tool_choice_every_round: false,
+            stop_at_tools: Vec::new(),
             tool_protocol: ToolProtocol::Auto,
             budget: Budget::default(),
             max_tool_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,

@@ -315,8 +315,11 @@ impl RunState {
             self.finish(StopCause::Completed, None);
             return Ok(());
         }
-        // A forced tool choice applies to the first round only.
-        self.request.tool_choice = ToolChoice::Auto;
+        // A forced tool choice applies to the first round only, unless
+        // configured for every round.
+        if !self.config.tool_choice_every_round {
+            self.request.tool_choice = ToolChoice::Auto;
+        }
         let mut batch = batch;
         let signature = batch.signature();
         batch.loop_detected = !signature.is_empty() && self.previous_batch.as_ref() == Some(&signature);
@@ -359,6 +362,7 @@ impl RunState {
         let mut all_failed = true;
         let mut last_error = None;
         let mut results = Vec::with_capacity(batch.entries.len());
+        let mut stop_answer = None;
         for (call, slot) in batch.entries {
             let in_history = slot.in_history();
             let mut duplicate_of = None;
@@ -387,6 +391,8 @@ impl RunState {
                 all_failed &= is_error;
                 if is_error {
                     last_error = Some(format!("`{}`: {content}", call.name));
+                } else if stop_answer.is_none() && self.config.stop_at_tools.contains(&call.name) {
+                    stop_answer = Some(content.clone());
                 }
             }
             let result = self.record_call(call, content, is_error, duration);
@@ -403,7 +409,13 @@ impl RunState {
             iteration: self.iteration,
         });
 
-        if self.consecutive_failures >= self.config.max_consecutive_failures {
+        if let Some(answer) = stop_answer {
+            // The answer also enters the history as the assistant's words,
+            // so the next turn sees what the user was told.
+            self.request.messages.push(Message::assistant(answer.clone()));
+            self.response = answer;
+            self.finish(StopCause::Completed, None);
+        } else if self.consecutive_failures >= self.config.max_consecutive_failures {
             let detail = format!(
                 "every tool call failed in {} consecutive iterations; last error: {}",
                 self.consecutive_failures,

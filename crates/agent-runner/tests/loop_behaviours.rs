@@ -878,3 +878,46 @@ async fn tools_are_told_what_the_user_said_in_the_conversation() {
     let said: Vec<&str> = result.tool_calls.iter().map(|call| call.result.as_str()).collect();
     assert_eq!(said, [r#"{"said":true}"#, r#"{"said":false}"#, r#"{"said":true}"#]);
 }
+
+/// A stop tool's result is the answer: the run ends after it, and the
+/// answer enters the history as the assistant's message.
+#[tokio::test]
+async fn a_stop_tool_ends_the_run_with_its_result_and_the_tool_choice_can_hold_every_round() {
+    let reply = TestTool::new(
+        "reply_to_user",
+        ToolBehaviour::Reply(agent_core::ToolOutput::Text("It is 12 °C in Oslo.".into())),
+    );
+    let weather = TestTool::new(
+        "weather",
+        ToolBehaviour::Reply(agent_core::ToolOutput::Text("12 °C".into())),
+    );
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("weather", json!({"city": "Oslo"}))]))
+        .respond(response::tool_calls([(
+            "reply_to_user",
+            json!({"text": "It is 12 °C in Oslo."}),
+        )]))
+        .respond(response::text("never asked for"));
+    let result = common::agent_with(&client, TestTools::new("t").with(weather).with(reply))
+        .tool_choice(ToolChoice::Required)
+        .tool_choice_every_round(true)
+        .stop_at_tools(["reply_to_user"])
+        .build()
+        .run(vec![], "Weather in Oslo?", &ctx())
+        .await
+        .expect("run");
+    assert_eq!(result.response, "It is 12 °C in Oslo.");
+    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.iterations, 2);
+    let requests = client.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests
+            .iter()
+            .all(|request| request.tool_choice == ToolChoice::Required)
+    );
+    assert_eq!(
+        result.messages.last(),
+        Some(&Message::assistant("It is 12 °C in Oslo."))
+    );
+}
