@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agent_core::{AgentEvent, AgentRunResult, CancellationToken, StopCause, ToolContext};
+use chrono::NaiveDate;
 use clap::{Args, Parser, Subcommand};
 use futures::StreamExt;
 
@@ -27,7 +28,7 @@ use crate::assemble::{build_agent, catalog_for};
 use crate::chat::{Conversation, CtrlC, Rustyline, run_chat};
 use crate::config::{Overrides, Settings};
 use crate::console::{Console, brief, stop_note};
-use crate::demo::{DemoOptions, run_demo};
+use crate::demo::{DemoOptions, check_demo, run_demo};
 use crate::env::Env;
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::output::{RunOutput, is_success};
@@ -164,6 +165,19 @@ pub struct DemoArgs {
     /// Provider and model (default: the configured ones, else the embedded local model).
     #[command(flatten)]
     pub provider: ProviderOptions,
+    /// After the ten turns, check each against its expectations (tools
+    /// called and not, their arguments, facts in the answer, questions back)
+    /// and print a verdict per turn and the score, N/10.
+    #[arg(long)]
+    pub check: bool,
+    /// With --check: exit 1 when fewer than N turns pass.
+    #[arg(long, value_name = "N", requires = "check")]
+    pub min_pass: Option<usize>,
+    /// The date the demo takes as today (YYYY-MM-DD; default: the system
+    /// date). The prompts and the tools' data depend on it, so a fixed date
+    /// repeats a run.
+    #[arg(long, value_name = "DATE")]
+    pub today: Option<NaiveDate>,
 }
 
 /// `agentry tools`.
@@ -460,6 +474,7 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         tool_protocol: settings.config.agent.tool_protocol,
         // Only small local models need an example to copy.
         worked_example: client.provider() == "llama",
+        today: args.today.unwrap_or(defaults.today),
         ..defaults
     };
     let mut console = Console::stdout().with_text_prefix("assistant> ");
@@ -468,6 +483,21 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         .iter()
         .filter(|report| report.result.stop_reason == StopCause::Error)
         .count();
+    if args.check {
+        let checked = check_demo(&reports, options.today);
+        stdout_line("")?;
+        stdout_line(&checked.to_string())?;
+        if let Some(min) = args.min_pass {
+            if checked.passed() < min {
+                eprintln!(
+                    "error: {} of {} turns passed, fewer than --min-pass {min}",
+                    checked.passed(),
+                    reports.len()
+                );
+                return Ok(EXIT_FAILURE);
+            }
+        }
+    }
     if failed > 0 {
         eprintln!("error: {failed} of {} turns failed", reports.len());
         return Ok(EXIT_FAILURE);

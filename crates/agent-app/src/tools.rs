@@ -243,7 +243,10 @@ mod tests {
         let names: Vec<String> = tools.listing().into_iter().map(|tool| tool.name).collect();
         assert!(names.contains(&"calculator".to_owned()) && names.contains(&"get_weather".to_owned()));
         let text = tools.describe();
-        assert!(text.contains("get_flight_prices(origin, destination, date)"), "{text}");
+        assert!(
+            text.contains("get_flight_prices(origin?, destination?, date?)"),
+            "{text}"
+        );
     }
 
     #[test]

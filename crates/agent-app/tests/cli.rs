@@ -395,7 +395,8 @@ fn tools_json_lists_the_enabled_tools_with_their_schemas() {
     let weather = &tools[2];
     assert_eq!(weather["domain"], "travel");
     assert_eq!(weather["input_schema"]["type"], "object");
-    assert_eq!(weather["input_schema"]["required"], json!(["location"]));
+    assert_eq!(weather["input_schema"]["additionalProperties"], json!(false));
+    assert!(weather["input_schema"]["properties"]["location"].is_object());
     assert!(weather["description"].as_str().unwrap().contains("weather"));
 
     let output = agentry(dir.path())
@@ -411,7 +412,7 @@ fn tools_json_lists_the_enabled_tools_with_their_schemas() {
 
     let output = agentry(dir.path()).args(["tools"]).output().unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("get_weather(location, units?)"), "{text}");
+    assert!(text.contains("get_weather(location?, units?)"), "{text}");
 }
 
 #[tokio::test]
@@ -586,4 +587,62 @@ fn help_and_version_exit_0_and_unknown_commands_exit_2() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("the prompt is empty"));
+}
+
+#[tokio::test]
+async fn demo_check_prints_a_verdict_per_turn_and_the_score_for_any_provider() {
+    let server = MockServer::start().await;
+    let chunk = |delta: Value, finish: Option<&str>| {
+        json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut body = String::new();
+    for event in [
+        chunk(
+            json!({"role": "assistant", "content": "I help with weather and flights. Which city do you mean?"}),
+            None,
+        ),
+        chunk(json!({}), Some("stop")),
+    ] {
+        body.push_str("data: ");
+        body.push_str(&event.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let demo = |extra: &[&str]| {
+        let mut command = agentry(dir.path());
+        command
+            .env("OPENAI_API_KEY", "sk-test")
+            .args(["demo", "--provider", "openai", "--check", "--today", "2026-11-22"])
+            .args(["--base-url", &format!("{}/v1", server.uri())])
+            .args(extra);
+        command
+    };
+    let output = run_cmd(demo(&[])).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(out.contains("today is 2026-11-22"), "{out}");
+    assert!(out.contains("| 1 | an answer without tools | pass |"), "{out}");
+    assert!(
+        out.contains("| 2 | a tool call | FAIL: no successful get_weather for Tokyo"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| 3 | a question for missing information | pass |"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("passed: 3/10"), "{out}");
+
+    let output = run_cmd(demo(&["--min-pass", "8"])).await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("3 of 10 turns passed, fewer than --min-pass 8"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -4,9 +4,11 @@
 //! It needs the model in the store (`cargo xtask fetch-model`). Without it
 //! the test is skipped with a message, unless `AGENTRY_REQUIRE_MODEL` is set
 //! (as CI does), in which case it fails. The model's words are not asserted,
-//! only what the demo is for: every turn completes without an error, the
-//! weather turn calls `get_weather`, and the iteration-limit turn hits the
-//! limit.
+//! only what the framework guarantees: every turn completes without an
+//! error, no reply shows tool-call markup or a call cut short, and the
+//! iteration-limit turn ends at the limit. The checker's verdicts
+//! (`agentry demo --check`) are printed; their figures live in
+//! docs/local-models.md, not in a test.
 #![cfg(feature = "llama")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -84,11 +86,17 @@ fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
                 index + 1
             );
         }
-        assert!(
-            reports[1].tools_called().contains(&"get_weather"),
-            "the weather turn made no get_weather call: {:?}",
-            reports[1].tools_called()
-        );
+        for (index, report) in reports.iter().enumerate() {
+            let response = &report.result.response;
+            assert!(
+                !["{\"name\"", "<tool_call>", "<tools>", "<|im_start|>"]
+                    .iter()
+                    .any(|markup| response.contains(markup)),
+                "turn {} shows call markup: {response}",
+                index + 1
+            );
+        }
+        eprintln!("{}", agent_app::demo::check_demo(&reports, options.today));
         let limited = &reports[LIMIT_TURN].result;
         assert!(
             matches!(limited.stop_reason, StopCause::MaxIterations | StopCause::LoopDetected),

@@ -415,7 +415,9 @@ impl ToolCallExtractor {
             .parse(&self.text);
         let mut events = Vec::new();
         if let Some(rest) = reply.text.strip_prefix(self.shown.as_str()) {
-            if cut && self.holding == Some(true) && self.starts_a_call(rest) {
+            // A cut reply that was held back is dropped when it was starting a
+            // call, or is what trails the calls it held (a call cut short).
+            if cut && self.holding == Some(true) && (self.starts_a_call(rest) || !reply.calls.is_empty()) {
                 tracing::warn!(
                     fragment = %rest.chars().take(120).collect::<String>(),
                     "max_tokens cut a tool call short; the fragment is dropped, not shown as text"
@@ -486,7 +488,11 @@ mod tests {
         assert!(calls.is_empty());
         let fenced = ["```json\n[{\"get_weather\": {\"loc"];
         assert_eq!(run_cut(&["get_weather"], &fenced, true).0, "");
-        // Complete calls before the cut are kept.
+        // Complete calls before the cut are kept; the cut one is dropped
+        // even when too little of it was written to name a tool.
+        let short = ["{\"name\": \"get_weather\", \"arguments\": {}}\n{\""];
+        let (shown, calls) = run_cut(&["get_weather"], &short, true);
+        assert_eq!((shown.as_str(), calls.len()), ("", 1));
         let two = [
             "{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\"}}\n",
             "{\"name\": \"get_weather\", \"arguments\": {\"loc",

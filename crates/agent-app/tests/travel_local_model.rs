@@ -1,0 +1,142 @@
+//! The travel assistant's guards, on the real embedded model: a city the
+//! user never named is not looked up (the turn ends with a question), and an
+//! argument the model invents is refused by validation while the run goes
+//! on. Skipped without the model unless `AGENTRY_REQUIRE_MODEL` is set.
+#![cfg(feature = "llama")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+
+use agent_core::{
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, StopCause, ToolContext,
+    ToolRegistry as _,
+};
+use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
+use agent_provider_llama::{LlamaClient, LlamaConfig};
+use agent_runner::Agent;
+use agent_tools_travel::{NaiveDate, TravelTools};
+use async_trait::async_trait;
+
+/// Two generations side by side do not fit two cores: one test at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn today() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2026, 11, 22).unwrap()
+}
+
+fn model() -> Option<LlamaClient> {
+    let ready = known_model(DEFAULT_MODEL).is_some_and(|model| ModelStore::default_location().is_ready(model));
+    if !ready {
+        assert!(
+            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
+            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
+        );
+        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
+        return None;
+    }
+    Some(LlamaClient::load(LlamaConfig::default()).unwrap())
+}
+
+fn agent(client: Arc<dyn LlmClient>) -> Agent {
+    let registry = agent_tools::Registry::new();
+    registry
+        .register(Arc::new(TravelTools::with_today(today()).tool_set()), true)
+        .unwrap();
+    Agent::builder(client)
+        .system_prompt(agent_app::demo::system_prompt(today()))
+        .tools(Arc::new(registry))
+        .max_iterations(4)
+        .max_tokens(160)
+        .temperature(0.0)
+        .build()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_city_the_user_never_named_is_asked_for_not_looked_up() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(client) = model() else { return };
+    let result = runtime()
+        .block_on(agent(Arc::new(client)).run(
+            Vec::new(),
+            "What's the weather in my favorite city?",
+            &ToolContext::new(),
+        ))
+        .unwrap();
+    eprintln!("{:#?}\n{}", result.tool_calls, result.response);
+    let looked_up: Vec<_> = result.tool_calls.iter().filter(|call| !call.is_error).collect();
+    assert!(looked_up.is_empty(), "a made-up place was looked up: {looked_up:?}");
+    let answer = result.response.to_lowercase();
+    assert!(
+        answer.contains('?') || answer.contains("please provide") || answer.contains("let me know"),
+        "the turn did not end with a question: {answer}"
+    );
+}
+
+/// The real model, with `"airport": "HND"` added to the first tool call it
+/// makes: the argument no schema names.
+#[derive(Debug)]
+struct InventsAnArgument {
+    model: LlamaClient,
+    done: Mutex<bool>,
+}
+
+#[async_trait]
+impl LlmClient for InventsAnArgument {
+    fn provider(&self) -> &str {
+        self.model.provider()
+    }
+
+    fn model(&self) -> &str {
+        self.model.model()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.model.capabilities()
+    }
+
+    async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+        let mut response = self.model.complete(request, cancel).await?;
+        let mut done = self.done.lock().unwrap();
+        if let Some(call) = response.message.tool_calls.first_mut().filter(|_| !*done) {
+            if let Some(arguments) = call.arguments.as_object_mut() {
+                arguments.insert("airport".into(), "HND".into());
+                *done = true;
+            }
+        }
+        Ok(response)
+    }
+}
+
+#[test]
+fn an_invented_argument_is_refused_and_the_run_completes() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(model) = model() else { return };
+    let client = Arc::new(InventsAnArgument {
+        model,
+        done: Mutex::new(false),
+    });
+    let result = runtime()
+        .block_on(agent(client.clone()).run(Vec::new(), "What's the weather in Tokyo?", &ToolContext::new()))
+        .unwrap();
+    eprintln!("{:#?}\n{}", result.tool_calls, result.response);
+    assert!(
+        *client.done.lock().unwrap(),
+        "the model made no tool call to add the argument to"
+    );
+    let first = &result.tool_calls[0];
+    assert!(first.is_error, "{first:?}");
+    assert_eq!(
+        first.result,
+        "invalid arguments for `get_weather`: unexpected argument \"airport\""
+    );
+    assert_ne!(result.stop_reason, StopCause::Error);
+    assert!(!result.response.trim().is_empty(), "no answer after the refused call");
+}
