@@ -152,7 +152,8 @@ mod tests {
         let widened = widen_to_wrappers(text, &[a..a + 3, b..b + 3, c..c + 3, d..d + 3]);
         assert_eq!(remove_ranges(text, &widened), "Sure.\n\nDone  <x>");
         // No wrapper: unchanged.
-        assert_eq!(widen_to_wrappers("x {a} y", &[2..5]), [2..5]);
+        let unwrapped = vec![2..5, 8..11];
+        assert_eq!(widen_to_wrappers("x {a} y {b} z", &unwrapped), unwrapped);
     }
 
     #[test]
