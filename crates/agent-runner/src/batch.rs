@@ -78,60 +78,57 @@ impl Batch {
         } else {
             policy.max_calls
         };
-        let over_cap = |name: &str| {
-            format!(
+        let over_cap = |name: &str| Slot::Dropped {
+            message: format!(
                 "Not run: the reply asked for {wanted} tool calls and at most {cap} run per reply; \
                  `{name}` was past the limit. Ask for fewer calls at a time."
-            )
+            ),
         };
-        for call in calls {
-            if let Some(raw) = &call.raw_arguments {
-                let message = format!(
+        // Calls whose arguments are not JSON are answered in place, in the
+        // model's order; attempts that could not be read at all come last.
+        let unreadable = |call: &ToolCall| {
+            call.raw_arguments.as_ref().map(|raw| {
+                format!(
                     "invalid arguments for `{}`: not valid JSON: {raw}. Call the tool again with a JSON object.",
                     call.name
-                );
-                let slot = if kept < cap {
+                )
+            })
+        };
+        let readable_then_rejected = calls
+            .into_iter()
+            .map(|call| {
+                let rejection = unreadable(&call);
+                (call, rejection)
+            })
+            .chain(rejected.into_iter().map(|(call, message)| (call, Some(message))));
+        for (call, rejection) in readable_then_rejected {
+            let slot = if let Some(message) = rejection {
+                if kept < cap {
                     kept += 1;
                     Slot::Rejected { message }
                 } else {
-                    Slot::Dropped {
-                        message: over_cap(&call.name),
+                    over_cap(&call.name)
+                }
+            } else {
+                let key = call_key(&call);
+                let earlier = policy
+                    .deduplicate
+                    .then(|| run_keys.iter().position(|k| *k == key))
+                    .flatten();
+                if let Some(index) = earlier {
+                    Slot::Collapsed {
+                        index,
+                        of: to_run[index].id.clone(),
                     }
-                };
-                entries.push((call, slot));
-                continue;
-            }
-            let key = call_key(&call);
-            let earlier = policy
-                .deduplicate
-                .then(|| run_keys.iter().position(|k| *k == key))
-                .flatten();
-            let slot = if let Some(index) = earlier {
-                Slot::Collapsed {
-                    index,
-                    of: to_run[index].id.clone(),
-                }
-            } else if kept < cap {
-                kept += 1;
-                to_run.push(call.clone());
-                run_keys.push(key);
-                Slot::Run {
-                    index: to_run.len() - 1,
-                }
-            } else {
-                Slot::Dropped {
-                    message: over_cap(&call.name),
-                }
-            };
-            entries.push((call, slot));
-        }
-        for (call, message) in rejected {
-            let slot = if kept < cap {
-                kept += 1;
-                Slot::Rejected { message }
-            } else {
-                Slot::Dropped {
-                    message: over_cap(&call.name),
+                } else if kept < cap {
+                    kept += 1;
+                    to_run.push(call.clone());
+                    run_keys.push(key);
+                    Slot::Run {
+                        index: to_run.len() - 1,
+                    }
+                } else {
+                    over_cap(&call.name)
                 }
             };
             entries.push((call, slot));
