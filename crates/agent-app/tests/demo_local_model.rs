@@ -6,7 +6,7 @@
 //! (as CI does), in which case it fails. The model's words are not asserted,
 //! only what the framework guarantees: every turn completes without an
 //! error, no reply shows tool-call markup or a call cut short, and the
-//! iteration-limit turn ends at the limit. The checker's verdicts
+//! iteration-limit turn, if it calls a tool, ends at the limit. The checker's verdicts
 //! (`agentry demo --check`) are printed; their figures live in
 //! docs/local-models.md, not in a test.
 #![cfg(feature = "llama")]
@@ -97,12 +97,17 @@ fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
             );
         }
         eprintln!("{}", agent_app::demo::check_demo(&reports, options.today));
+        // With one iteration allowed, a turn that calls a tool must end at
+        // the limit with a forced answer. (Whether the model calls one is
+        // the model's doing: the checker's verdicts above say.)
         let limited = &reports[LIMIT_TURN].result;
-        assert!(
-            matches!(limited.stop_reason, StopCause::MaxIterations | StopCause::LoopDetected),
-            "the iteration-limit turn ended with {:?}",
-            limited.stop_reason
-        );
-        assert!(transcript.contains("[stop: "), "{transcript}");
+        if !limited.tool_calls.is_empty() {
+            assert!(
+                matches!(limited.stop_reason, StopCause::MaxIterations | StopCause::LoopDetected),
+                "the iteration-limit turn called tools and ended with {:?}",
+                limited.stop_reason
+            );
+            assert!(transcript.contains("[stop: max_iterations"), "{transcript}");
+        }
     });
 }
