@@ -149,14 +149,6 @@ impl Batch {
         keys
     }
 
-    /// Ids of the calls that enter the history.
-    pub(crate) fn history_ids(&self) -> impl Iterator<Item = &str> {
-        self.entries
-            .iter()
-            .filter(|(_, slot)| slot.in_history())
-            .map(|(call, _)| call.id.as_str())
-    }
-
     /// Whether every call of the reply enters the history.
     pub(crate) fn keeps_every_call(&self) -> bool {
         self.entries.iter().all(|(_, slot)| slot.in_history())
@@ -206,7 +198,10 @@ mod tests {
                 of: "a".into()
             }
         );
-        assert_eq!(batch.history_ids().collect::<Vec<_>>(), ["a", "c"]);
+        assert_eq!(
+            batch.history_calls().map(|call| call.id.as_str()).collect::<Vec<_>>(),
+            ["a", "c"]
+        );
         assert!(!batch.keeps_every_call());
     }
 
@@ -240,7 +235,10 @@ mod tests {
             },
             true,
         );
-        assert_eq!(batch.history_ids().collect::<Vec<_>>(), ["c0", "c1", "c2"]);
+        assert_eq!(
+            batch.history_calls().map(|call| call.id.as_str()).collect::<Vec<_>>(),
+            ["c0", "c1", "c2"]
+        );
         assert_eq!(batch.to_run.len(), 3);
         let dropped: Vec<&str> = batch
             .entries

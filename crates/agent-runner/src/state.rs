@@ -296,7 +296,7 @@ impl RunState {
         if structured && !batch.keeps_every_call() {
             // Collapsed and capped calls never enter the history: the model
             // sees each call it made once, with one result.
-            let kept: Vec<&str> = batch.history_ids().collect();
+            let kept: Vec<&str> = batch.history_calls().map(|call| call.id.as_str()).collect();
             let mut position = 0;
             turn.message.tool_calls.retain(|call| {
                 let keep = kept.get(position) == Some(&call.id.as_str());
@@ -365,26 +365,17 @@ impl RunState {
         let mut stop_answer = None;
         for (call, slot) in batch.entries {
             let in_history = slot.in_history();
-            let mut duplicate_of = None;
-            let (content, is_error, duration) = match slot {
-                Slot::Run { index } | Slot::Collapsed { index, .. } => {
-                    if let Slot::Collapsed { of, .. } = slot {
-                        duplicate_of = Some(of);
-                    }
-                    match outcomes.get(index) {
-                        Some(outcome) => (
-                            outcome.content.clone(),
-                            outcome.is_error,
-                            if duplicate_of.is_none() {
-                                outcome.duration
-                            } else {
-                                Duration::ZERO
-                            },
-                        ),
-                        None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO),
-                    }
-                }
-                Slot::Rejected { message } | Slot::Dropped { message } => (message, true, Duration::ZERO),
+            let (content, is_error, duration, duplicate_of) = match slot {
+                Slot::Run { index } => match outcomes.get(index) {
+                    Some(outcome) => (outcome.content.clone(), outcome.is_error, outcome.duration, None),
+                    None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, None),
+                },
+                // A collapsed call shares the outcome, not the time spent.
+                Slot::Collapsed { index, of } => match outcomes.get(index) {
+                    Some(outcome) => (outcome.content.clone(), outcome.is_error, Duration::ZERO, Some(of)),
+                    None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, Some(of)),
+                },
+                Slot::Rejected { message } | Slot::Dropped { message } => (message, true, Duration::ZERO, None),
             };
             let content = crate::history::cap_tool_result(content, self.config.max_tool_result_bytes);
             if in_history {
@@ -395,10 +386,7 @@ impl RunState {
                     stop_answer = Some(content.clone());
                 }
             }
-            let result = self.record_call(call, content, is_error, duration);
-            if let Some(record) = self.tool_calls.last_mut() {
-                record.duplicate_of = duplicate_of;
-            }
+            let result = self.record_call(call, content, is_error, duration, duplicate_of);
             if in_history {
                 results.push(result);
             }
@@ -571,7 +559,7 @@ impl RunState {
                 Slot::Dropped { message } => message.clone(),
                 _ => message(&call),
             };
-            let result = self.record_call(call, content, true, Duration::ZERO);
+            let result = self.record_call(call, content, true, Duration::ZERO, None);
             if slot.in_history() {
                 results.push(result);
             }
@@ -579,8 +567,16 @@ impl RunState {
         self.append_results(results, batch.structured);
     }
 
-    /// Records one call's outcome and returns the result to send back.
-    fn record_call(&mut self, call: ToolCall, content: String, is_error: bool, duration: Duration) -> ToolResult {
+    /// Records one call's outcome (`duplicate_of`: the call of the same
+    /// reply it was collapsed onto) and returns the result to send back.
+    fn record_call(
+        &mut self,
+        call: ToolCall,
+        content: String,
+        is_error: bool,
+        duration: Duration,
+        duplicate_of: Option<String>,
+    ) -> ToolResult {
         let result = ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -595,7 +591,7 @@ impl RunState {
             is_error,
             duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             iteration: self.iteration,
-            duplicate_of: None,
+            duplicate_of,
         });
         result
     }
