@@ -2,13 +2,14 @@
 //! distance, varied by airline, stops, how far ahead the date is and the
 //! day of the week; stable for the same route and date.
 
-use agent_core::ToolError;
+use agent_core::{ToolError, UserWords};
 use chrono::{Datelike, NaiveDate, Weekday};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::dates::parse_travel_date;
 use crate::dice::Dice;
+use crate::grounding::{check_date, check_place};
 use crate::missing::{ask_user, given};
 use crate::places::{Place, distance_km};
 
@@ -107,8 +108,13 @@ const AIRLINES: &[(&str, &str)] = &[
     ("Horizon Global", "HG"),
 ];
 
-/// Flight offers for a route and date.
-pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<FlightPrices, ToolError> {
+/// Flight offers for a route and date; with `said`, places and dates the
+/// user never mentioned are refused.
+pub(crate) fn flight_prices(
+    args: &FlightArgs,
+    today: NaiveDate,
+    said: Option<&UserWords>,
+) -> Result<FlightPrices, ToolError> {
     let mut missing = Vec::new();
     let origin = given(args.origin.as_deref(), "where the flight leaves from", &mut missing);
     let destination = given(args.destination.as_deref(), "where the flight goes", &mut missing);
@@ -117,7 +123,10 @@ pub(crate) fn flight_prices(args: &FlightArgs, today: NaiveDate) -> Result<Fligh
         return Err(ask_user(&missing));
     };
     let origin = Place::resolve(origin_query, "origin")?;
+    check_place(said, origin_query, &origin, "origin")?;
     let destination = Place::resolve(destination_query, "destination")?;
+    check_place(said, destination_query, &destination, "destination")?;
+    check_date(said, spoken_date)?;
     let date = parse_travel_date(spoken_date, today)?;
     if origin.city == destination.city {
         return Err(ToolError::failed(format!(

@@ -2,11 +2,11 @@
 //! mentioned was made up by the model (small models fill a missing city
 //! with one from an example, or today's date for a flight), so the tools
 //! refuse it and tell the model to ask. The check uses the conversation the
-//! runner hands the tools ([`ToolContext::user_words`]); without it, or with
+//! runner hands the tools ([`ToolContext::user_words`](agent_core::ToolContext::user_words)); without it, or with
 //! the check switched off ([`TravelTools::checking_user_named`](crate::TravelTools::checking_user_named)),
 //! every argument is taken as given.
 
-use agent_core::{ToolContext, ToolError};
+use agent_core::{ToolError, UserWords};
 
 use crate::places::Place;
 
@@ -58,8 +58,8 @@ const DATE_WORDS: &[&str] = &[
 /// Refuses `place` (what the model wrote as `query` for `what`) when the
 /// user named neither it nor its city, one of the city's other names or
 /// codes, or its country.
-pub(crate) fn check_place(context: &ToolContext, query: &str, place: &Place, what: &str) -> Result<(), ToolError> {
-    let Some(words) = &context.user_words else {
+pub(crate) fn check_place(said: Option<&UserWords>, query: &str, place: &Place, what: &str) -> Result<(), ToolError> {
+    let Some(words) = said else {
         return Ok(());
     };
     let city = place.city;
@@ -80,8 +80,8 @@ pub(crate) fn check_place(context: &ToolContext, query: &str, place: &Place, wha
 
 /// Refuses a date (as the model wrote it) when the user has not talked
 /// about dates at all: the model made one up.
-pub(crate) fn check_date(context: &ToolContext, spoken: &str) -> Result<(), ToolError> {
-    let Some(words) = &context.user_words else {
+pub(crate) fn check_date(said: Option<&UserWords>, spoken: &str) -> Result<(), ToolError> {
+    let Some(words) = said else {
         return Ok(());
     };
     let talked_about_dates = words.contains(spoken)
@@ -109,8 +109,8 @@ mod tests {
 
     use super::*;
 
-    fn context(said: &str) -> ToolContext {
-        ToolContext::new().with_user_words(UserWords::from_messages(&[Message::user(said)]))
+    fn context(said: &str) -> UserWords {
+        UserWords::from_messages(&[Message::user(said)])
     }
 
     fn place(query: &str) -> Place {
@@ -121,9 +121,12 @@ mod tests {
     fn a_city_counts_as_named_by_any_of_its_names_or_its_country() {
         let said = context("Flights from NYC to Australia, and the weather in São Paulo?");
         for query in ["New York", "JFK", "nyc", "Sao Paulo", "Canberra", "Australia"] {
-            assert!(check_place(&said, query, &place(query), "origin").is_ok(), "{query}");
+            assert!(
+                check_place(Some(&said), query, &place(query), "origin").is_ok(),
+                "{query}"
+            );
         }
-        let error = check_place(&said, "Paris", &place("Paris"), "location")
+        let error = check_place(Some(&said), "Paris", &place("Paris"), "location")
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -135,13 +138,13 @@ mod tests {
 
     #[test]
     fn without_the_conversation_everything_is_taken_as_given() {
-        assert!(check_place(&ToolContext::new(), "Paris", &place("Paris"), "location").is_ok());
-        assert!(check_date(&ToolContext::new(), "2030-01-01").is_ok());
+        assert!(check_place(None, "Paris", &place("Paris"), "location").is_ok());
+        assert!(check_date(None, "2030-01-01").is_ok());
     }
 
     #[test]
     fn a_date_needs_the_user_to_have_talked_about_when() {
-        let error = check_date(&context("How much is a flight from NYC to Paris?"), "June 15")
+        let error = check_date(Some(&context("How much is a flight from NYC to Paris?")), "June 15")
             .unwrap_err()
             .to_string();
         assert!(error.starts_with("the user has not said when the flight is"), "{error}");
@@ -153,8 +156,8 @@ mod tests {
             "in 3 days",
             "15 jun",
         ] {
-            assert!(check_date(&context(said), "2027-06-15").is_ok(), "{said}");
+            assert!(check_date(Some(&context(said)), "2027-06-15").is_ok(), "{said}");
         }
-        assert!(check_date(&context("May I fly to Oslo?"), "2027-05-01").is_err());
+        assert!(check_date(Some(&context("May I fly to Oslo?")), "2027-05-01").is_err());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{ToolContext, ToolError};
+use agent_core::{ToolContext, ToolError, UserWords};
 use agent_tools::{Json, ToolSet, TypedTool};
 use chrono::NaiveDate;
 use schemars::JsonSchema;
@@ -11,8 +11,6 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{Clock, FixedClock, SystemClock};
 use crate::currency::{Exchange, ExchangeArgs, RATES, exchange};
 use crate::flights::{FlightArgs, FlightPrices, flight_prices};
-use crate::grounding::{check_date, check_place};
-use crate::places::Place;
 use crate::weather::{Weather, WeatherArgs, weather};
 
 /// The provider's name, used to enable or disable it.
@@ -97,12 +95,12 @@ impl TravelTools {
 
     /// `get_weather`: today's weather at a place.
     pub fn weather(&self, args: &WeatherArgs) -> Result<Weather, ToolError> {
-        weather(args, self.today())
+        weather(args, self.today(), None)
     }
 
     /// `get_flight_prices`: one-way economy offers, cheapest first.
     pub fn flight_prices(&self, args: &FlightArgs) -> Result<FlightPrices, ToolError> {
-        flight_prices(args, self.today())
+        flight_prices(args, self.today(), None)
     }
 
     /// `get_currency_exchange`: converts an amount at fixed demo rates.
@@ -143,10 +141,7 @@ impl TravelTools {
                  If the user has not said which city, do not call this tool: ask them. One call per city. \
                  Example: {\"location\": \"Tokyo\", \"units\": \"celsius\"}."
                     .to_owned(),
-                |tools, args: WeatherArgs, context| {
-                    tools.check_weather_args(&args, context)?;
-                    tools.weather(&args)
-                },
+                |tools, args: WeatherArgs, context| weather(&args, tools.today(), tools.said(context)),
             ),
         )
         .tool(
@@ -159,10 +154,7 @@ impl TravelTools {
                  result gives it as YYYY-MM-DD. If the user has not said a city or the date, ask them instead of \
                  calling. Example: {\"origin\": \"NYC\", \"destination\": \"London\", \"date\": \"June 15\"}."
                     .to_owned(),
-                |tools, args: FlightArgs, context| {
-                    tools.check_flight_args(&args, context)?;
-                    tools.flight_prices(&args)
-                },
+                |tools, args: FlightArgs, context| flight_prices(&args, tools.today(), tools.said(context)),
             ),
         )
         .tool(self.tool(
@@ -186,26 +178,10 @@ impl TravelTools {
         )
     }
 
-    /// Refuses a location the user never mentioned (see
-    /// [`checking_user_named`](Self::checking_user_named)).
-    fn check_weather_args(&self, args: &WeatherArgs, context: &ToolContext) -> Result<(), ToolError> {
-        if self.check_user_named {
-            check_named(context, args.location.as_deref(), "location")?;
-        }
-        Ok(())
-    }
-
-    /// Refuses an origin, destination or date the user never mentioned.
-    fn check_flight_args(&self, args: &FlightArgs, context: &ToolContext) -> Result<(), ToolError> {
-        if !self.check_user_named {
-            return Ok(());
-        }
-        check_named(context, args.origin.as_deref(), "origin")?;
-        check_named(context, args.destination.as_deref(), "destination")?;
-        match args.date.as_deref().map(str::trim) {
-            Some(date) if !date.is_empty() => check_date(context, date),
-            _ => Ok(()),
-        }
+    /// What the user said, when these tools check arguments against it
+    /// (see [`checking_user_named`](Self::checking_user_named)).
+    fn said<'a>(&self, context: &'a ToolContext) -> Option<&'a UserWords> {
+        context.user_words.as_ref().filter(|_| self.check_user_named)
     }
 
     /// A typed tool running `run` synchronously on a clone of these tools.
@@ -220,17 +196,5 @@ impl TravelTools {
             let outcome = run(&tools, args, &context).map(Json);
             async move { outcome }
         })
-    }
-}
-
-/// Refuses a place that resolves but that the user never named; missing
-/// or unknown places are left to the tool's own errors.
-fn check_named(context: &ToolContext, query: Option<&str>, what: &str) -> Result<(), ToolError> {
-    let Some(query) = query.map(str::trim).filter(|query| !query.is_empty()) else {
-        return Ok(());
-    };
-    match Place::resolve(query, what) {
-        Ok(place) => check_place(context, query, &place, what),
-        Err(_) => Ok(()),
     }
 }

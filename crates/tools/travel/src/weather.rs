@@ -1,12 +1,13 @@
 //! `get_weather`: plausible current weather from a city's rough climate,
 //! the season of today's date, and a stable hash of the place and date.
 
-use agent_core::ToolError;
+use agent_core::{ToolError, UserWords};
 use chrono::{Datelike, NaiveDate};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::dice::Dice;
+use crate::grounding::check_place;
 use crate::missing::{ask_user, given};
 use crate::places::Place;
 
@@ -88,13 +89,15 @@ pub struct Weather {
     pub note: Option<String>,
 }
 
-/// The weather for a place on a date.
-pub(crate) fn weather(args: &WeatherArgs, today: NaiveDate) -> Result<Weather, ToolError> {
+/// The weather for a place on a date; with `said`, a place the user never
+/// named is refused.
+pub(crate) fn weather(args: &WeatherArgs, today: NaiveDate, said: Option<&UserWords>) -> Result<Weather, ToolError> {
     let mut missing = Vec::new();
     let Some(location) = given(args.location.as_deref(), "which city", &mut missing) else {
         return Err(ask_user(&missing));
     };
     let place = Place::resolve(location, "location")?;
+    check_place(said, location, &place, "location")?;
     let (mean, swing, humidity, wetness, southern) = place.climate();
     let date_key = today.to_string();
     let mut dice = Dice::new(&["weather", place.key(), &date_key]);
