@@ -63,6 +63,24 @@ async fn calculator_server(route: impl Fn(wiremock::MockBuilder) -> wiremock::Mo
     server
 }
 
+/// One streamed chat-completion chunk carrying `delta`.
+fn chunk(delta: &Value, finish: Option<&str>) -> Value {
+    json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+/// An OpenAI SSE body: each event as `data:`, then `[DONE]`.
+fn sse_body(events: &[Value]) -> String {
+    let mut body = String::new();
+    for event in events {
+        body.push_str("data: ");
+        body.push_str(&event.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
 async fn run_cmd(mut command: Command) -> Output {
     tokio::task::spawn_blocking(move || command.output().expect("agentry runs"))
         .await
@@ -232,23 +250,13 @@ async fn openai_compatible_run_json_needs_no_key_and_prices_unknown_models_as_nu
 #[tokio::test]
 async fn streamed_run_json_prints_only_the_final_object() {
     let server = MockServer::start().await;
-    let chunk = |delta: Value, finish: Option<&str>| {
-        json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut body = String::new();
-    for event in [
-        chunk(json!({"role": "assistant", "content": "Hello"}), None),
-        chunk(json!({"content": " there."}), None),
-        chunk(json!({}), Some("stop")),
+    let body = sse_body(&[
+        chunk(&json!({"role": "assistant", "content": "Hello"}), None),
+        chunk(&json!({"content": " there."}), None),
+        chunk(&json!({}), Some("stop")),
         json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [],
                "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}}),
-    ] {
-        body.push_str("data: ");
-        body.push_str(&event.to_string());
-        body.push_str("\n\n");
-    }
-    body.push_str("data: [DONE]\n\n");
+    ]);
     Mock::given(method("POST"))
         .and(body_string_contains("\"stream\":true"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
@@ -592,23 +600,13 @@ fn help_and_version_exit_0_and_unknown_commands_exit_2() {
 #[tokio::test]
 async fn demo_check_prints_a_verdict_per_turn_and_the_score_for_any_provider() {
     let server = MockServer::start().await;
-    let chunk = |delta: Value, finish: Option<&str>| {
-        json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut body = String::new();
-    for event in [
+    let body = sse_body(&[
         chunk(
-            json!({"role": "assistant", "content": "I help with weather and flights. Which city do you mean?"}),
+            &json!({"role": "assistant", "content": "I help with weather and flights. Which city do you mean?"}),
             None,
         ),
-        chunk(json!({}), Some("stop")),
-    ] {
-        body.push_str("data: ");
-        body.push_str(&event.to_string());
-        body.push_str("\n\n");
-    }
-    body.push_str("data: [DONE]\n\n");
+        chunk(&json!({}), Some("stop")),
+    ]);
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
         .mount(&server)

@@ -12,6 +12,8 @@
 #![cfg(feature = "llama")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::time::Instant;
 
 use agent_app::assemble::catalog_for;
@@ -21,23 +23,10 @@ use agent_app::demo::{DemoOptions, LIMIT_TURN, TURNS, run_demo};
 use agent_app::env::Env;
 use agent_app::providers::{Progress, build_client};
 use agent_core::StopCause;
-use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
-
-fn model_is_fetched() -> bool {
-    let ready = known_model(DEFAULT_MODEL).is_some_and(|model| ModelStore::default_location().is_ready(model));
-    if !ready {
-        assert!(
-            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
-            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
-        );
-        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
-    }
-    ready
-}
 
 #[test]
 fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
-    if !model_is_fetched() {
+    if !common::model_is_fetched() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -5,13 +5,14 @@
 #![cfg(feature = "llama")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, StopCause, ToolContext,
     ToolRegistry as _,
 };
-use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::Agent;
 use agent_tools_travel::{NaiveDate, TravelTools};
@@ -25,16 +26,7 @@ fn today() -> NaiveDate {
 }
 
 fn model() -> Option<LlamaClient> {
-    let ready = known_model(DEFAULT_MODEL).is_some_and(|model| ModelStore::default_location().is_ready(model));
-    if !ready {
-        assert!(
-            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
-            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
-        );
-        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
-        return None;
-    }
-    Some(LlamaClient::load(LlamaConfig::default()).unwrap())
+    common::model_is_fetched().then(|| LlamaClient::load(LlamaConfig::default()).unwrap())
 }
 
 fn agent(client: Arc<dyn LlmClient>) -> Agent {
