@@ -130,8 +130,9 @@ mod tests {
     use super::*;
     use crate::models::{DEFAULT_MODEL, ModelStore, known_model};
 
-    #[test]
-    fn llama_cpp_accepts_the_tool_call_grammar_eager_and_lazy() {
+    /// The default model, loaded; `None` (after saying so) when it is not
+    /// fetched, unless `AGENTRY_REQUIRE_MODEL` is set: then this fails.
+    fn fetched_model() -> Option<LlamaModel> {
         let store = ModelStore::default_location();
         let Some(known) = known_model(DEFAULT_MODEL).filter(|known| store.is_ready(known)) else {
             assert!(
@@ -139,11 +140,18 @@ mod tests {
                 "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
             );
             eprintln!("skipped: the model is not fetched");
-            return;
+            return None;
         };
         let backend = crate::engine::backend().expect("backend");
-        let model = LlamaModel::load_from_file(backend, store.path_of(known), &LlamaModelParams::default())
-            .expect("the model loads");
+        Some(
+            LlamaModel::load_from_file(backend, store.path_of(known), &LlamaModelParams::default())
+                .expect("the model loads"),
+        )
+    }
+
+    #[test]
+    fn llama_cpp_accepts_the_tool_call_grammar_eager_and_lazy() {
+        let Some(model) = fetched_model() else { return };
         let tools = [ToolDefinition::new(
             "get_weather",
             "Weather.",
@@ -158,17 +166,7 @@ mod tests {
 
     #[test]
     fn control_tokens_but_the_call_opening_end_the_turn() {
-        let store = ModelStore::default_location();
-        let Some(known) = known_model(DEFAULT_MODEL).filter(|known| store.is_ready(known)) else {
-            assert!(
-                std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
-                "the model is not fetched"
-            );
-            return;
-        };
-        let backend = crate::engine::backend().expect("backend");
-        let model = LlamaModel::load_from_file(backend, store.path_of(known), &LlamaModelParams::default())
-            .expect("the model loads");
+        let Some(model) = fetched_model() else { return };
         let vocab = model.vocab();
         let single = |text: &str| {
             let tokens = vocab.tokenize(text.as_bytes(), false, true);
