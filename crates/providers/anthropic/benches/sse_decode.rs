@@ -7,7 +7,7 @@
 
 use agent_core::StreamEvent;
 use agent_http::sse::{SseDecoder, SseEvent};
-use agent_provider_anthropic::mapper::StreamMapper;
+use agent_provider_anthropic::mapper::{EventMapper, StreamMapper};
 use agent_testing::wire::{read_wire, repeated_sse_stream};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 

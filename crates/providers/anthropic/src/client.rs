@@ -1,11 +1,9 @@
 //! The thin [`LlmClient`]: builds the body with the mapper, sends it through
 //! `agent-http`, feeds the bytes back to the mapper.
 
-use agent_core::{
-    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, StreamEvent,
-};
+use agent_core::{CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError};
 use agent_http::sse::sse_events;
-use agent_http::{AuthHeader, EventMapper, HttpClient, map_events};
+use agent_http::{AuthHeader, HttpClient, map_events};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -96,28 +94,5 @@ impl LlmClient for AnthropicClient {
             .await?;
         let data = sse_events(bytes).map(|event| event.map(|event| event.data));
         Ok(map_events(data, StreamMapper::new(), cancel, PROVIDER_NAME))
-    }
-}
-
-/// The mapper as the shared stream driver of `agent-http` drives it.
-impl EventMapper for StreamMapper {
-    fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        StreamMapper::push(self, data, out)
-    }
-
-    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        StreamMapper::finish(self, out)
-    }
-
-    fn is_finished(&self) -> bool {
-        StreamMapper::is_finished(self)
-    }
-
-    fn is_complete(&self) -> bool {
-        self.saw_stop_reason()
-    }
-
-    fn truncation_message(&self) -> String {
-        StreamMapper::truncation_message(self)
     }
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use agent_core::{ChatResponse, LlmErrorKind, ReasoningBlock, StopReason, StreamEvent, ToolCall, Usage};
-use agent_provider_anthropic::mapper::{StreamMapper, parse_response};
+use agent_provider_anthropic::mapper::{EventMapper, StreamMapper, parse_response};
 use common::{assemble, decode_sse, exchanges, read_json, read_wire, sse_body, stem, wire_files};
 use serde_json::{Value, json};
 

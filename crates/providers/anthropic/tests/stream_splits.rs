@@ -4,6 +4,7 @@
 
 mod common;
 
+use agent_provider_anthropic::mapper::EventMapper as _;
 use common::{assemble, decode_sse, read_wire};
 use proptest::prelude::*;
 

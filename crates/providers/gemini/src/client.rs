@@ -3,10 +3,9 @@
 
 use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
-    StreamEvent,
 };
 use agent_http::sse::sse_events;
-use agent_http::{AuthHeader, EventMapper, HttpClient, map_events};
+use agent_http::{AuthHeader, HttpClient, map_events};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -133,24 +132,5 @@ impl LlmClient for GeminiClient {
         let data = sse_events(bytes).map(|event| event.map(|event| event.data));
         let mapper = StreamMapper::new().with_fallback_model(model);
         Ok(map_events(data, mapper, cancel, PROVIDER_NAME))
-    }
-}
-
-/// The mapper as the shared stream driver of `agent-http` drives it.
-impl EventMapper for StreamMapper {
-    fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        StreamMapper::push(self, data, out)
-    }
-
-    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        StreamMapper::finish(self, out)
-    }
-
-    fn is_finished(&self) -> bool {
-        StreamMapper::is_finished(self)
-    }
-
-    fn truncation_message(&self) -> String {
-        StreamMapper::truncation_message(self)
     }
 }

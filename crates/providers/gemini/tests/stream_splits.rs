@@ -8,6 +8,7 @@
 
 mod common;
 
+use agent_provider_gemini::mapper::EventMapper as _;
 use common::{assemble, decode_sse, interaction, read_wire};
 use proptest::prelude::*;
 

@@ -6,7 +6,7 @@
 
 use agent_core::StreamEvent;
 use agent_http::ndjson::NdjsonDecoder;
-use agent_provider_ollama::mapper::StreamMapper;
+use agent_provider_ollama::mapper::{EventMapper, StreamMapper};
 use agent_testing::wire::read_wire;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 

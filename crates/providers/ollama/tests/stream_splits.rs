@@ -5,6 +5,7 @@
 mod common;
 
 use agent_core::LlmErrorKind;
+use agent_provider_ollama::mapper::EventMapper as _;
 use common::{assemble, decode_ndjson, read_example, tool_call_stream};
 use proptest::prelude::*;
 

@@ -6,7 +6,7 @@
 
 use agent_core::StreamEvent;
 use agent_http::sse::SseDecoder;
-use agent_provider_openai::mapper::StreamMapper;
+use agent_provider_openai::mapper::{EventMapper, StreamMapper};
 use agent_testing::wire::{read_wire, repeated_sse_stream};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 

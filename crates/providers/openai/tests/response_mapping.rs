@@ -5,7 +5,7 @@
 mod common;
 
 use agent_core::{ChatResponse, StopReason, StreamEvent, Usage};
-use agent_provider_openai::mapper::{StreamMapper, parse_response};
+use agent_provider_openai::mapper::{EventMapper, StreamMapper, parse_response};
 use common::{assemble, decode_sse, read_wire, stem, wire_files};
 use serde_json::json;
 

@@ -3,6 +3,7 @@
 
 mod common;
 
+use agent_provider_openai::mapper::EventMapper as _;
 use common::{decode_sse, read_wire};
 use proptest::prelude::*;
 

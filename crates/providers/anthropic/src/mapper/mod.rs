@@ -12,6 +12,8 @@ mod stream;
 mod turns;
 mod wire;
 
+/// The trait [`StreamMapper`] is driven through (`push`, `finish`, ...).
+pub use agent_http::EventMapper;
 pub use request::{RAW_ARGUMENTS_KEY, build_request_body};
 pub use response::parse_response;
 pub use stream::StreamMapper;

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::response::redacted_block;
+use agent_http::EventMapper;
 use agent_http::LenientStr;
 
 use agent_http::error::snippet;
@@ -41,7 +42,7 @@ use super::wire::{WireUsage, error_from_object, stop_reason};
 ///
 /// ```
 /// use agent_core::{StopReason, StreamEvent};
-/// use agent_provider_anthropic::mapper::StreamMapper;
+/// use agent_provider_anthropic::mapper::{EventMapper, StreamMapper};
 ///
 /// let mut mapper = StreamMapper::new();
 /// let mut events = Vec::new();
@@ -107,121 +108,6 @@ impl StreamMapper {
     /// from then on the reply is complete, even if the body breaks.
     pub fn saw_stop_reason(&self) -> bool {
         self.saw_delta
-    }
-
-    /// Whether the stream has ended (`message_stop` arrived, or
-    /// [`finish`](Self::finish) ran).
-    pub fn is_finished(&self) -> bool {
-        self.finished
-    }
-
-    /// Takes the `data` of one server-sent event and appends the events it
-    /// implies to `out`. Events after the end are ignored.
-    pub fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        if self.finished || data.trim().is_empty() {
-            return Ok(());
-        }
-        let event: WireEvent<'_> = serde_json::from_str(data).map_err(|error| {
-            LlmError::decode(format!(
-                "a stream event is not a Messages API event ({error}); it starts with {:?}",
-                snippet(data.as_bytes())
-            ))
-        })?;
-        self.events += 1;
-        match event.kind.as_ref() {
-            "message_start" => {
-                let message = event.message.unwrap_or_default();
-                if let Some(usage) = message.usage {
-                    self.usage = usage;
-                }
-                out.push(StreamEvent::Started {
-                    model: message.model.non_empty().map(str::to_owned),
-                    id: message.id.non_empty().map(str::to_owned),
-                });
-            }
-            "content_block_start" => {
-                let index = event.index.unwrap_or(self.blocks.len());
-                let block = event.content_block.unwrap_or_default();
-                self.start_block(index, block, out);
-            }
-            "content_block_delta" => {
-                let index = event.index.unwrap_or_default();
-                if let Some(delta) = event.delta {
-                    self.delta(index, &delta, out)?;
-                }
-            }
-            "content_block_stop" => {
-                if let Some(Kind::ToolUse(call)) = self.block(event.index.unwrap_or_default()).map(|b| &mut b.kind) {
-                    end(call, out);
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = event.delta.as_ref().and_then(|delta| delta.stop_reason.non_empty()) {
-                    self.stop_reason = Some(reason.to_owned());
-                }
-                if let Some(usage) = &event.usage {
-                    self.usage.merge(usage);
-                }
-                self.saw_delta = true;
-                out.push(StreamEvent::Usage {
-                    usage: self.usage.to_usage(),
-                });
-            }
-            "message_stop" => self.stop(out),
-            "error" => {
-                let error = event.error.as_deref().unwrap_or(&Value::Null);
-                let mut error = error_from_object(data.as_bytes(), error, event.request_id.as_deref());
-                error.message = format!("the stream reported an error: {}", error.message);
-                return Err(error);
-            }
-            // `ping` and whatever Anthropic adds later.
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// Ends the stream: `Stop` if the stop reason arrived (a missing
-    /// `message_stop` after it is forgiven), otherwise a decode error saying
-    /// the stream was truncated, naming the tool call that was cut off.
-    /// Calling it again does nothing.
-    pub fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        if self.finished {
-            return Ok(());
-        }
-        if !self.saw_delta {
-            self.finished = true;
-            return Err(LlmError::decode(self.truncation_message()));
-        }
-        self.stop(out);
-        Ok(())
-    }
-
-    /// Why the stream is incomplete so far: which tool call would be cut
-    /// off if it ended now. Used to explain a connection that broke.
-    pub fn truncation_message(&self) -> String {
-        let open = self.blocks.iter().rev().find_map(|block| match &block.kind {
-            Kind::ToolUse(call) if !call.ended => Some(call),
-            _ => None,
-        });
-        if let Some(call) = open {
-            let discarded = match self.calls {
-                1 => "the call was discarded".to_owned(),
-                n => format!("all {n} tool calls of this reply were discarded"),
-            };
-            return format!(
-                "the stream was truncated in the middle of tool call `{}` ({}, {} bytes of arguments received); \
-                 {discarded}",
-                call.name, call.id, call.received
-            );
-        }
-        if self.events == 0 {
-            "the stream ended before any event arrived".to_owned()
-        } else {
-            format!(
-                "the stream was truncated after {} events, before the message_delta with the stop reason",
-                self.events
-            )
-        }
     }
 
     fn start_block(&mut self, wire_index: usize, block: StartBlock<'_>, out: &mut Vec<StreamEvent>) {
@@ -342,6 +228,129 @@ impl StreamMapper {
         out.push(StreamEvent::Stop {
             reason: stop_reason(self.stop_reason.as_deref(), self.calls > 0),
         });
+    }
+}
+
+/// Driven by `agent-http`'s [`map_events`](agent_http::map_events) in the client, and by hand in tests.
+impl EventMapper for StreamMapper {
+    /// Whether the stream has ended (`message_stop` arrived, or
+    /// [`finish`](Self::finish) ran).
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Takes the `data` of one server-sent event and appends the events it
+    /// implies to `out`. Events after the end are ignored.
+    fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        if self.finished || data.trim().is_empty() {
+            return Ok(());
+        }
+        let event: WireEvent<'_> = serde_json::from_str(data).map_err(|error| {
+            LlmError::decode(format!(
+                "a stream event is not a Messages API event ({error}); it starts with {:?}",
+                snippet(data.as_bytes())
+            ))
+        })?;
+        self.events += 1;
+        match event.kind.as_ref() {
+            "message_start" => {
+                let message = event.message.unwrap_or_default();
+                if let Some(usage) = message.usage {
+                    self.usage = usage;
+                }
+                out.push(StreamEvent::Started {
+                    model: message.model.non_empty().map(str::to_owned),
+                    id: message.id.non_empty().map(str::to_owned),
+                });
+            }
+            "content_block_start" => {
+                let index = event.index.unwrap_or(self.blocks.len());
+                let block = event.content_block.unwrap_or_default();
+                self.start_block(index, block, out);
+            }
+            "content_block_delta" => {
+                let index = event.index.unwrap_or_default();
+                if let Some(delta) = event.delta {
+                    self.delta(index, &delta, out)?;
+                }
+            }
+            "content_block_stop" => {
+                if let Some(Kind::ToolUse(call)) = self.block(event.index.unwrap_or_default()).map(|b| &mut b.kind) {
+                    end(call, out);
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event.delta.as_ref().and_then(|delta| delta.stop_reason.non_empty()) {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(usage) = &event.usage {
+                    self.usage.merge(usage);
+                }
+                self.saw_delta = true;
+                out.push(StreamEvent::Usage {
+                    usage: self.usage.to_usage(),
+                });
+            }
+            "message_stop" => self.stop(out),
+            "error" => {
+                let error = event.error.as_deref().unwrap_or(&Value::Null);
+                let mut error = error_from_object(data.as_bytes(), error, event.request_id.as_deref());
+                error.message = format!("the stream reported an error: {}", error.message);
+                return Err(error);
+            }
+            // `ping` and whatever Anthropic adds later.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Ends the stream: `Stop` if the stop reason arrived (a missing
+    /// `message_stop` after it is forgiven), otherwise a decode error saying
+    /// the stream was truncated, naming the tool call that was cut off.
+    /// Calling it again does nothing.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        if self.finished {
+            return Ok(());
+        }
+        if !self.saw_delta {
+            self.finished = true;
+            return Err(LlmError::decode(self.truncation_message()));
+        }
+        self.stop(out);
+        Ok(())
+    }
+
+    /// Why the stream is incomplete so far: which tool call would be cut
+    /// off if it ended now. Used to explain a connection that broke.
+    fn truncation_message(&self) -> String {
+        let open = self.blocks.iter().rev().find_map(|block| match &block.kind {
+            Kind::ToolUse(call) if !call.ended => Some(call),
+            _ => None,
+        });
+        if let Some(call) = open {
+            let discarded = match self.calls {
+                1 => "the call was discarded".to_owned(),
+                n => format!("all {n} tool calls of this reply were discarded"),
+            };
+            return format!(
+                "the stream was truncated in the middle of tool call `{}` ({}, {} bytes of arguments received); \
+                 {discarded}",
+                call.name, call.id, call.received
+            );
+        }
+        if self.events == 0 {
+            "the stream ended before any event arrived".to_owned()
+        } else {
+            format!(
+                "the stream was truncated after {} events, before the message_delta with the stop reason",
+                self.events
+            )
+        }
+    }
+
+    /// A reply whose stop reason arrived is whole, even if `message_stop` never does.
+    fn is_complete(&self) -> bool {
+        self.saw_stop_reason()
     }
 }
 

@@ -11,7 +11,7 @@ use agent_core::{
     ToolCall, ToolResult,
 };
 use agent_provider_anthropic::RequestOptions;
-use agent_provider_anthropic::mapper::{StreamMapper, build_request_body};
+use agent_provider_anthropic::mapper::{EventMapper, StreamMapper, build_request_body};
 use serde_json::{Value, json};
 
 /// The official Anthropic wire examples, relative to the shared wire folder.

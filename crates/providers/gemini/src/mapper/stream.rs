@@ -4,6 +4,7 @@ use agent_core::{LlmError, StreamEvent};
 use serde_json::{Map, Value};
 
 use super::response::{Piece, read_part};
+use agent_http::EventMapper;
 use agent_http::error::snippet;
 
 use super::wire::{
@@ -32,7 +33,7 @@ use super::wire::{
 ///
 /// ```
 /// use agent_core::{StopReason, StreamEvent};
-/// use agent_provider_gemini::mapper::StreamMapper;
+/// use agent_provider_gemini::mapper::{EventMapper, StreamMapper};
 ///
 /// let mut mapper = StreamMapper::new();
 /// let mut events = Vec::new();
@@ -84,144 +85,6 @@ impl StreamMapper {
     /// Whether a `finishReason` has arrived.
     pub fn saw_finish(&self) -> bool {
         self.finish_reason.is_some()
-    }
-
-    /// Whether [`finish`](Self::finish) has run.
-    pub fn is_finished(&self) -> bool {
-        self.finished
-    }
-
-    /// Takes the `data` of one server-sent event and appends the events it
-    /// implies to `out`.
-    pub fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        let data = data.trim_ascii();
-        // Gemini sends no end marker; `[DONE]` (from a proxy) is ignored.
-        if data.is_empty() || data == "[DONE]" || self.finished {
-            return Ok(());
-        }
-        let mut chunk: WireResponse<'_> = serde_json::from_str(data).map_err(|error| self.unreadable(data, &error))?;
-        self.chunks += 1;
-        if let Some(error) = chunk.error.as_deref().filter(|error| !error.is_null()) {
-            let mut error = error_from_object(data.as_bytes(), error);
-            error.message = format!("the stream reported an error: {}", error.message);
-            return Err(error);
-        }
-        self.ids.set_response_id(chunk.response_id.as_deref());
-        if !self.started {
-            self.started = true;
-            out.push(StreamEvent::Started {
-                model: chunk
-                    .model_version
-                    .as_deref()
-                    .filter(|model| !model.is_empty())
-                    .map(str::to_owned)
-                    .or_else(|| self.fallback_model.clone()),
-                id: chunk
-                    .response_id
-                    .as_deref()
-                    .filter(|id| !id.is_empty())
-                    .map(str::to_owned),
-            });
-        }
-        if let Some(usage) = chunk.usage_metadata {
-            self.usage = Some(usage);
-        }
-        let Some(candidate) = chunk.take_candidate() else {
-            if let Some(error) = chunk.prompt_feedback.as_ref().and_then(blocked_prompt) {
-                return Err(error);
-            }
-            return Ok(());
-        };
-        for part in candidate.content.and_then(|content| content.parts).unwrap_or_default() {
-            let partial = part.function_call.as_ref().is_some_and(|call| {
-                call.partial_args.is_some()
-                    || call.will_continue == Some(true)
-                    || (self.open.is_some() && call.name.is_none() && call.args.is_none())
-            });
-            if partial {
-                self.partial_call(part, out)?;
-                continue;
-            }
-            self.end_open_call(out);
-            read_part(part, &mut self.ids, &mut |piece| match piece {
-                Piece::Text(text) => {
-                    self.text_bytes += text.len();
-                    out.push(StreamEvent::TextDelta {
-                        text: text.into_owned(),
-                    });
-                }
-                Piece::Thought(text) => out.push(StreamEvent::ReasoningDelta {
-                    text: text.into_owned(),
-                }),
-                Piece::Signed(block) => out.push(StreamEvent::Reasoning { block }),
-                Piece::Call { id, name, arguments } => {
-                    let index = self.calls;
-                    self.calls += 1;
-                    out.push(StreamEvent::ToolCallStart { index, id, name });
-                    out.push(StreamEvent::ToolCallDelta { index, arguments });
-                    out.push(StreamEvent::ToolCallEnd { index });
-                }
-            });
-        }
-        if let Some(reason) = candidate.finish_reason.filter(|reason| !reason.is_empty()) {
-            self.finish_reason = Some(reason.into_owned());
-            self.finish_message = candidate.finish_message.map(std::borrow::Cow::into_owned);
-        }
-        Ok(())
-    }
-
-    /// Ends the stream (the body is over): the open streamed call, `Usage`
-    /// and `Stop` if a `finishReason` was seen, otherwise a decode error
-    /// saying where the stream was cut. Calling it again does nothing.
-    pub fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        if self.finished {
-            return Ok(());
-        }
-        self.finished = true;
-        let Some(reason) = self.finish_reason.as_deref() else {
-            return Err(LlmError::decode(self.truncation_message()));
-        };
-        let stop = match finish(
-            Some(reason),
-            self.finish_message.as_deref(),
-            self.calls > 0 || self.open.is_some(),
-        ) {
-            Finish::Stop(stop) => stop,
-            Finish::BadCall(message) => return Err(LlmError::decode(message)),
-        };
-        self.end_open_call(out);
-        if let Some(usage) = self.usage {
-            out.push(StreamEvent::Usage {
-                usage: usage.to_usage(),
-            });
-        }
-        out.push(StreamEvent::Stop { reason: stop });
-        Ok(())
-    }
-
-    /// Why the stream is incomplete so far: where it would be cut if it
-    /// ended now. Used to explain a connection that broke.
-    pub fn truncation_message(&self) -> String {
-        if let Some(call) = &self.open {
-            return format!(
-                "the stream was truncated in the middle of tool call `{}` ({}, {} bytes of arguments received); \
-                 the call was discarded",
-                call.name, call.id, call.received
-            );
-        }
-        if self.chunks == 0 {
-            return "the stream ended before any chunk arrived".to_owned();
-        }
-        let calls = match self.calls {
-            0 => String::new(),
-            1 => ", 1 complete tool call".to_owned(),
-            n => format!(", {n} complete tool calls"),
-        };
-        format!(
-            "the stream was truncated after {} chunks ({} bytes of text{calls}) before a finishReason arrived; \
-             the partial reply was discarded",
-            self.chunks, self.text_bytes
-        )
     }
 
     /// A chunk that does not parse: cut short (the body ended inside it),
@@ -306,6 +169,147 @@ impl StreamMapper {
             });
             out.push(StreamEvent::ToolCallEnd { index: call.index });
         }
+    }
+}
+
+/// Driven by `agent-http`'s [`map_events`](agent_http::map_events) in the client, and by hand in tests.
+impl EventMapper for StreamMapper {
+    /// Whether [`finish`](Self::finish) has run.
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Takes the `data` of one server-sent event and appends the events it
+    /// implies to `out`.
+    fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let data = data.trim_ascii();
+        // Gemini sends no end marker; `[DONE]` (from a proxy) is ignored.
+        if data.is_empty() || data == "[DONE]" || self.finished {
+            return Ok(());
+        }
+        let mut chunk: WireResponse<'_> = serde_json::from_str(data).map_err(|error| self.unreadable(data, &error))?;
+        self.chunks += 1;
+        if let Some(error) = chunk.error.as_deref().filter(|error| !error.is_null()) {
+            let mut error = error_from_object(data.as_bytes(), error);
+            error.message = format!("the stream reported an error: {}", error.message);
+            return Err(error);
+        }
+        self.ids.set_response_id(chunk.response_id.as_deref());
+        if !self.started {
+            self.started = true;
+            out.push(StreamEvent::Started {
+                model: chunk
+                    .model_version
+                    .as_deref()
+                    .filter(|model| !model.is_empty())
+                    .map(str::to_owned)
+                    .or_else(|| self.fallback_model.clone()),
+                id: chunk
+                    .response_id
+                    .as_deref()
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_owned),
+            });
+        }
+        if let Some(usage) = chunk.usage_metadata {
+            self.usage = Some(usage);
+        }
+        let Some(candidate) = chunk.take_candidate() else {
+            if let Some(error) = chunk.prompt_feedback.as_ref().and_then(blocked_prompt) {
+                return Err(error);
+            }
+            return Ok(());
+        };
+        for part in candidate.content.and_then(|content| content.parts).unwrap_or_default() {
+            let partial = part.function_call.as_ref().is_some_and(|call| {
+                call.partial_args.is_some()
+                    || call.will_continue == Some(true)
+                    || (self.open.is_some() && call.name.is_none() && call.args.is_none())
+            });
+            if partial {
+                self.partial_call(part, out)?;
+                continue;
+            }
+            self.end_open_call(out);
+            read_part(part, &mut self.ids, &mut |piece| match piece {
+                Piece::Text(text) => {
+                    self.text_bytes += text.len();
+                    out.push(StreamEvent::TextDelta {
+                        text: text.into_owned(),
+                    });
+                }
+                Piece::Thought(text) => out.push(StreamEvent::ReasoningDelta {
+                    text: text.into_owned(),
+                }),
+                Piece::Signed(block) => out.push(StreamEvent::Reasoning { block }),
+                Piece::Call { id, name, arguments } => {
+                    let index = self.calls;
+                    self.calls += 1;
+                    out.push(StreamEvent::ToolCallStart { index, id, name });
+                    out.push(StreamEvent::ToolCallDelta { index, arguments });
+                    out.push(StreamEvent::ToolCallEnd { index });
+                }
+            });
+        }
+        if let Some(reason) = candidate.finish_reason.filter(|reason| !reason.is_empty()) {
+            self.finish_reason = Some(reason.into_owned());
+            self.finish_message = candidate.finish_message.map(std::borrow::Cow::into_owned);
+        }
+        Ok(())
+    }
+
+    /// Ends the stream (the body is over): the open streamed call, `Usage`
+    /// and `Stop` if a `finishReason` was seen, otherwise a decode error
+    /// saying where the stream was cut. Calling it again does nothing.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        let Some(reason) = self.finish_reason.as_deref() else {
+            return Err(LlmError::decode(self.truncation_message()));
+        };
+        let stop = match finish(
+            Some(reason),
+            self.finish_message.as_deref(),
+            self.calls > 0 || self.open.is_some(),
+        ) {
+            Finish::Stop(stop) => stop,
+            Finish::BadCall(message) => return Err(LlmError::decode(message)),
+        };
+        self.end_open_call(out);
+        if let Some(usage) = self.usage {
+            out.push(StreamEvent::Usage {
+                usage: usage.to_usage(),
+            });
+        }
+        out.push(StreamEvent::Stop { reason: stop });
+        Ok(())
+    }
+
+    /// Why the stream is incomplete so far: where it would be cut if it
+    /// ended now. Used to explain a connection that broke.
+    fn truncation_message(&self) -> String {
+        if let Some(call) = &self.open {
+            return format!(
+                "the stream was truncated in the middle of tool call `{}` ({}, {} bytes of arguments received); \
+                 the call was discarded",
+                call.name, call.id, call.received
+            );
+        }
+        if self.chunks == 0 {
+            return "the stream ended before any chunk arrived".to_owned();
+        }
+        let calls = match self.calls {
+            0 => String::new(),
+            1 => ", 1 complete tool call".to_owned(),
+            n => format!(", {n} complete tool calls"),
+        };
+        format!(
+            "the stream was truncated after {} chunks ({} bytes of text{calls}) before a finishReason arrived; \
+             the partial reply was discarded",
+            self.chunks, self.text_bytes
+        )
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use agent_core::{ChatRequest, ChatResponse, LlmError, Message, StreamAccumulator, StreamEvent};
 use agent_provider_gemini::RequestOptions;
-use agent_provider_gemini::mapper::{StreamMapper, build_request_json};
+use agent_provider_gemini::mapper::{EventMapper, StreamMapper, build_request_json};
 use serde_json::Value;
 
 pub use agent_testing::wire::stem;

@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The trait [`StreamMapper`] is driven through (`push`, `finish`, ...).
+pub use agent_http::EventMapper;
 pub use request::build_request_body;
 pub use response::parse_response;
 pub use stream::StreamMapper;

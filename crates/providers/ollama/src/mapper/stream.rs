@@ -2,6 +2,7 @@
 
 use agent_core::{LlmError, StreamEvent};
 
+use agent_http::EventMapper;
 use agent_http::error::snippet;
 
 use super::wire::{WireChunk, stop_reason, tool_call};
@@ -25,7 +26,7 @@ use super::wire::{WireChunk, stop_reason, tool_call};
 ///
 /// ```
 /// use agent_core::{StopReason, StreamEvent};
-/// use agent_provider_ollama::mapper::StreamMapper;
+/// use agent_provider_ollama::mapper::{EventMapper, StreamMapper};
 ///
 /// let mut mapper = StreamMapper::new();
 /// let mut events = Vec::new();
@@ -53,14 +54,17 @@ impl StreamMapper {
     pub fn new() -> Self {
         Self::default()
     }
+}
 
+/// Driven by `agent-http`'s [`map_events`](agent_http::map_events) in the client, and by hand in tests.
+impl EventMapper for StreamMapper {
     /// Whether the final `done` line arrived.
-    pub fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
 
     /// Takes one NDJSON line; appends the events it gives to `out`.
-    pub fn push(&mut self, line: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+    fn push(&mut self, line: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         if let Some((_, error)) = self.unparsed.take() {
             return Err(error);
         }
@@ -120,7 +124,7 @@ impl StreamMapper {
     }
 
     /// Ends the stream. Fails when the `done` line never came.
-    pub fn finish(&mut self, _out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+    fn finish(&mut self, _out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         if let Some((line, error)) = self.unparsed.take() {
             if self.finished {
                 return Err(error);
@@ -139,7 +143,7 @@ impl StreamMapper {
     }
 
     /// What a stream that stopped here lacks, for error messages.
-    pub(crate) fn truncation_message(&self) -> String {
+    fn truncation_message(&self) -> String {
         if let Some((line, _)) = &self.unparsed {
             if let Some(name) = cut_call(line) {
                 return format!("the stream was cut off in the middle of tool call `{name}`");

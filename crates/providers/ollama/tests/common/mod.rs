@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use agent_core::{ChatRequest, ChatResponse, LlmError, StreamAccumulator, StreamEvent};
 use agent_http::ndjson::NdjsonDecoder;
-use agent_provider_ollama::mapper::{StreamMapper, build_request_body};
+use agent_provider_ollama::mapper::{EventMapper, StreamMapper, build_request_body};
 use agent_provider_ollama::{KeepAlive, RequestOptions, Think};
 use serde_json::{Value, json};
 

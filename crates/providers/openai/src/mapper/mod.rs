@@ -14,6 +14,8 @@ mod wire;
 
 use serde::Deserialize;
 
+/// The trait [`StreamMapper`] is driven through (`push`, `finish`, ...).
+pub use agent_http::EventMapper;
 pub use request::build_request_body;
 pub use response::parse_response;
 pub use stream::StreamMapper;

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::wire::{
     FinishReason, First, Indexed, LenientStr, WireArguments, WireText, WireUsage, error_from_object, stop_reason,
 };
+use agent_http::EventMapper;
 use agent_http::error::snippet;
 
 /// Maps the `data` of each server-sent event of a streamed Chat Completion
@@ -34,7 +35,7 @@ use agent_http::error::snippet;
 ///
 /// ```
 /// use agent_core::{StopReason, StreamEvent};
-/// use agent_provider_openai::mapper::StreamMapper;
+/// use agent_provider_openai::mapper::{EventMapper, StreamMapper};
 ///
 /// let mut mapper = StreamMapper::new();
 /// let mut events = Vec::new();
@@ -81,110 +82,6 @@ impl StreamMapper {
     /// Whether a `finish_reason` has arrived.
     pub fn saw_finish(&self) -> bool {
         self.finish.is_some()
-    }
-
-    /// Whether the stream has ended ([`finish`](Self::finish) ran, or `[DONE]` arrived).
-    pub fn is_finished(&self) -> bool {
-        self.finished
-    }
-
-    /// Takes the `data` of one server-sent event and appends the events it
-    /// implies to `out`. `[DONE]` ends the stream (as [`finish`](Self::finish)).
-    pub fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        let data = data.trim_ascii();
-        if data.is_empty() {
-            return Ok(());
-        }
-        if data == "[DONE]" {
-            return self.finish(out);
-        }
-        if self.finished {
-            return Ok(());
-        }
-        let chunk: WireChunk<'_> = serde_json::from_str(data).map_err(|error| {
-            LlmError::decode(format!(
-                "a stream chunk is not a Chat Completions chunk ({error}); it starts with {:?}",
-                snippet(data.as_bytes())
-            ))
-        })?;
-        self.chunks += 1;
-        if let Some(error) = chunk.error.as_ref().filter(|error| !error.is_null()) {
-            let mut error = error_from_object(data.as_bytes(), error);
-            error.message = format!("the stream reported an error: {}", error.message);
-            return Err(error);
-        }
-        if !self.started {
-            let id = chunk.id.as_deref().filter(|id| !id.is_empty());
-            let model = chunk.model.as_deref().filter(|model| !model.is_empty());
-            if id.is_some() || model.is_some() {
-                self.started = true;
-                out.push(StreamEvent::Started {
-                    model: model.map(str::to_owned),
-                    id: id.map(str::to_owned),
-                });
-            }
-        }
-        if let Some(choice) = chunk.choices.0 {
-            if let Some(delta) = choice.delta {
-                self.delta(delta, out);
-            }
-            if let Some(finish) = choice.finish_reason {
-                self.finish = Some(finish);
-                self.end_calls(out);
-            }
-        }
-        let usage = chunk.usage.or(chunk.x_groq.and_then(|groq| groq.usage));
-        if let Some(usage) = usage {
-            out.push(StreamEvent::Usage {
-                usage: usage.to_usage(),
-            });
-        }
-        Ok(())
-    }
-
-    /// Ends the stream: `Stop` if a `finish_reason` was seen, otherwise a
-    /// decode error saying the stream was truncated (naming the tool call
-    /// that was cut off). Calling it again does nothing.
-    pub fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
-        if self.finished {
-            return Ok(());
-        }
-        self.finished = true;
-        let Some(finish) = self.finish else {
-            return Err(LlmError::decode(self.truncation_message()));
-        };
-        self.end_calls(out);
-        out.push(StreamEvent::Stop {
-            reason: stop_reason(Some(finish), !self.calls.is_empty(), self.refused),
-        });
-        Ok(())
-    }
-
-    /// Why the stream is incomplete so far: which tool call would be cut
-    /// off if it ended now. Used to explain a connection that broke.
-    pub(crate) fn truncation_message(&self) -> String {
-        // The call being received is the last one opened.
-        if let Some(call) = self.calls.iter().rev().find(|call| !call.ended) {
-            let name = if call.name.is_empty() { "(unnamed)" } else { &call.name };
-            let id = if call.id.is_empty() { "no id" } else { &call.id };
-            let discarded = match self.calls.len() {
-                1 => "the call was discarded".to_owned(),
-                n => format!("all {n} tool calls of this reply were discarded"),
-            };
-            return format!(
-                "the stream was truncated in the middle of tool call `{name}` ({id}, {} bytes of arguments \
-                 received); {discarded}",
-                call.received
-            );
-        }
-        if self.chunks == 0 {
-            "the stream ended before any chunk arrived".to_owned()
-        } else {
-            format!(
-                "the stream was truncated after {} chunks, before a finish_reason arrived",
-                self.chunks
-            )
-        }
     }
 
     fn delta(&mut self, delta: Delta<'_>, out: &mut Vec<StreamEvent>) {
@@ -298,6 +195,113 @@ impl StreamMapper {
     fn end_calls(&mut self, out: &mut Vec<StreamEvent>) {
         for call in &mut self.calls {
             end(call, out);
+        }
+    }
+}
+
+/// Driven by `agent-http`'s [`map_events`](agent_http::map_events) in the client, and by hand in tests.
+impl EventMapper for StreamMapper {
+    /// Whether the stream has ended ([`finish`](Self::finish) ran, or `[DONE]` arrived).
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Takes the `data` of one server-sent event and appends the events it
+    /// implies to `out`. `[DONE]` ends the stream (as [`finish`](Self::finish)).
+    fn push(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let data = data.trim_ascii();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            return self.finish(out);
+        }
+        if self.finished {
+            return Ok(());
+        }
+        let chunk: WireChunk<'_> = serde_json::from_str(data).map_err(|error| {
+            LlmError::decode(format!(
+                "a stream chunk is not a Chat Completions chunk ({error}); it starts with {:?}",
+                snippet(data.as_bytes())
+            ))
+        })?;
+        self.chunks += 1;
+        if let Some(error) = chunk.error.as_ref().filter(|error| !error.is_null()) {
+            let mut error = error_from_object(data.as_bytes(), error);
+            error.message = format!("the stream reported an error: {}", error.message);
+            return Err(error);
+        }
+        if !self.started {
+            let id = chunk.id.as_deref().filter(|id| !id.is_empty());
+            let model = chunk.model.as_deref().filter(|model| !model.is_empty());
+            if id.is_some() || model.is_some() {
+                self.started = true;
+                out.push(StreamEvent::Started {
+                    model: model.map(str::to_owned),
+                    id: id.map(str::to_owned),
+                });
+            }
+        }
+        if let Some(choice) = chunk.choices.0 {
+            if let Some(delta) = choice.delta {
+                self.delta(delta, out);
+            }
+            if let Some(finish) = choice.finish_reason {
+                self.finish = Some(finish);
+                self.end_calls(out);
+            }
+        }
+        let usage = chunk.usage.or(chunk.x_groq.and_then(|groq| groq.usage));
+        if let Some(usage) = usage {
+            out.push(StreamEvent::Usage {
+                usage: usage.to_usage(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends the stream: `Stop` if a `finish_reason` was seen, otherwise a
+    /// decode error saying the stream was truncated (naming the tool call
+    /// that was cut off). Calling it again does nothing.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        let Some(finish) = self.finish else {
+            return Err(LlmError::decode(self.truncation_message()));
+        };
+        self.end_calls(out);
+        out.push(StreamEvent::Stop {
+            reason: stop_reason(Some(finish), !self.calls.is_empty(), self.refused),
+        });
+        Ok(())
+    }
+
+    /// Why the stream is incomplete so far: which tool call would be cut
+    /// off if it ended now. Used to explain a connection that broke.
+    fn truncation_message(&self) -> String {
+        // The call being received is the last one opened.
+        if let Some(call) = self.calls.iter().rev().find(|call| !call.ended) {
+            let name = if call.name.is_empty() { "(unnamed)" } else { &call.name };
+            let id = if call.id.is_empty() { "no id" } else { &call.id };
+            let discarded = match self.calls.len() {
+                1 => "the call was discarded".to_owned(),
+                n => format!("all {n} tool calls of this reply were discarded"),
+            };
+            return format!(
+                "the stream was truncated in the middle of tool call `{name}` ({id}, {} bytes of arguments \
+                 received); {discarded}",
+                call.received
+            );
+        }
+        if self.chunks == 0 {
+            "the stream ended before any chunk arrived".to_owned()
+        } else {
+            format!(
+                "the stream was truncated after {} chunks, before a finish_reason arrived",
+                self.chunks
+            )
         }
     }
 }

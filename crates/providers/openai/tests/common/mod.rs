@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use agent_core::{ChatRequest, Message};
+use agent_provider_openai::mapper::EventMapper as _;
 use agent_provider_openai::{MaxTokensField, RequestOptions, SystemRole};
 use serde_json::Value;
 
