@@ -35,10 +35,12 @@ pub mod canonical;
 mod events;
 pub mod mocks;
 pub mod response;
+mod schemas;
 mod scripted;
 mod tools;
 pub mod wire;
 
 pub use events::collect_events;
+pub use schemas::assert_invented_arguments_refused;
 pub use scripted::{Script, ScriptedClient};
 pub use tools::{ComputeFn, TestTool, TestTools, ToolBehaviour};

@@ -520,39 +520,16 @@ async fn paths_with_uri_characters_open_read_only() {
 async fn invented_arguments_are_refused_before_the_tool_runs() {
     let fixture = Fixture::new();
     let registry = fixture.registry(fixture.config());
-    for definition in registry.definitions() {
-        assert_eq!(
-            definition.input_schema["additionalProperties"],
-            json!(false),
-            "{}",
-            definition.name
-        );
-    }
-    let context = ToolContext::new();
-    // A valid query with an invented argument: refused by schema validation
-    // (the tool's own decoding would word it differently), so it never ran.
-    let run = registry
-        .execute(
+    // Valid calls but for an invented argument: refused by schema validation
+    // (the tool's own decoding would word it differently), so neither ran.
+    let cases = [
+        (
             "query_database",
-            &json!({"query": "SELECT 1", "table": "orders"}),
-            &context,
-        )
-        .await;
-    match run.outcome {
-        Err(ToolError::InvalidArguments { tool, problems }) => {
-            assert_eq!(tool, "query_database");
-            assert_eq!(problems, [r#"unexpected argument "table""#]);
-        }
-        other => panic!("expected invalid arguments, got {other:?}"),
-    }
-    let run = registry
-        .execute("describe_database", &json!({"schema": "main"}), &context)
-        .await;
-    match run.outcome {
-        Err(ToolError::InvalidArguments { problems, .. }) => {
-            assert_eq!(problems, [r#"unexpected argument "schema""#]);
-        }
-        other => panic!("expected invalid arguments, got {other:?}"),
-    }
+            json!({"query": "SELECT 1", "table": "orders"}),
+            "table",
+        ),
+        ("describe_database", json!({"schema": "main"}), "schema"),
+    ];
+    agent_testing::assert_invented_arguments_refused(&registry, &cases).await;
     fixture.assert_unchanged();
 }
