@@ -28,7 +28,11 @@ static ENGINES: OnceLock<Mutex<HashMap<EngineSettings, Weak<Engine>>>> = OnceLoc
 /// share the model, and their requests run one at a time.
 #[derive(Clone)]
 pub struct LlamaClient {
-    engine: Arc<Engine>,
+    /// The engine in use; replaced by a new one if its thread has ended.
+    engine: Arc<Mutex<Arc<Engine>>>,
+    settings: EngineSettings,
+    context_size: u32,
+    tagged_calls: bool,
     template: Arc<ChatTemplate>,
     model: String,
     config: LlamaConfig,
@@ -61,16 +65,20 @@ impl LlamaClient {
             context_size: config.context_size,
             batch_size: config.batch_size,
         };
-        let engine = shared_engine(settings)?;
+        let engine = shared_engine(settings.clone())?;
         let source = engine.facts().chat_template.clone().ok_or_else(|| {
             LlmError::invalid_request(format!(
                 "the model {name} ({}) has no chat template in its metadata; use a chat/instruct GGUF",
                 path.display()
             ))
         })?;
-        let template = ChatTemplate::new(&source, &engine.facts().bos_token, &engine.facts().eos_token)?;
+        let template = ChatTemplate::new(&source, &engine.facts().bos_token, &engine.facts().eos_token)?
+            .guarding(engine.facts().control_texts.clone());
         Ok(Self {
-            engine,
+            context_size: engine.facts().context_size,
+            tagged_calls: !engine.facts().tool_call_opening.is_empty(),
+            engine: Arc::new(Mutex::new(engine)),
+            settings,
             template: Arc::new(template),
             model: name,
             config,
@@ -86,7 +94,18 @@ impl LlamaClient {
 
     /// The context size in tokens.
     pub fn context_size(&self) -> u32 {
-        self.engine.facts().context_size
+        self.context_size
+    }
+
+    /// The engine, started again if its thread has ended, so that one
+    /// failure does not disable the model for the rest of the process.
+    pub(crate) fn engine(&self) -> Result<Arc<Engine>, LlmError> {
+        let mut engine = self.engine.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if engine.has_stopped() {
+            tracing::warn!(model = %self.model, "the local model's engine had stopped; starting it again");
+            *engine = shared_engine(self.settings.clone())?;
+        }
+        Ok(Arc::clone(&engine))
     }
 
     /// The tool-call grammar for `tools`, built once per tool set.
@@ -122,12 +141,12 @@ impl LlamaClient {
         prefill: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> {
-        let mut prompt = self.template.render(request)?;
+        let mut prompt = self.template.render_fenced(request)?;
         if let Some(prefill) = prefill {
             prompt.push_str(prefill);
         }
         let (out, receiver) = mpsc::unbounded_channel();
-        self.engine.submit(Job {
+        self.engine()?.submit(Job {
             prompt,
             max_tokens: request.max_tokens.unwrap_or(self.config.max_tokens),
             temperature: request.temperature.unwrap_or(0.0),
@@ -144,8 +163,7 @@ impl LlamaClient {
 
     /// How `request`'s tool choice is enforced on this model.
     fn plan(&self, request: &ChatRequest) -> Result<CallPlan, LlmError> {
-        let tagged = !self.engine.facts().tool_call_opening.is_empty();
-        CallPlan::for_request(request, tagged)
+        CallPlan::for_request(request, self.tagged_calls)
     }
 }
 
@@ -184,7 +202,11 @@ fn model_path(config: &LlamaConfig) -> Result<(PathBuf, String), LlmError> {
 fn shared_engine(settings: EngineSettings) -> Result<Arc<Engine>, LlmError> {
     let engines = ENGINES.get_or_init(Mutex::default);
     let mut engines = engines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(engine) = engines.get(&settings).and_then(Weak::upgrade) {
+    if let Some(engine) = engines
+        .get(&settings)
+        .and_then(Weak::upgrade)
+        .filter(|engine| !engine.has_stopped())
+    {
         return Ok(engine);
     }
     let engine = Engine::start(settings.clone())?;

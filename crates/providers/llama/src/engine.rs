@@ -3,7 +3,9 @@
 //! prefix, and streams decoded text back.
 
 use std::num::NonZeroU32;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -19,6 +21,8 @@ use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::sampling::TokenSampler;
+use crate::special::{self, ControlTexts};
+use crate::text::Text;
 
 /// llama.cpp's backend may be initialised once per process; every engine shares it.
 static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
@@ -54,6 +58,8 @@ pub(crate) struct ModelFacts {
     pub context_size: u32,
     /// Token sequences of the tool-call opening, suppressed when tools are off.
     pub tool_call_opening: Vec<i32>,
+    /// The texts of the control tokens, guarded in untrusted prompt text.
+    pub control_texts: ControlTexts,
 }
 
 /// One generation request.
@@ -102,21 +108,47 @@ pub(crate) struct Summary {
     pub generation_time: Duration,
 }
 
+/// What the engine thread is asked to do.
+enum Command {
+    Run(Job),
+    /// Panics while running the job, as a bug in generation would.
+    #[cfg(test)]
+    PanicDuring(Job),
+    /// Ends the thread by a panic outside any job.
+    #[cfg(test)]
+    Crash,
+}
+
 /// A handle to the engine thread. Dropping every handle ends the thread.
 #[derive(Debug)]
 pub(crate) struct Engine {
-    jobs: mpsc::Sender<Job>,
+    commands: mpsc::Sender<Command>,
     facts: ModelFacts,
+    stopped: Arc<AtomicBool>,
+}
+
+/// Sets its flag when dropped: when the engine thread ends, however it ends.
+struct MarkStopped(Arc<AtomicBool>);
+
+impl Drop for MarkStopped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 impl Engine {
     /// Loads the model on a new thread and waits until it is ready.
     pub fn start(settings: EngineSettings) -> Result<Arc<Self>, LlmError> {
-        let (jobs, inbox) = mpsc::channel::<Job>();
+        let (commands, inbox) = mpsc::channel::<Command>();
         let (ready, ready_rx) = mpsc::channel::<Result<ModelFacts, LlmError>>();
+        let stopped = Arc::new(AtomicBool::new(false));
+        let mark = MarkStopped(Arc::clone(&stopped));
         std::thread::Builder::new()
             .name("agentry-llama".to_owned())
-            .spawn(move || worker(&settings, &inbox, &ready))
+            .spawn(move || {
+                let _mark = mark;
+                worker(&settings, &inbox, &ready);
+            })
             .map_err(|error| {
                 LlmError::new(
                     LlmErrorKind::Server,
@@ -126,7 +158,17 @@ impl Engine {
         let facts = ready_rx
             .recv()
             .map_err(|_| LlmError::new(LlmErrorKind::Server, "the model thread stopped while loading"))??;
-        Ok(Arc::new(Self { jobs, facts }))
+        Ok(Arc::new(Self {
+            commands,
+            facts,
+            stopped,
+        }))
+    }
+
+    /// Whether the engine thread has ended (it cannot take jobs any more
+    /// and must be started again).
+    pub fn has_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
     }
 
     /// What the model file said.
@@ -136,13 +178,33 @@ impl Engine {
 
     /// Queues a job; its output arrives on `job.out`.
     pub fn submit(&self, job: Job) -> Result<(), LlmError> {
-        self.jobs
-            .send(job)
+        self.send(Command::Run(job))
+    }
+
+    fn send(&self, command: Command) -> Result<(), LlmError> {
+        self.commands
+            .send(command)
             .map_err(|_| LlmError::new(LlmErrorKind::Server, "the model thread has stopped"))
+    }
+
+    /// Queues a job during which the engine panics.
+    #[cfg(test)]
+    pub fn submit_panicking(&self, job: Job) -> Result<(), LlmError> {
+        self.send(Command::PanicDuring(job))
+    }
+
+    /// Makes the engine thread end by a panic.
+    #[cfg(test)]
+    pub fn crash(&self) -> Result<(), LlmError> {
+        self.send(Command::Crash)
     }
 }
 
-fn worker(settings: &EngineSettings, inbox: &mpsc::Receiver<Job>, ready: &mpsc::Sender<Result<ModelFacts, LlmError>>) {
+fn worker(
+    settings: &EngineSettings,
+    inbox: &mpsc::Receiver<Command>,
+    ready: &mpsc::Sender<Result<ModelFacts, LlmError>>,
+) {
     let loaded = load(settings);
     let (model, params) = match loaded {
         Ok(loaded) => loaded,
@@ -173,16 +235,39 @@ fn worker(settings: &EngineSettings, inbox: &mpsc::Receiver<Job>, ready: &mpsc::
         cached: Vec::new(),
         tool_call_opening: facts.tool_call_opening,
     };
-    while let Ok(job) = inbox.recv() {
-        let out = job.out.clone();
-        match session.run(&mut context, &job) {
-            Ok(summary) => {
-                let _ = out.send(Generated::Done(summary));
+    while let Ok(command) = inbox.recv() {
+        let (job, panics) = match command {
+            Command::Run(job) => (job, false),
+            #[cfg(test)]
+            Command::PanicDuring(job) => (job, true),
+            #[cfg(test)]
+            Command::Crash => panic!("the engine thread was told to crash"),
+        };
+        // A panic in one job (a bug) fails that job, not the engine: the
+        // cache, whose state is then unknown, starts over.
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            assert!(!panics, "a panic during generation, for a test");
+            session.run(&mut context, &job)
+        }));
+        let generated = match outcome {
+            Ok(Ok(summary)) => Generated::Done(summary),
+            Ok(Err(error)) => Generated::Failed(error),
+            Err(panic) => {
+                session.cached.clear();
+                context.clear_kv_cache();
+                let reason = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| (*text).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown".to_owned());
+                tracing::error!(%reason, "the model engine panicked during a request; its cache was reset");
+                Generated::Failed(LlmError::new(
+                    LlmErrorKind::Server,
+                    format!("the local model failed during this request ({reason}); it is ready for the next one"),
+                ))
             }
-            Err(error) => {
-                let _ = out.send(Generated::Failed(error));
-            }
-        }
+        };
+        let _ = job.out.send(generated);
     }
 }
 
@@ -220,6 +305,7 @@ fn facts(model: &LlamaModel, context_size: u32) -> ModelFacts {
         } else {
             Vec::new()
         },
+        control_texts: ControlTexts::of(&vocab),
     }
 }
 
@@ -238,7 +324,7 @@ impl Session<'_> {
         let started = Instant::now();
         let model = self.model;
         let vocab = model.vocab();
-        let tokens = vocab.tokenize(job.prompt.as_bytes(), vocab.should_add_bos(), true);
+        let tokens = special::tokenize(&vocab, &job.prompt, vocab.should_add_bos());
         let n_ctx = context.n_ctx() as usize;
         if tokens.is_empty() {
             return Err(LlmError::invalid_request("the prompt is empty"));
@@ -341,206 +427,4 @@ fn decode_error(error: impl std::fmt::Display) -> LlmError {
         LlmErrorKind::Server,
         format!("llama.cpp failed to evaluate the prompt: {error}"),
     )
-}
-
-/// Generated text: assembles UTF-8 across token boundaries, finds stop
-/// sequences, and releases text only once it cannot be the start of one.
-pub(crate) struct Text<'a> {
-    stop: &'a [String],
-    bytes: Vec<u8>,
-    decoded: String,
-    sent: usize,
-}
-
-impl<'a> Text<'a> {
-    pub(crate) fn new(stop: &'a [String]) -> Self {
-        Self {
-            stop,
-            bytes: Vec::new(),
-            decoded: String::new(),
-            sent: 0,
-        }
-    }
-
-    /// Adds a token's bytes; sends what is safe; returns whether a stop
-    /// sequence was produced (the text is then cut before it).
-    pub(crate) fn push(&mut self, piece: &[u8], out: &UnboundedSender<Generated>) -> bool {
-        self.bytes.extend_from_slice(piece);
-        let valid = match std::str::from_utf8(&self.bytes) {
-            Ok(_) => self.bytes.len(),
-            Err(error) if error.error_len().is_some() => {
-                // Invalid bytes (not a split character): replace and move on.
-                let lossy = String::from_utf8_lossy(&self.bytes).into_owned();
-                self.decoded.push_str(&lossy);
-                self.bytes.clear();
-                0
-            }
-            Err(error) => error.valid_up_to(),
-        };
-        if valid > 0 {
-            let complete: Vec<u8> = self.bytes.drain(..valid).collect();
-            self.decoded.push_str(&String::from_utf8_lossy(&complete));
-        }
-        // A stop sequence can only begin in what was held back, so the search
-        // starts one stop length before the sent text, moved back to a
-        // character boundary (that offset can fall inside a character).
-        let mut search_from = self
-            .sent
-            .saturating_sub(self.stop.iter().map(String::len).max().unwrap_or(0));
-        while !self.decoded.is_char_boundary(search_from) {
-            search_from -= 1;
-        }
-        let hit = self
-            .stop
-            .iter()
-            .filter(|stop| !stop.is_empty())
-            .filter_map(|stop| {
-                self.decoded[search_from..]
-                    .find(stop.as_str())
-                    .map(|at| search_from + at)
-            })
-            .min();
-        if let Some(at) = hit {
-            // Everything from the stop sequence on is dropped, including
-            // the start of a character not yet complete.
-            self.decoded.truncate(at);
-            self.bytes.clear();
-            self.send_up_to(self.decoded.len(), out);
-            return true;
-        }
-        let held = self.stop_prefix_len();
-        self.send_up_to(self.decoded.len() - held, out);
-        false
-    }
-
-    /// Sends whatever is left.
-    pub(crate) fn flush(&mut self, out: &UnboundedSender<Generated>) {
-        if !self.bytes.is_empty() {
-            let rest = String::from_utf8_lossy(&std::mem::take(&mut self.bytes)).into_owned();
-            self.decoded.push_str(&rest);
-        }
-        self.send_up_to(self.decoded.len(), out);
-    }
-
-    /// Length of the longest end of the text that could begin a stop sequence.
-    fn stop_prefix_len(&self) -> usize {
-        let mut longest = 0;
-        for stop in self.stop {
-            for (end, _) in stop.char_indices().skip(1) {
-                if end > longest && self.decoded.ends_with(&stop[..end]) {
-                    longest = end;
-                }
-            }
-        }
-        longest
-    }
-
-    fn send_up_to(&mut self, end: usize, out: &UnboundedSender<Generated>) {
-        let mut end = end.max(self.sent);
-        while !self.decoded.is_char_boundary(end) {
-            end -= 1;
-        }
-        if end > self.sent {
-            let _ = out.send(Generated::Text(self.decoded[self.sent..end].to_owned()));
-            self.sent = end;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn collect(stop: &[String], pieces: &[&[u8]]) -> (Vec<String>, bool) {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut text = Text::new(stop);
-        let mut hit = false;
-        for piece in pieces {
-            if text.push(piece, &tx) {
-                hit = true;
-                break;
-            }
-        }
-        text.flush(&tx);
-        let mut out = Vec::new();
-        while let Ok(Generated::Text(t)) = rx.try_recv() {
-            out.push(t);
-        }
-        (out, hit)
-    }
-
-    #[test]
-    fn a_character_split_across_tokens_is_never_emitted_broken() {
-        let euro = "€".as_bytes(); // three bytes
-        let (out, _) = collect(&[], &[b"price: ", &euro[..1], &euro[1..2], &euro[2..], b"5"]);
-        assert_eq!(out.concat(), "price: €5");
-        assert!(out.iter().all(|piece| !piece.contains('\u{fffd}')));
-    }
-
-    #[test]
-    fn a_stop_search_window_starting_inside_a_multibyte_character_does_not_panic() {
-        // After "éé" (4 bytes) is sent, the search for a 3-byte stop sequence
-        // starts 3 bytes back: inside the first "é".
-        let stop = vec!["abc".to_owned()];
-        let (out, hit) = collect(&stop, &["éé".as_bytes(), b"x"]);
-        assert!(!hit);
-        assert_eq!(out.concat(), "ééx");
-        let (out, hit) = collect(&stop, &["éé".as_bytes(), b"xab", b"cd"]);
-        assert!(hit);
-        assert_eq!(out.concat(), "ééx");
-    }
-
-    #[test]
-    fn the_start_of_a_character_after_a_stop_sequence_is_not_flushed() {
-        let stop = vec!["a".to_owned()];
-        let e_acute = "é".as_bytes();
-        let (out, hit) = collect(&stop, &[":€".as_bytes(), &[b'a', e_acute[0]]]);
-        assert!(hit);
-        assert_eq!(
-            out.concat(),
-            ":€",
-            "nothing after the stop sequence, not even a replacement character"
-        );
-    }
-
-    #[test]
-    fn stop_sequences_cut_the_text_and_their_prefixes_are_held_back() {
-        let stop = vec!["\nObservation:".to_owned()];
-        let (out, hit) = collect(&stop, &[b"Action: x", b"\nObs", b"ervation: made up"]);
-        assert!(hit);
-        assert_eq!(out.concat(), "Action: x");
-        let (out, hit) = collect(&stop, &[b"a\nOb", b"vious"]);
-        assert!(!hit);
-        assert_eq!(out.concat(), "a\nObvious");
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
-
-        /// Multi-byte text cut into arbitrary byte pieces, with multi-byte
-        /// stop sequences: never a panic, and the output is the text up to
-        /// the first stop sequence, exactly.
-        #[test]
-        fn push_matches_a_plain_search_on_any_split_of_multibyte_text(
-            text in "[aé€😀\\nO:b]{0,40}",
-            stops in proptest::collection::vec("[aé€😀\\nO:b]{1,4}", 0..3),
-            cuts in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 0..10),
-        ) {
-            let bytes = text.as_bytes();
-            let mut points: Vec<usize> = cuts.iter().map(|cut| cut.index(bytes.len() + 1)).collect();
-            points.sort_unstable();
-            let mut pieces = Vec::new();
-            let mut start = 0;
-            for point in points {
-                pieces.push(&bytes[start..point]);
-                start = point;
-            }
-            pieces.push(&bytes[start..]);
-            let (out, hit) = collect(&stops, &pieces);
-            let first = stops.iter().filter_map(|stop| text.find(stop.as_str())).min();
-            let expected = first.map_or(text.as_str(), |at| &text[..at]);
-            proptest::prop_assert_eq!(out.concat(), expected);
-            proptest::prop_assert_eq!(hit, first.is_some());
-        }
-    }
 }

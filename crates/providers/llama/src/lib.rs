@@ -41,8 +41,12 @@ mod config;
 mod engine;
 mod grammar;
 pub mod models;
+#[cfg(test)]
+mod recovery_tests;
 mod sampling;
+mod special;
 mod template;
+mod text;
 
 pub use client::LlamaClient;
 pub use config::LlamaConfig;

@@ -122,7 +122,7 @@ impl TokenSampler {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use agent_core::ToolDefinition;
     use llama_cpp_2::model::params::LlamaModelParams;
     use serde_json::json;
@@ -130,18 +130,29 @@ mod tests {
     use super::*;
     use crate::models::{DEFAULT_MODEL, ModelStore, known_model};
 
-    /// The default model, loaded; `None` (after saying so) when it is not
-    /// fetched, unless `AGENTRY_REQUIRE_MODEL` is set: then this fails.
-    fn fetched_model() -> Option<LlamaModel> {
+    /// Whether the default model is in the store; `false` (after saying
+    /// so) when it is not, unless `AGENTRY_REQUIRE_MODEL` is set: then this
+    /// fails.
+    pub(crate) fn model_is_fetched() -> bool {
         let store = ModelStore::default_location();
-        let Some(known) = known_model(DEFAULT_MODEL).filter(|known| store.is_ready(known)) else {
-            assert!(
-                std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
-                "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
-            );
-            eprintln!("skipped: the model is not fetched");
+        if known_model(DEFAULT_MODEL).is_some_and(|known| store.is_ready(known)) {
+            return true;
+        }
+        assert!(
+            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
+            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
+        );
+        eprintln!("skipped: the model is not fetched");
+        false
+    }
+
+    /// The default model, loaded, if [`model_is_fetched`].
+    pub(crate) fn fetched_model() -> Option<LlamaModel> {
+        if !model_is_fetched() {
             return None;
-        };
+        }
+        let store = ModelStore::default_location();
+        let known = known_model(DEFAULT_MODEL)?;
         let backend = crate::engine::backend().expect("backend");
         Some(
             LlamaModel::load_from_file(backend, store.path_of(known), &LlamaModelParams::default())

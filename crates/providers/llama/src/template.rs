@@ -9,12 +9,15 @@ use minijinja::{Environment, Error, ErrorKind, Value};
 use serde::Serialize;
 use serde_json::{Value as Json, json};
 
+use crate::special::{self, ControlTexts};
+
 /// A compiled chat template.
 #[derive(Debug)]
 pub struct ChatTemplate {
     env: Environment<'static>,
     bos_token: String,
     eos_token: String,
+    controls: ControlTexts,
 }
 
 const TEMPLATE_NAME: &str = "chat";
@@ -35,11 +38,25 @@ impl ChatTemplate {
             env,
             bos_token: bos_token.into(),
             eos_token: eos_token.into(),
+            controls: ControlTexts::default(),
         })
+    }
+
+    /// Guards the model's control-token texts in messages and tools: see
+    /// [`special`].
+    pub(crate) fn guarding(mut self, controls: ControlTexts) -> Self {
+        self.controls = controls;
+        self
     }
 
     /// The prompt for `request`, ending with the opening of the assistant's turn.
     pub fn render(&self, request: &ChatRequest) -> Result<String, LlmError> {
+        self.render_fenced(request).map(|prompt| special::unfenced(&prompt))
+    }
+
+    /// The prompt with control-token texts from messages and tools fenced,
+    /// for [`special::tokenize`].
+    pub(crate) fn render_fenced(&self, request: &ChatRequest) -> Result<String, LlmError> {
         let template = self
             .env
             .get_template(TEMPLATE_NAME)
@@ -54,8 +71,11 @@ impl ChatTemplate {
             })
             .collect();
         let context = Context {
-            messages: messages(request),
-            tools: (!tools.is_empty()).then_some(tools),
+            messages: messages(request)
+                .iter()
+                .map(|message| self.controls.fence_json(message))
+                .collect(),
+            tools: (!tools.is_empty()).then(|| tools.iter().map(|tool| self.controls.fence_json(tool)).collect()),
             add_generation_prompt: true,
             bos_token: &self.bos_token,
             eos_token: &self.eos_token,
