@@ -33,7 +33,7 @@ use crate::env::Env;
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::output::{RunOutput, is_success};
 use crate::providers::{Progress, build_client};
-use crate::sessions::{Session, SessionStore, not_found, validate_name};
+use crate::sessions::{Session, SessionLock, SessionStore, not_found, validate_name};
 use crate::tools::ToolBox;
 
 /// Agentry: tool-using LLM agents from the command line.
@@ -307,23 +307,50 @@ fn read_prompt(prompt: &str) -> Result<String, AppError> {
     Ok(prompt)
 }
 
-/// A session to continue, if `--session` was given.
-fn open_session(settings: &Settings, name: Option<&str>) -> Result<Option<(SessionStore, Session)>, AppError> {
+/// A session in use by this process: loaded under its lock, which is held
+/// until this is dropped, after the last save.
+struct OpenSession {
+    store: SessionStore,
+    session: Session,
+    _lock: SessionLock,
+}
+
+/// The session to continue, if `--session` was given, locked first. When
+/// another process holds it, `wait` waits for it (saying so on stderr);
+/// otherwise this fails.
+async fn open_session(settings: &Settings, name: Option<&str>, wait: bool) -> Result<Option<OpenSession>, AppError> {
     let Some(name) = name else { return Ok(None) };
     validate_name(name)?;
     let store = SessionStore::new(settings.sessions_dir());
+    let lock = {
+        let (store, name) = (store.clone(), name.to_owned());
+        tokio::task::spawn_blocking(move || {
+            store.lock(&name, wait, || {
+                eprintln!("waiting for the session `{name}`: another agentry process is using it");
+            })
+        })
+        .await
+        .map_err(|error| AppError::Session(format!("locking the session failed: {error}")))??
+    };
     let session = store.load_or_new(name)?;
-    Ok(Some((store, session)))
+    Ok(Some(OpenSession {
+        store,
+        session,
+        _lock: lock,
+    }))
 }
 
 async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let prompt = read_prompt(&args.prompt)?;
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let tools = ToolBox::from_settings(&settings, env)?;
-    let mut session = open_session(&settings, args.agent.session.as_deref())?;
+    let mut session = open_session(&settings, args.agent.session.as_deref(), true).await?;
     let client = build_client(&settings, env, Progress::Show).await?;
     let agent = build_agent(&settings, client, &tools);
-    let history = session.as_ref().map(|(_, s)| s.messages.clone()).unwrap_or_default();
+    let history = session
+        .as_ref()
+        .map(|open| open.session.messages.clone())
+        .unwrap_or_default();
 
     let cancel = CancellationToken::new();
     let on_ctrl_c = {
@@ -367,7 +394,7 @@ async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         }
     }
     // A failed turn is not saved: the stored conversation stays as it was.
-    if let Some((store, session)) = &mut session {
+    if let Some(OpenSession { store, session, .. }) = &mut session {
         if result.stop_reason != StopCause::Error {
             session.messages.clone_from(&result.messages);
             settings.provider()?.name().clone_into(&mut session.provider);
@@ -422,12 +449,19 @@ async fn stream_run(
 async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let tools = ToolBox::from_settings(&settings, env)?;
-    let mut session = open_session(&settings, args.agent.session.as_deref())?;
+    let mut session = open_session(&settings, args.agent.session.as_deref(), false).await?;
     let client = build_client(&settings, env, Progress::Show).await?;
     let agent = build_agent(&settings, client, &tools);
-    let (base_usage, base_cost) = session.as_ref().map(|(_, s)| (s.usage, s.cost_usd)).unwrap_or_default();
-    let mut conversation =
-        Conversation::with_history(session.as_ref().map(|(_, s)| s.messages.clone()).unwrap_or_default());
+    let (base_usage, base_cost) = session
+        .as_ref()
+        .map(|open| (open.session.usage, open.session.cost_usd))
+        .unwrap_or_default();
+    let mut conversation = Conversation::with_history(
+        session
+            .as_ref()
+            .map(|open| open.session.messages.clone())
+            .unwrap_or_default(),
+    );
     let history_file = io::stdin()
         .is_terminal()
         .then(|| settings.home.join("chat_history.txt"));
@@ -443,7 +477,7 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         &CtrlC,
         &mut conversation,
         &mut |conversation| {
-            let Some((store, session)) = &mut session else {
+            let Some(OpenSession { store, session, .. }) = &mut session else {
                 return Ok(());
             };
             session.messages.clone_from(&conversation.messages);

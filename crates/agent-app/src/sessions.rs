@@ -1,13 +1,21 @@
 //! Stored conversations: one JSON file per session under
 //! `$AGENTRY_HOME/sessions`, loaded before a run with `--session NAME` and
 //! saved after it.
+//!
+//! Several processes may use one session: each takes the session's lock
+//! ([`SessionStore::lock`]) before loading it and keeps it until it has
+//! saved, so every run sees the turns of the runs before it and none is
+//! lost. Files are written to a temporary file of their own, flushed to
+//! disk and renamed over the old one, and are readable by their owner only.
 
 use std::fmt::Write as _;
-use std::fs;
-use std::io::ErrorKind;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write as _};
 use std::path::{Path, PathBuf};
 
 use agent_core::{Message, Usage};
+use fs4::TryLockError;
+use fs4::FileExt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
@@ -165,17 +173,73 @@ impl SessionStore {
         Ok(self.load(name)?.unwrap_or_else(|| Session::new(name)))
     }
 
-    /// Writes `session` (atomically: a temporary file renamed over the old one).
+    /// Writes `session` atomically and durably: a temporary file of this
+    /// process, flushed to disk, renamed over the old one; owner-only.
+    /// Hold the session's [`lock`](Self::lock) from loading to saving, or
+    /// a concurrent run's turns can be overwritten.
     pub fn save(&self, session: &mut Session) -> Result<(), AppError> {
         let path = self.path(&session.name)?;
-        fs::create_dir_all(&self.dir)
-            .map_err(|error| AppError::io(format!("creating {}", self.dir.display()), error))?;
+        self.create_dir()?;
         session.updated_at = now();
         let text = serde_json::to_string_pretty(session)
             .map_err(|error| AppError::Session(format!("could not encode the session: {error}")))?;
-        let partial = self.dir.join(format!(".{}.json.partial", session.name));
-        fs::write(&partial, text).map_err(|error| AppError::io(format!("writing {}", partial.display()), error))?;
-        fs::rename(&partial, &path).map_err(|error| AppError::io(format!("writing {}", path.display()), error))
+        let partial = self
+            .dir
+            .join(format!(".{}.json.{}.partial", session.name, std::process::id()));
+        let written = owner_only(OpenOptions::new().write(true).create(true).truncate(true))
+            .open(&partial)
+            .and_then(|mut file| {
+                file.write_all(text.as_bytes())?;
+                file.sync_all()
+            })
+            .and_then(|()| fs::rename(&partial, &path));
+        if let Err(error) = written {
+            let _ = fs::remove_file(&partial);
+            return Err(AppError::io(format!("writing {}", path.display()), error));
+        }
+        // The rename is durable once the directory is; not every platform
+        // can sync a directory, and the file itself is already on disk.
+        let _ = File::open(&self.dir).and_then(|dir| dir.sync_all());
+        Ok(())
+    }
+
+    /// Exclusive use of the session `name` by this process until the
+    /// returned guard is dropped. When another process holds it, `wait`
+    /// decides: block until it is free (after calling `on_wait` once), or
+    /// fail with an error saying the session is in use.
+    pub fn lock(&self, name: &str, wait: bool, on_wait: impl FnOnce()) -> Result<SessionLock, AppError> {
+        validate_name(name)?;
+        self.create_dir()?;
+        let path = self.dir.join(format!(".{name}.lock"));
+        let file = owner_only(OpenOptions::new().read(true).write(true).create(true).truncate(false))
+            .open(&path)
+            .map_err(|error| AppError::io(format!("opening {}", path.display()), error))?;
+        match FileExt::try_lock(&file) {
+            Ok(()) => return Ok(SessionLock { _file: file }),
+            Err(TryLockError::WouldBlock) if !wait => {
+                return Err(AppError::Session(format!(
+                    "the session `{name}` is in use by another agentry process; try again when it has finished"
+                )));
+            }
+            Err(TryLockError::WouldBlock) => on_wait(),
+            Err(TryLockError::Error(error)) => {
+                return Err(AppError::io(format!("locking {}", path.display()), error));
+            }
+        }
+        FileExt::lock(&file)
+            .map_err(|error| AppError::io(format!("locking {}", path.display()), error))?;
+        Ok(SessionLock { _file: file })
+    }
+
+    /// Creates the directory, owner-only, if it does not exist.
+    fn create_dir(&self) -> Result<(), AppError> {
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&self.dir)
+            .map_err(|error| AppError::io(format!("creating {}", self.dir.display()), error))
     }
 
     /// Deletes the session; fails when there is none of that name.
@@ -215,6 +279,20 @@ impl SessionStore {
         sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.name.cmp(&b.name)));
         Ok(sessions)
     }
+}
+
+/// A session held by this process; the lock is released when this is
+/// dropped (or the process ends, however it ends).
+#[derive(Debug)]
+pub struct SessionLock {
+    _file: File,
+}
+
+/// `options` creating files readable and writable by their owner only.
+fn owner_only(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+    options
 }
 
 /// The error for a session that is not stored.
@@ -274,6 +352,29 @@ mod tests {
                 .delete("trip")
                 .is_err_and(|e| e.to_string().contains("no session named `trip`"))
         );
+    }
+
+    #[test]
+    fn a_held_session_is_busy_until_released_and_saves_leave_no_temporary_files() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = SessionStore::new(dir.path());
+        let held = store.lock("trip", false, || {}).unwrap_or_else(|e| panic!("{e}"));
+        let busy = store
+            .lock("trip", false, || {})
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(busy.contains("`trip` is in use by another agentry process"), "{busy}");
+        store.lock("other", false, || {}).unwrap_or_else(|e| panic!("{e}"));
+        drop(held);
+        let _again = store.lock("trip", false, || {}).unwrap_or_else(|e| panic!("{e}"));
+        store.save(&mut Session::new("trip")).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.contains("partial"))
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
     }
 
     #[test]

@@ -6,34 +6,13 @@
 #![cfg(feature = "openai")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::Output;
+mod cli_support;
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// The binary with an empty environment, run in `dir`, with `$AGENTRY_HOME` inside it.
-fn agentry(dir: &Path) -> Command {
-    let mut command = Command::cargo_bin("agentry").expect("the agentry binary");
-    command
-        .env_clear()
-        .env("AGENTRY_HOME", dir.join("home"))
-        .current_dir(dir);
-    command
-}
-
-fn completion(message: &Value, finish_reason: &str, usage: (u64, u64)) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1,
-                  "prompt_tokens_details": {"cached_tokens": usage.0 / 10}}
-    }))
-}
+use cli_support::{agentry, completion, run_cmd, stderr, stdout_json};
 
 /// A server that asks for the calculator first and answers once it sees the
 /// tool result. `route` narrows the requests it answers (auth, path).
@@ -79,26 +58,6 @@ fn sse_body(events: &[Value]) -> String {
     }
     body.push_str("data: [DONE]\n\n");
     body
-}
-
-async fn run_cmd(mut command: Command) -> Output {
-    tokio::task::spawn_blocking(move || command.output().expect("agentry runs"))
-        .await
-        .expect("the command thread")
-}
-
-fn stdout_json(output: &Output) -> Value {
-    let text = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(text.trim()).unwrap_or_else(|error| {
-        panic!(
-            "stdout is not one JSON object ({error}):\n{text}\nstderr:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The expected `run --json` object for the calculator script; the tool's
@@ -421,88 +380,6 @@ fn tools_json_lists_the_enabled_tools_with_their_schemas() {
     let output = agentry(dir.path()).args(["tools"]).output().unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("get_weather(location?, units?)"), "{text}");
-}
-
-#[tokio::test]
-async fn sessions_carry_history_between_runs_and_can_be_listed_shown_and_deleted() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(body_string_contains("My name is Ada"))
-        .and(body_string_contains("What is my name?"))
-        .respond_with(completion(
-            &json!({"role": "assistant", "content": "Your name is Ada."}),
-            "stop",
-            (40, 5),
-        ))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(completion(
-            &json!({"role": "assistant", "content": "Hello Ada."}),
-            "stop",
-            (20, 3),
-        ))
-        .with_priority(2)
-        .mount(&server)
-        .await;
-    let dir = tempfile::tempdir().unwrap();
-    let base_url = format!("{}/v1", server.uri());
-    for (prompt, answer) in [
-        ("My name is Ada", "Hello Ada."),
-        ("What is my name?", "Your name is Ada."),
-    ] {
-        let mut command = agentry(dir.path());
-        command.env("OPENAI_API_KEY", "sk-test").args([
-            "run",
-            "--provider",
-            "openai",
-            "--session",
-            "ada",
-            "--base-url",
-            &base_url,
-            prompt,
-        ]);
-        let output = run_cmd(command).await;
-        assert!(output.status.success(), "{}", stderr(&output));
-        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), answer);
-    }
-    assert!(dir.path().join("home/sessions/ada.json").is_file());
-
-    let output = agentry(dir.path()).args(["sessions", "list"]).output().unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.starts_with("ada") && text.contains("2 turns"), "{text}");
-
-    let output = agentry(dir.path()).args(["sessions", "show", "ada"]).output().unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        text.contains("you: My name is Ada") && text.contains("assistant: Your name is Ada."),
-        "{text}"
-    );
-
-    let output = agentry(dir.path())
-        .args(["sessions", "show", "ada", "--json"])
-        .output()
-        .unwrap();
-    let json = stdout_json(&output);
-    assert_eq!(json["messages"].as_array().unwrap().len(), 4);
-    assert_eq!(json["usage"]["input_tokens"], 60);
-
-    let output = agentry(dir.path())
-        .args(["sessions", "delete", "ada"])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let output = agentry(dir.path()).args(["sessions", "show", "ada"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).contains("no session named `ada`"));
-
-    let output = agentry(dir.path())
-        .args(["run", "--session", "../escape", "hi"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("invalid session name"));
 }
 
 #[cfg(unix)]

@@ -5,40 +5,15 @@
 #![cfg(all(feature = "anthropic", feature = "gemini", feature = "ollama"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::fmt::Write as _;
-use std::path::Path;
-use std::process::Output;
+mod cli_support;
 
-use assert_cmd::Command;
+use std::fmt::Write as _;
+
 use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, header, method, path, query_param};
 use wiremock::{Mock, MockBuilder, MockServer, ResponseTemplate};
 
-/// The binary with an empty environment, run in `dir`.
-fn agentry(dir: &Path) -> Command {
-    let mut command = Command::cargo_bin("agentry").expect("the agentry binary");
-    command
-        .env_clear()
-        .env("AGENTRY_HOME", dir.join("home"))
-        .current_dir(dir);
-    command
-}
-
-async fn run_cmd(mut command: Command) -> Output {
-    tokio::task::spawn_blocking(move || command.output().expect("agentry runs"))
-        .await
-        .expect("the command thread")
-}
-
-fn stdout_json(output: &Output) -> Value {
-    let text = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(text.trim()).unwrap_or_else(|error| {
-        panic!(
-            "stdout is not one JSON object ({error}):\n{text}\nstderr:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
-}
+use cli_support::{agentry, run_cmd, stdout_json};
 
 /// Mounts the two turns of the calculator script: `answer` once the tool
 /// result (`result_marker` in the body) is there, `call` before.
