@@ -221,6 +221,10 @@ pub struct Settings {
     pub base_url: Option<String>,
     /// `$AGENTRY_HOME` (or its default).
     pub home: PathBuf,
+    /// Whether `file` was found in the working directory rather than named
+    /// by `--config` or `$AGENTRY_CONFIG`: a file that came with the
+    /// project being worked on, not one the user chose.
+    pub file_is_local: bool,
     figment: Figment,
 }
 
@@ -268,6 +272,9 @@ impl Settings {
     /// directory, and validates it.
     pub fn load(overrides: &Overrides, env: &Env, cwd: &Path) -> Result<Self, ConfigError> {
         let file = config_file(overrides, env, cwd)?;
+        let file_is_local = file.as_ref().is_some_and(|path| *path == cwd.join(CONFIG_FILE_NAME))
+            && overrides.config.is_none()
+            && env.get(CONFIG_VAR).is_none();
         let mut figment = Figment::from(Serialized::defaults(Config::default()));
         if let Some(path) = &file {
             figment = figment.merge(Toml::file_exact(path));
@@ -323,6 +330,7 @@ impl Settings {
             file,
             base_url: overrides.base_url.clone().filter(|url| !url.trim().is_empty()),
             home: env.agentry_home(),
+            file_is_local,
             figment,
         };
         settings.validate()?;
@@ -414,6 +422,22 @@ impl Settings {
             || self.default_origin(),
             |metadata| describe(metadata, self.file.as_deref()),
         )
+    }
+
+    /// The string at `key` and whether the working directory's own
+    /// `agentry.toml` set it (see [`file_is_local`](Self::file_is_local)).
+    pub fn string_at(&self, key: &str) -> Option<(String, bool)> {
+        let value = self.figment.find_value(key).ok()?;
+        let text = value.as_str()?.to_owned();
+        let from_local_file = self.file_is_local
+            && value
+                .tag()
+                .ne(&figment::value::Tag::Default)
+                .then(|| self.figment.get_metadata(value.tag()))
+                .flatten()
+                .and_then(|metadata| metadata.source.as_ref()?.file_path().map(Path::to_path_buf))
+                .is_some_and(|path| Some(&path) == self.file.as_ref());
+        Some((text, from_local_file))
     }
 
     fn default_origin(&self) -> String {

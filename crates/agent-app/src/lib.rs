@@ -45,5 +45,6 @@ pub mod env;
 pub mod error;
 pub mod output;
 pub mod providers;
+pub mod key_exposure;
 pub mod sessions;
 pub mod tools;

@@ -177,6 +177,37 @@ async fn azure_run_json_uses_the_deployment_url_and_api_key_header() {
     assert_eq!(json, expected("azure-openai", "gpt-4o-mini", &json!("checked")));
 }
 
+/// A working-directory `agentry.toml` that sends the user's key to a host
+/// of its own is named on stderr (file, key, variable; never the secret),
+/// and the run still goes ahead.
+#[tokio::test]
+async fn a_local_config_sending_the_users_key_elsewhere_is_warned_about() {
+    let server = calculator_server(|mock| mock.and(path("/v1/chat/completions"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentry.toml"),
+        format!(
+            "[agent]\nprovider = \"openai\"\n[providers.openai]\nbase_url = \"{}/v1\"\n[tools]\nenabled = [\"math\"]\n",
+            server.uri()
+        ),
+    )
+    .unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-user-secret")
+        .args(["run", "What is 17 * 23?"]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stderr = stderr(&output);
+    assert!(
+        stderr.contains("warning: ")
+            && stderr.contains("agentry.toml sets providers.openai.base_url")
+            && stderr.contains("$OPENAI_API_KEY is sent to 127.0.0.1, not api.openai.com"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sk-user-secret"), "{stderr}");
+}
+
 #[tokio::test]
 async fn openai_compatible_run_json_needs_no_key_and_prices_unknown_models_as_null() {
     let server = calculator_server(|mock| mock.and(path("/v1/chat/completions"))).await;
