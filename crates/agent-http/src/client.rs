@@ -3,13 +3,17 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use agent_core::{CancellationToken, LlmError, LlmErrorKind};
+use agent_core::{CancellationToken, LlmError};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::body::{BodyError, ERROR_BODY_LIMIT, read_capped, read_prefix, with_deadline};
 use crate::error::{classify_response, classify_transport, is_retryable_status, should_retry_header};
-use crate::{HttpConfig, SecretString};
+use crate::ndjson::{NdjsonStream, ndjson_lines_with_limit};
+use crate::retry::{Attempt, Retry, with_retries};
+use crate::sse::{SseStream, sse_events_with_limit};
+use crate::{HttpConfig, HttpError, SecretString, redirect};
 
 /// A response body delivered in chunks as it arrives.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, LlmError>> + Send>>;
@@ -54,6 +58,11 @@ impl AuthHeader {
 
 /// Sends JSON requests with retries, classifies failures, and hands back
 /// whole bodies or byte streams. Cheap to clone.
+///
+/// Redirects are followed only within the origin of the URL asked for;
+/// one to another host, port or scheme fails with
+/// [`HttpError::CrossOriginRedirect`], so credentials in any header (and
+/// the request body) never leave for another server.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
@@ -61,12 +70,6 @@ pub struct HttpClient {
     provider: String,
     auth: Option<AuthHeader>,
     auth_hint: Option<String>,
-}
-
-/// What one attempt ended with.
-enum Attempt<T> {
-    Done(T),
-    Failed { error: LlmError, retryable: bool },
 }
 
 impl HttpClient {
@@ -77,6 +80,7 @@ impl HttpClient {
             .connect_timeout(config.connect_timeout())
             .read_timeout(config.read_timeout())
             .user_agent(config.user_agent.clone())
+            .redirect(redirect::same_origin_only())
             .build()
             .map_err(|error| classify_transport(&provider, &error))?;
         Ok(Self {
@@ -105,8 +109,14 @@ impl HttpClient {
         &self.provider
     }
 
+    /// The configuration this client was built with.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
     /// POSTs `body` (JSON) and returns the whole response body, retrying
-    /// retryable failures as configured.
+    /// failures that are safe to retry as configured. A body larger than
+    /// `max_response_bytes` fails with [`HttpError::BodyTooLarge`].
     pub async fn post_json(
         &self,
         url: &str,
@@ -114,19 +124,24 @@ impl HttpClient {
         body: Bytes,
         cancel: &CancellationToken,
     ) -> Result<Bytes, LlmError> {
-        self.with_retries(cancel, || async {
+        with_retries(&self.config, &self.provider, cancel, || async {
             let response = match self
                 .attempt(url, headers, body.clone(), Some(self.config.timeout()))
                 .await
             {
                 Attempt::Done(response) => response,
-                Attempt::Failed { error, retryable } => return Attempt::Failed { error, retryable },
+                Attempt::Failed { error, retry } => return Attempt::Failed { error, retry },
             };
-            match response.bytes().await {
+            match read_capped(response, self.config.max_response_bytes).await {
                 Ok(bytes) => Attempt::Done(bytes),
-                Err(error) => Attempt::Failed {
-                    error: self.redact(classify_transport(&self.provider, &error)),
-                    retryable: true,
+                Err(BodyError::TooLarge(error)) => Attempt::Failed {
+                    error: LlmError::from(error).with_provider(self.provider.clone()),
+                    retry: Retry::No,
+                },
+                // The model has answered: asking again would run it again.
+                Err(BodyError::Transport(error)) => Attempt::Failed {
+                    error: self.transport_error(&error),
+                    retry: Retry::Delivered,
                 },
             }
         })
@@ -134,9 +149,11 @@ impl HttpClient {
     }
 
     /// POSTs `body` (JSON) and returns the response body as a stream once
-    /// the response headers say success. Failures before that are retried;
-    /// a stream that breaks afterwards is never retried (part of it may
-    /// already have reached the caller) and yields an error instead.
+    /// the response headers say success. Failures before that are retried
+    /// when safe; a stream that breaks afterwards is never retried (part of
+    /// it may already have reached the caller) and yields an error instead.
+    /// The stream ends with [`HttpError::StreamTimeout`] once
+    /// `stream_timeout_secs` have passed since the headers.
     pub async fn post_stream(
         &self,
         url: &str,
@@ -144,19 +161,18 @@ impl HttpClient {
         body: Bytes,
         cancel: &CancellationToken,
     ) -> Result<ByteStream, LlmError> {
-        let response = self
-            .with_retries(cancel, || async {
-                let headers_due = self.config.timeout();
-                match tokio::time::timeout(headers_due, self.attempt(url, headers, body.clone(), None)).await {
-                    Ok(attempt) => attempt,
-                    Err(_) => Attempt::Failed {
-                        error: LlmError::timeout(format!("no response within {} s", headers_due.as_secs_f64()))
-                            .with_provider(self.provider.clone()),
-                        retryable: true,
-                    },
-                }
-            })
-            .await?;
+        let response = with_retries(&self.config, &self.provider, cancel, || async {
+            let headers_due = self.config.timeout();
+            match tokio::time::timeout(headers_due, self.attempt(url, headers, body.clone(), None)).await {
+                Ok(attempt) => attempt,
+                Err(_) => Attempt::Failed {
+                    error: LlmError::timeout(format!("no response within {} s", headers_due.as_secs_f64()))
+                        .with_provider(self.provider.clone()),
+                    retry: Retry::Delivered,
+                },
+            }
+        })
+        .await?;
         let provider = self.provider.clone();
         let cancel = cancel.clone();
         let mut received = 0usize;
@@ -171,53 +187,35 @@ impl HttpClient {
                 Err(error)
             }
         });
+        let body = with_deadline(body, self.config.stream_timeout(), self.provider.clone());
         let cancelled = async move { cancel.cancelled_owned().await };
         Ok(Box::pin(body.take_until(Box::pin(cancelled))))
     }
 
-    async fn with_retries<T, F, Fut>(&self, cancel: &CancellationToken, mut attempt: F) -> Result<T, LlmError>
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Attempt<T>>,
-    {
-        let mut waited = Duration::ZERO;
-        let mut retry = 0;
-        loop {
-            let outcome = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(LlmError::cancelled().with_provider(self.provider.clone())),
-                outcome = attempt() => outcome,
-            };
-            let (error, retryable) = match outcome {
-                Attempt::Done(value) => return Ok(value),
-                Attempt::Failed { error, retryable } => (error, retryable),
-            };
-            if !retryable || retry >= self.config.max_retries {
-                return Err(if retry > 0 {
-                    annotate_attempts(error, retry + 1)
-                } else {
-                    error
-                });
-            }
-            let delay = error.retry_after().unwrap_or_else(|| self.config.backoff(retry));
-            if waited + delay > self.config.max_total_wait() {
-                return Err(annotate_attempts(error, retry + 1));
-            }
-            tracing::warn!(
-                provider = %self.provider,
-                retry = retry + 1,
-                delay_ms = delay.as_millis() as u64,
-                error = %error,
-                "retrying model request"
-            );
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(LlmError::cancelled().with_provider(self.provider.clone())),
-                () = tokio::time::sleep(delay) => {}
-            }
-            waited += delay;
-            retry += 1;
-        }
+    /// [`post_stream`](Self::post_stream), decoded as Server-Sent Events
+    /// with the configured `max_event_bytes`.
+    pub async fn post_sse(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: Bytes,
+        cancel: &CancellationToken,
+    ) -> Result<SseStream<ByteStream>, LlmError> {
+        let bytes = self.post_stream(url, headers, body, cancel).await?;
+        Ok(sse_events_with_limit(bytes, self.config.max_event_bytes))
+    }
+
+    /// [`post_stream`](Self::post_stream), decoded as NDJSON lines with the
+    /// configured `max_event_bytes`.
+    pub async fn post_ndjson(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: Bytes,
+        cancel: &CancellationToken,
+    ) -> Result<NdjsonStream<ByteStream>, LlmError> {
+        let bytes = self.post_stream(url, headers, body, cancel).await?;
+        Ok(ndjson_lines_with_limit(bytes, self.config.max_event_bytes))
     }
 
     async fn attempt(
@@ -241,7 +239,7 @@ impl HttpClient {
                 Err(error) => {
                     return Attempt::Failed {
                         error: error.with_provider(self.provider.clone()),
-                        retryable: false,
+                        retry: Retry::No,
                     };
                 }
             }
@@ -253,8 +251,8 @@ impl HttpClient {
             Ok(response) => response,
             Err(error) => {
                 return Attempt::Failed {
-                    error: self.redact(classify_transport(&self.provider, &error)),
-                    retryable: true,
+                    error: self.transport_error(&error),
+                    retry: send_retry(&error),
                 };
             }
         };
@@ -263,11 +261,21 @@ impl HttpClient {
             return Attempt::Done(response);
         }
         let headers: HeaderMap = response.headers().clone();
-        let body = response.bytes().await.unwrap_or_default();
+        let body = read_prefix(response, ERROR_BODY_LIMIT.min(self.config.max_response_bytes)).await;
         let error = classify_response(&self.provider, status, &headers, &body, self.auth_hint.as_deref());
+        let retryable = should_retry_header(&headers).unwrap_or_else(|| is_retryable_status(status));
         Attempt::Failed {
             error: self.redact(error),
-            retryable: should_retry_header(&headers).unwrap_or_else(|| is_retryable_status(status)),
+            retry: if retryable { Retry::Yes } else { Retry::No },
+        }
+    }
+
+    /// A failure without a response: agent-http's own (a refused
+    /// redirect) as it is, others classified and redacted.
+    fn transport_error(&self, error: &reqwest::Error) -> LlmError {
+        match HttpError::find_cause(error) {
+            Some(typed) => LlmError::from(typed.clone()).with_provider(self.provider.clone()),
+            None => self.redact(classify_transport(&self.provider, error)),
         }
     }
 
@@ -279,9 +287,14 @@ impl HttpClient {
     }
 }
 
-fn annotate_attempts(mut error: LlmError, attempts: u32) -> LlmError {
-    if error.kind != LlmErrorKind::Cancelled {
-        error.message = format!("{} (after {attempts} attempts)", error.message);
+/// Whether a request that failed without a response may be sent again:
+/// only when it cannot have been delivered, i.e. connecting failed.
+fn send_retry(error: &reqwest::Error) -> Retry {
+    if error.is_builder() || HttpError::find_cause(error).is_some() {
+        Retry::No
+    } else if error.is_connect() {
+        Retry::Yes
+    } else {
+        Retry::Delivered
     }
-    error
 }

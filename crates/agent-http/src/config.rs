@@ -27,6 +27,19 @@ pub struct HttpConfig {
     pub max_total_wait_secs: f64,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// Largest body of a non-streamed response (and most of an error
+    /// body read), in bytes. A larger success body fails with a decode
+    /// error naming this setting instead of being buffered.
+    pub max_response_bytes: usize,
+    /// Largest SSE line, SSE event (its data lines together) or NDJSON
+    /// line of a streamed response, in bytes, for the decoders of
+    /// [`HttpClient::post_sse`](crate::HttpClient::post_sse) and
+    /// [`HttpClient::post_ndjson`](crate::HttpClient::post_ndjson). A
+    /// larger one ends the stream with a decode error.
+    pub max_event_bytes: usize,
+    /// Longest a streamed response may take, in seconds, from its headers
+    /// to its last byte; then the stream ends with a timeout error.
+    pub stream_timeout_secs: f64,
 }
 
 impl Default for HttpConfig {
@@ -40,11 +53,21 @@ impl Default for HttpConfig {
             max_backoff_ms: 30_000,
             max_total_wait_secs: 120.0,
             user_agent: concat!("agentry/", env!("CARGO_PKG_VERSION")).to_owned(),
+            max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
+            max_event_bytes: Self::DEFAULT_MAX_EVENT_BYTES,
+            stream_timeout_secs: 600.0,
         }
     }
 }
 
 impl HttpConfig {
+    /// The default [`max_response_bytes`](Self::max_response_bytes): 16 MiB.
+    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+    /// The default [`max_event_bytes`](Self::max_event_bytes): 1 MiB, also
+    /// the limit of [`SseDecoder::new`](crate::sse::SseDecoder::new) and
+    /// [`NdjsonDecoder::new`](crate::ndjson::NdjsonDecoder::new).
+    pub const DEFAULT_MAX_EVENT_BYTES: usize = 1024 * 1024;
+
     pub(crate) fn connect_timeout(&self) -> Duration {
         secs(self.connect_timeout_secs)
     }
@@ -61,6 +84,10 @@ impl HttpConfig {
         secs(self.max_total_wait_secs)
     }
 
+    pub(crate) fn stream_timeout(&self) -> Duration {
+        secs(self.stream_timeout_secs)
+    }
+
     /// The delay before retry number `retry` (0-based): exponential backoff
     /// with full jitter, i.e. uniform in `[0, min(max, initial * 2^retry)]`.
     pub fn backoff(&self, retry: u32) -> Duration {
@@ -72,7 +99,9 @@ impl HttpConfig {
     }
 }
 
-fn secs(value: f64) -> Duration {
+/// Seconds as a duration: negative and NaN are zero, too large is
+/// [`Duration::MAX`].
+pub(crate) fn secs(value: f64) -> Duration {
     Duration::try_from_secs_f64(value.max(0.0)).unwrap_or(Duration::MAX)
 }
 

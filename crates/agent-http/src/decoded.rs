@@ -24,6 +24,13 @@ pub trait ChunkDecoder {
     fn is_end(_item: &Self::Item) -> bool {
         false
     }
+
+    /// Why the decoder stopped (e.g. an item over its size limit), if it
+    /// did: the stream yields the items completed before, then this error,
+    /// and ends.
+    fn error(&self) -> Option<LlmError> {
+        None
+    }
 }
 
 /// A byte stream decoded item by item with a [`ChunkDecoder`].
@@ -33,6 +40,8 @@ pub struct Decoded<S, D: ChunkDecoder> {
     decoder: D,
     ready: VecDeque<D::Item>,
     scratch: Vec<D::Item>,
+    /// The decoder's error, yielded after the items before it.
+    failure: Option<LlmError>,
     input_done: bool,
     ended: bool,
 }
@@ -45,6 +54,7 @@ impl<S, D: ChunkDecoder> Decoded<S, D> {
             decoder,
             ready: VecDeque::new(),
             scratch: Vec::new(),
+            failure: None,
             input_done: false,
             ended: false,
         }
@@ -72,6 +82,10 @@ where
                 }
                 return Poll::Ready(Some(Ok(item)));
             }
+            if let Some(error) = this.failure.take() {
+                this.ended = true;
+                return Poll::Ready(Some(Err(error)));
+            }
             if this.input_done {
                 return Poll::Ready(None);
             }
@@ -85,6 +99,10 @@ where
                 }
             }
             this.ready.extend(this.scratch.drain(..));
+            if let Some(error) = this.decoder.error() {
+                this.failure = Some(error);
+                this.input_done = true;
+            }
         }
     }
 }

@@ -84,7 +84,7 @@ fn body_retry_delay(body: &Value) -> Option<Duration> {
                 .parse::<f64>()
                 .ok()
         })
-        .and_then(|seconds| Duration::try_from_secs_f64(seconds.max(0.0)).ok())
+        .and_then(seconds)
 }
 
 /// A request id carried in the body (Anthropic's `request_id`), for
@@ -182,18 +182,33 @@ fn is_context_length(message: &str) -> bool {
 }
 
 /// The delay asked for by `retry-after-ms`, or `Retry-After` in seconds or as
-/// an HTTP date (relative to `now`).
+/// an HTTP date (relative to `now`; a past date is no delay).
+///
+/// A number too large to represent is [`Duration::MAX`] (a wait that long
+/// ends the retries; it must not read as "no delay given"); negative, NaN
+/// and unreadable values are ignored. An unusable `retry-after-ms` falls
+/// back to `Retry-After`.
 pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).ok();
+    let ms = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok());
+    if let Some(delay) = ms.and_then(|ms| seconds(ms / 1000.0)) {
+        return Some(delay);
     }
     let value = header("retry-after")?;
-    if let Ok(seconds) = value.parse::<f64>() {
-        return Duration::try_from_secs_f64(seconds.max(0.0)).ok();
+    if let Ok(number) = value.parse::<f64>() {
+        return seconds(number);
     }
     let date = httpdate::parse_http_date(value).ok()?;
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A delay of `value` seconds: `None` when negative or NaN, saturating at
+/// [`Duration::MAX`] when too large (infinity included).
+fn seconds(value: f64) -> Option<Duration> {
+    if value.is_nan() || value < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX))
 }
 
 /// The start of a body (at most 120 bytes, cut on a character boundary),
@@ -326,6 +341,53 @@ mod tests {
         );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &past)]), now),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn huge_retry_after_values_saturate_and_nonsense_is_ignored() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        for huge in ["99999999999999999999999", "1e300", "inf"] {
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", huge)]), now),
+                Some(Duration::MAX),
+                "{huge}"
+            );
+            assert_eq!(
+                retry_after(&headers(&[("retry-after-ms", huge)]), now),
+                Some(Duration::MAX),
+                "{huge} ms"
+            );
+        }
+        for nonsense in ["-5", "NaN", "-inf"] {
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", nonsense)]), now),
+                None,
+                "{nonsense}"
+            );
+        }
+        assert_eq!(
+            retry_after(&headers(&[("retry-after-ms", "-1"), ("retry-after", "3")]), now),
+            Some(Duration::from_secs(3)),
+            "an unusable retry-after-ms falls back to Retry-After"
+        );
+        let far = httpdate::fmt_http_date(now + Duration::from_secs(86_400 * 365));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &far)]), now),
+            Some(Duration::from_secs(86_400 * 365))
+        );
+        let body =
+            br#"{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1e400s"}]}}"#;
+        let error = classify_response("g", StatusCode::TOO_MANY_REQUESTS, &HeaderMap::new(), body, None);
+        assert!(
+            error
+                .retry_after()
+                .is_some_and(|wait| wait > Duration::from_secs(1 << 40))
+        );
     }
 
     #[test]

@@ -6,12 +6,19 @@
 //! event, a blank line dispatches it. A final event not followed by a blank
 //! line is still delivered when the input ends, and `data: [DONE]` ends the
 //! stream.
+//!
+//! Nothing is buffered without bound: a line, or the data of one event,
+//! longer than the decoder's limit ([`HttpConfig::DEFAULT_MAX_EVENT_BYTES`]
+//! unless set with [`SseDecoder::with_limit`]) stops the decoder with
+//! [`HttpError::SseLineTooLong`] or [`HttpError::SseEventTooLarge`], and the
+//! stream ends with that error.
 
 use agent_core::LlmError;
 use bytes::Bytes;
 use futures::Stream;
 
 use crate::decoded::{ChunkDecoder, Decoded};
+use crate::{HttpConfig, HttpError};
 
 /// One decoded event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,8 +39,9 @@ impl SseEvent {
 }
 
 /// An incremental SSE decoder: feed it chunks, take out complete events.
-/// Every input byte is looked at once, whatever the chunking.
-#[derive(Debug, Default)]
+/// Every input byte is looked at once, whatever the chunking. A line or an
+/// event over the limit stops it: see [`error`](Self::error).
+#[derive(Debug)]
 pub struct SseDecoder {
     /// The start of a line whose end has not arrived yet.
     partial: Vec<u8>,
@@ -41,22 +49,58 @@ pub struct SseDecoder {
     skip_lf: bool,
     current: SseEvent,
     data_lines: usize,
+    /// The most bytes in one line, and in one event's data.
+    max_bytes: usize,
+    /// Why decoding stopped; nothing more is decoded.
+    error: Option<HttpError>,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl SseDecoder {
-    /// A decoder with nothing buffered.
+    /// A decoder with nothing buffered, whose lines and events may be up to
+    /// [`HttpConfig::DEFAULT_MAX_EVENT_BYTES`] long.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_limit(HttpConfig::DEFAULT_MAX_EVENT_BYTES)
     }
 
-    /// Feeds a chunk and appends every event it completes to `out`.
+    /// A decoder whose lines, and events' data, may be up to `max_bytes` long.
+    pub fn with_limit(max_bytes: usize) -> Self {
+        Self {
+            partial: Vec::new(),
+            skip_lf: false,
+            current: SseEvent::default(),
+            data_lines: 0,
+            max_bytes,
+            error: None,
+        }
+    }
+
+    /// Why decoding stopped (a line or an event over the limit), if it did.
+    pub fn error(&self) -> Option<&HttpError> {
+        self.error.as_ref()
+    }
+
+    /// Feeds a chunk and appends every event it completes to `out`. Does
+    /// nothing once the decoder has stopped on an [`error`](Self::error).
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
+        if self.error.is_some() {
+            return;
+        }
         let mut rest = chunk;
         if self.skip_lf {
             rest = rest.strip_prefix(b"\n").unwrap_or(rest);
         }
         self.skip_lf = false;
         while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
+            if self.partial.len() + end > self.max_bytes {
+                self.fail(HttpError::SseLineTooLong { limit: self.max_bytes });
+                return;
+            }
             if self.partial.is_empty() {
                 self.process_line(&rest[..end], out);
             } else {
@@ -66,17 +110,28 @@ impl SseDecoder {
                 line.clear();
                 self.partial = line;
             }
+            if self.error.is_some() {
+                return;
+            }
             let crlf = rest[end] == b'\r' && rest.get(end + 1) == Some(&b'\n');
             if rest[end] == b'\r' && end + 1 == rest.len() {
                 self.skip_lf = true;
             }
             rest = &rest[end + if crlf { 2 } else { 1 }..];
         }
+        if self.partial.len() + rest.len() > self.max_bytes {
+            self.fail(HttpError::SseLineTooLong { limit: self.max_bytes });
+            return;
+        }
         self.partial.extend_from_slice(rest);
     }
 
-    /// Ends the input: a pending line and a pending event are delivered.
+    /// Ends the input: a pending line and a pending event are delivered
+    /// (unless the decoder has stopped on an error).
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        if self.error.is_some() {
+            return;
+        }
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
             self.process_line(&line, out);
@@ -102,16 +157,30 @@ impl SseDecoder {
         };
         match field {
             b"data" => {
-                if self.data_lines > 0 {
+                let text = String::from_utf8_lossy(value);
+                let separator = usize::from(self.data_lines > 0);
+                if self.current.data.len() + separator + text.len() > self.max_bytes {
+                    self.fail(HttpError::SseEventTooLarge { limit: self.max_bytes });
+                    return;
+                }
+                if separator > 0 {
                     self.current.data.push('\n');
                 }
-                self.current.data.push_str(&String::from_utf8_lossy(value));
+                self.current.data.push_str(&text);
                 self.data_lines += 1;
             }
             b"event" => self.current.event = String::from_utf8_lossy(value).into_owned(),
             b"id" => self.current.id = Some(String::from_utf8_lossy(value).into_owned()),
             _ => {}
         }
+    }
+
+    /// Stops decoding, dropping what was buffered.
+    fn fail(&mut self, error: HttpError) {
+        self.error = Some(error);
+        self.partial = Vec::new();
+        self.current = SseEvent::default();
+        self.data_lines = 0;
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
@@ -123,12 +192,22 @@ impl SseDecoder {
     }
 }
 
-/// Decodes a stream of byte chunks into SSE events, ending after `[DONE]`.
+/// Decodes a stream of byte chunks into SSE events, ending after `[DONE]`,
+/// or with an error at a line or event over
+/// [`HttpConfig::DEFAULT_MAX_EVENT_BYTES`].
 pub fn sse_events<S>(bytes: S) -> SseStream<S>
 where
     S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
 {
     Decoded::new(bytes, SseDecoder::new())
+}
+
+/// [`sse_events`] with lines and events of up to `max_bytes`.
+pub fn sse_events_with_limit<S>(bytes: S, max_bytes: usize) -> SseStream<S>
+where
+    S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
+{
+    Decoded::new(bytes, SseDecoder::with_limit(max_bytes))
 }
 
 /// The stream returned by [`sse_events`].
@@ -147,6 +226,10 @@ impl ChunkDecoder for SseDecoder {
 
     fn is_end(event: &SseEvent) -> bool {
         event.is_done()
+    }
+
+    fn error(&self) -> Option<LlmError> {
+        self.error.clone().map(LlmError::from)
     }
 }
 
@@ -236,7 +319,53 @@ mod tests {
         assert_eq!(data, ["1", "2"]);
     }
 
+    fn decode_limited(chunks: &[&[u8]], limit: usize) -> (Vec<SseEvent>, Option<HttpError>) {
+        let mut decoder = SseDecoder::with_limit(limit);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            decoder.push(chunk, &mut out);
+        }
+        decoder.finish(&mut out);
+        (out, decoder.error().cloned())
+    }
+
+    #[test]
+    fn lines_and_events_up_to_the_limit_pass_and_longer_ones_stop_the_decoder() {
+        let (events, error) = decode_limited(&[b"data: 12345678\n\n"], 14);
+        assert_eq!((data(&events), error), (vec!["12345678"], None), "a 14-byte line fits");
+        let (events, error) = decode_limited(&[b"data: ok\n\ndata: 123456789\n\ndata: late\n\n"], 14);
+        assert_eq!(data(&events), ["ok"]);
+        assert_eq!(error, Some(HttpError::SseLineTooLong { limit: 14 }));
+        let (events, error) = decode_limited(&[b"data: 1234\ndata: 5678\ndata: 9\n\n"], 10);
+        assert!(events.is_empty());
+        assert_eq!(error, Some(HttpError::SseEventTooLarge { limit: 10 }));
+        let (events, error) = decode_limited(&[b": comment that goes on", b" and on and on"], 16);
+        assert!(events.is_empty());
+        assert_eq!(
+            error,
+            Some(HttpError::SseLineTooLong { limit: 16 }),
+            "even unfinished lines"
+        );
+    }
+
     proptest::proptest! {
+        #[test]
+        fn limits_hold_whatever_the_chunking(
+            tokens in proptest::collection::vec(
+                proptest::sample::select(vec!["data: ", "data:", "x", "xyz", "\n", "\r\n", "\r", ": c", "event: e", "id: 7"]),
+                0..60,
+            ),
+            split in 0usize..400,
+            limit in 1usize..24,
+        ) {
+            let input = tokens.concat().into_bytes();
+            let split = split.min(input.len());
+            let whole = decode_limited(&[&input], limit);
+            let parts = decode_limited(&[&input[..split], &input[split..]], limit);
+            proptest::prop_assert!(whole.0.iter().all(|event| event.data.len() <= limit));
+            proptest::prop_assert_eq!(whole, parts);
+        }
+
         #[test]
         fn never_panics_and_chunking_does_not_matter(input in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), split in 0usize..400) {
             let split = split.min(input.len());

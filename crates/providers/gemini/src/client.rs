@@ -4,7 +4,6 @@
 use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
 };
-use agent_http::sse::sse_events;
 use agent_http::{AuthHeader, HttpClient, map_events};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -124,12 +123,12 @@ impl LlmClient for GeminiClient {
     async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
         let (model, url) = self.target(request, true)?;
         let body = build_request_body(request, &self.options).map_err(|error| self.own(error, &model))?;
-        let bytes = self
+        let events = self
             .http
-            .post_stream(&url, &self.headers, Bytes::from(body), cancel)
+            .post_sse(&url, &self.headers, Bytes::from(body), cancel)
             .await
             .map_err(|error| self.own(error, &model))?;
-        let data = sse_events(bytes).map(|event| event.map(|event| event.data));
+        let data = events.map(|event| event.map(|event| event.data));
         let mapper = StreamMapper::new().with_fallback_model(model);
         Ok(map_events(data, mapper, cancel, PROVIDER_NAME))
     }

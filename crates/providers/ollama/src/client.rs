@@ -2,7 +2,6 @@
 //! `agent-http`, feeds the bytes back to the mapper.
 
 use agent_core::{CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError};
-use agent_http::ndjson::ndjson_lines;
 use agent_http::{AuthHeader, HttpClient, map_events};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -88,10 +87,10 @@ impl LlmClient for OllamaClient {
 
     async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
         let body = build_request_body(request, &self.stream_options).map_err(|error| error.or_provider(PROVIDER))?;
-        let bytes = self
+        let lines = self
             .http
-            .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
+            .post_ndjson(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
-        Ok(map_events(ndjson_lines(bytes), StreamMapper::new(), cancel, PROVIDER))
+        Ok(map_events(lines, StreamMapper::new(), cancel, PROVIDER))
     }
 }

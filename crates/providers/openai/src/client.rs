@@ -2,7 +2,6 @@
 //! `agent-http`, feeds the bytes back to the mapper.
 
 use agent_core::{CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError};
-use agent_http::sse::sse_events;
 use agent_http::{AuthHeader, HttpClient, map_events};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -94,11 +93,11 @@ impl LlmClient for OpenAiClient {
     async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
         let body =
             build_request_body(request, &self.stream_options).map_err(|error| error.or_provider(&self.provider))?;
-        let bytes = self
+        let events = self
             .http
-            .post_stream(&self.url, &self.headers, Bytes::from(body), cancel)
+            .post_sse(&self.url, &self.headers, Bytes::from(body), cancel)
             .await?;
-        let data = sse_events(bytes).map(|event| event.map(|event| event.data));
+        let data = events.map(|event| event.map(|event| event.data));
         Ok(map_events(data, StreamMapper::new(), cancel, &self.provider))
     }
 }

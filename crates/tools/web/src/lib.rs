@@ -6,15 +6,17 @@
 //!   from a pluggable [`SearchBackend`]: a SearXNG instance's JSON API
 //!   ([`SearxngBackend`]) or the Brave Search API ([`BraveBackend`], key
 //!   from configuration or `BRAVE_API_KEY`, never shown in `Debug` output
-//!   or errors). Offered only when a backend is configured.
+//!   or errors). Offered only when a backend is configured. Backends send
+//!   through a [`SearchClient`], which follows redirects only within the
+//!   origin of the request: the key never goes to another host.
 //! - `fetch_url(url)`: downloads a page and returns its title and readable
 //!   text (HTML converted with `html2text`; scripts and styles dropped).
 //!
 //! `fetch_url` is guarded against server-side request forgery: only
 //! `http` and `https`; optional host allow- and denylists; addresses that
 //! are loopback, private, link-local, unique-local, multicast or otherwise
-//! not global (IPv4 and IPv6, IPv4-mapped included) are refused unless
-//! explicitly allowed. The addresses a host resolves to are checked, both
+//! not global (IPv4 and IPv6, IPv4-mapped and IPv4-translated included,
+//! and IPv6 outside `2000::/3`) are refused unless explicitly allowed. The addresses a host resolves to are checked, both
 //! before the request and in the client's DNS resolver at connect time;
 //! redirects are followed by hand (up to `max_redirects`) and every hop is
 //! checked again. The body is streamed and cut at `max_bytes`
@@ -50,11 +52,14 @@
 mod config;
 mod fetch;
 mod policy;
+#[cfg(test)]
+mod policy_proptest;
+mod redirect;
 mod search;
 mod text;
 mod tools;
 
 pub use config::{ApiKey, SearchConfig, WebConfig};
 pub use fetch::Page;
-pub use search::{BraveBackend, SearchBackend, SearchError, SearchResult, SearxngBackend};
+pub use search::{BraveBackend, SearchBackend, SearchClient, SearchError, SearchResult, SearxngBackend};
 pub use tools::{FetchArgs, PROVIDER_NAME, SearchArgs, SearchResults, WebError, WebTools};

@@ -220,6 +220,7 @@ fn non_global_v6(address: Ipv6Addr) -> Option<&'static str> {
         [0, 0, 0, 0, 0, 0, 0, 0] => "unspecified",
         [0, 0, 0, 0, 0, 0, 0, 1] => "loopback",
         [0, 0, 0, 0, 0, 0, _, _] => "IPv4-compatible (deprecated)",
+        [0, 0, 0, 0, 0xffff, 0, _, _] => "IPv4-translated (::ffff:0:0/96)",
         [0x64, 0xff9b, 0, 0, 0, 0, _, _] => {
             // NAT64: judge the IPv4 address it translates to.
             let [_, _, _, _, _, _, high, low] = segments;
@@ -236,6 +237,9 @@ fn non_global_v6(address: Ipv6Addr) -> Option<&'static str> {
         [first, ..] if first & 0xffc0 == 0xfe80 => "link-local",
         [first, ..] if first & 0xffc0 == 0xfec0 => "site-local (deprecated)",
         [first, ..] if first & 0xff00 == 0xff00 => "multicast",
+        // Only 2000::/3 holds global unicast addresses; the rest is reserved
+        // or special, and some of it embeds IPv4 addresses.
+        [first, ..] if first & 0xe000 != 0x2000 => "reserved (outside the global unicast range 2000::/3)",
         _ => return None,
     };
     Some(kind)
@@ -276,6 +280,11 @@ mod tests {
             "::ffff:10.0.0.1",
             "::ffff:169.254.169.254",
             "::127.0.0.1",
+            "::ffff:0:127.0.0.1",
+            "::ffff:0:8.8.8.8",
+            "::1:0:0:1",
+            "1::1",
+            "4000::1",
             "64:ff9b::10.0.0.1",
             "64:ff9b:1::1",
             "100::1",
@@ -347,6 +356,14 @@ mod tests {
         assert!(check("http://127.0.0.1:8080/").unwrap_err().0.contains("loopback"));
         assert!(check("http://2130706433/").unwrap_err().0.contains("loopback"));
         assert!(check("http://[::ffff:7f00:1]/").unwrap_err().0.contains("loopback"));
+        // Found by the property test: IPv4-translated addresses were taken
+        // for public ones.
+        assert!(
+            check("http://[::ffff:0:127.0.0.1]/")
+                .unwrap_err()
+                .0
+                .contains("IPv4-translated")
+        );
         assert!(
             check("http://169.254.169.254/latest/meta-data/")
                 .unwrap_err()

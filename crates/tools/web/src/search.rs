@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::config::ApiKey;
+use crate::redirect::{RedirectRefused, refusal_in, same_origin_only};
 use crate::text::snippet_text;
 
 /// One search hit.
@@ -40,6 +41,22 @@ pub enum SearchError {
     /// The answer was not the expected JSON.
     #[error("the search service's answer could not be read: {0}")]
     Decode(String),
+    /// The service redirected to another origin (host, port or scheme); the
+    /// redirect was not followed, so the API key and the query stayed with
+    /// the configured service.
+    #[error(
+        "the search service at {from} redirected to {to}, another origin; not followed, so the API key \
+         stays with the configured service (set base_url to {to} if that service is intended)"
+    )]
+    Redirect {
+        /// The configured service's origin.
+        from: String,
+        /// The origin it redirected to (no path or query).
+        to: String,
+    },
+    /// The service redirected too many times within its own origin.
+    #[error("the search service redirected too many times: {0}")]
+    TooManyRedirects(String),
 }
 
 /// A web search service.
@@ -52,26 +69,39 @@ pub trait SearchBackend: Send + Sync + fmt::Debug {
     async fn search(&self, query: &str, max_results: usize) -> Result<Vec<SearchResult>, SearchError>;
 }
 
-/// Builds the HTTP client the backends share.
-pub(crate) fn search_client(timeout: Duration, user_agent: &str) -> Result<reqwest::Client, reqwest::Error> {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .user_agent(user_agent)
-        .redirect(reqwest::redirect::Policy::limited(3))
-        .build()
+/// The HTTP client the search backends use: a time limit, a User-Agent,
+/// and redirects followed only within the origin of the request (at most
+/// 3). A redirect to another host, port or scheme fails with
+/// [`SearchError::Redirect`], so an API key sent in a header (Brave's
+/// `X-Subscription-Token`) never reaches another server. The backends take
+/// only this client, so they cannot be given one that follows redirects
+/// elsewhere.
+#[derive(Debug, Clone)]
+pub struct SearchClient(reqwest::Client);
+
+impl SearchClient {
+    /// A client whose requests take at most `timeout`, sending `user_agent`.
+    pub fn new(timeout: Duration, user_agent: &str) -> Result<Self, reqwest::Error> {
+        reqwest::Client::builder()
+            .timeout(timeout)
+            .user_agent(user_agent)
+            .redirect(same_origin_only())
+            .build()
+            .map(Self)
+    }
 }
 
 /// A SearXNG instance's JSON API: `GET {base}/search?q=...&format=json`.
 /// The instance must allow the `json` format in its settings.
 #[derive(Debug, Clone)]
 pub struct SearxngBackend {
-    client: reqwest::Client,
+    client: SearchClient,
     endpoint: Url,
 }
 
 impl SearxngBackend {
     /// A backend for the instance at `base_url`, e.g. `http://localhost:8888`.
-    pub fn new(client: reqwest::Client, base_url: &str) -> Result<Self, url::ParseError> {
+    pub fn new(client: SearchClient, base_url: &str) -> Result<Self, url::ParseError> {
         Ok(Self {
             client,
             endpoint: endpoint(base_url, "search")?,
@@ -103,6 +133,7 @@ impl SearchBackend for SearxngBackend {
     async fn search(&self, query: &str, max_results: usize) -> Result<Vec<SearchResult>, SearchError> {
         let request = self
             .client
+            .0
             .get(self.endpoint.clone())
             .query(&[("q", query), ("format", "json")])
             .header(reqwest::header::ACCEPT, "application/json");
@@ -125,7 +156,7 @@ impl SearchBackend for SearxngBackend {
 /// `Debug` output or errors.
 #[derive(Clone)]
 pub struct BraveBackend {
-    client: reqwest::Client,
+    client: SearchClient,
     endpoint: Url,
     api_key: ApiKey,
 }
@@ -138,7 +169,7 @@ impl BraveBackend {
 
     /// A backend with `api_key`, at `base_url` (normally
     /// [`DEFAULT_BASE_URL`](Self::DEFAULT_BASE_URL)).
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: ApiKey) -> Result<Self, url::ParseError> {
+    pub fn new(client: SearchClient, base_url: &str, api_key: ApiKey) -> Result<Self, url::ParseError> {
         Ok(Self {
             client,
             endpoint: endpoint(base_url, "res/v1/web/search")?,
@@ -187,6 +218,7 @@ impl SearchBackend for BraveBackend {
         let count = max_results.clamp(1, Self::MAX_COUNT).to_string();
         let request = self
             .client
+            .0
             .get(self.endpoint.clone())
             .query(&[("q", query), ("count", count.as_str())])
             .header(reqwest::header::ACCEPT, "application/json")
@@ -223,10 +255,14 @@ async fn send<T: serde::de::DeserializeOwned>(
     request: reqwest::RequestBuilder,
     service: &str,
 ) -> Result<T, SearchError> {
-    let response = request
-        .send()
-        .await
-        .map_err(|error| SearchError::Transport(format!("{service}: {}", error.without_url())))?;
+    let response = request.send().await.map_err(|error| match refusal_in(&error) {
+        Some(RedirectRefused::CrossOrigin { from, to }) => SearchError::Redirect {
+            from: from.clone(),
+            to: to.clone(),
+        },
+        Some(too_many @ RedirectRefused::TooMany) => SearchError::TooManyRedirects(format!("{service}: {too_many}")),
+        None => SearchError::Transport(format!("{service}: {}", error.without_url())),
+    })?;
     let status = response.status();
     if !status.is_success() {
         let message = match status {
@@ -271,7 +307,7 @@ mod tests {
     #[test]
     fn brave_debug_hides_the_key() {
         let backend = BraveBackend::new(
-            reqwest::Client::new(),
+            SearchClient::new(Duration::from_secs(5), "test").unwrap(),
             BraveBackend::DEFAULT_BASE_URL,
             ApiKey::new("sk-very-secret"),
         )

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ApiKey, SearchConfig, WebConfig};
 use crate::fetch::{Fetcher, Limits, Page};
 use crate::policy::{HostPattern, Policy};
-use crate::search::{BraveBackend, SearchBackend, SearchResult, SearxngBackend, search_client};
+use crate::search::{BraveBackend, SearchBackend, SearchClient, SearchResult, SearxngBackend};
 
 /// The provider's name, used to enable or disable it.
 pub const PROVIDER_NAME: &str = "web";
@@ -109,7 +109,7 @@ impl WebTools {
         let search: Option<Arc<dyn SearchBackend>> = match &config.search {
             SearchConfig::None => None,
             SearchConfig::Searxng { base_url } => {
-                let client = search_client(limits.timeout, &config.user_agent).map_err(client_error)?;
+                let client = SearchClient::new(limits.timeout, &config.user_agent).map_err(client_error)?;
                 Some(Arc::new(SearxngBackend::new(client, base_url).map_err(bad_url)?))
             }
             SearchConfig::Brave {
@@ -125,7 +125,7 @@ impl WebTools {
                             "Brave Search needs an API key: set search.api_key or the {api_key_env} environment variable"
                         ))
                     })?;
-                let client = search_client(limits.timeout, &config.user_agent).map_err(client_error)?;
+                let client = SearchClient::new(limits.timeout, &config.user_agent).map_err(client_error)?;
                 let base_url = base_url.as_deref().unwrap_or(BraveBackend::DEFAULT_BASE_URL);
                 Some(Arc::new(BraveBackend::new(client, base_url, key).map_err(bad_url)?))
             }

@@ -328,3 +328,42 @@ fn bad_list_entries_are_configuration_errors() {
     let error = WebTools::new(&config).unwrap_err().to_string();
     assert!(error.starts_with("invalid [tools.web] configuration"), "{error}");
 }
+
+#[tokio::test]
+async fn fetched_pages_never_receive_the_search_key_even_across_redirects() {
+    let other = server_on_127_0_0_2().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("landed", "text/plain"))
+        .mount(&other)
+        .await;
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/hop"))
+        .respond_with(ResponseTemplate::new(302).insert_header("Location", format!("{}/landing", other.uri()).as_str()))
+        .mount(&server)
+        .await;
+    let config = WebConfig {
+        search: agent_tools_web::SearchConfig::Brave {
+            api_key: Some(agent_tools_web::ApiKey::new("brave-fetch-secret")),
+            api_key_env: "UNUSED".into(),
+            base_url: Some(server.uri()),
+        },
+        ..allow_loopback()
+    };
+    let page = fetch(&registry(&config), &format!("{}/hop", server.uri()))
+        .await
+        .unwrap();
+    assert_eq!(page["text"], "landed", "public-page redirects are still followed");
+    let mut requests = server.received_requests().await.unwrap();
+    requests.extend(other.received_requests().await.unwrap());
+    for request in &requests {
+        for (name, value) in &request.headers {
+            assert!(
+                !value.to_str().unwrap_or_default().contains("brave-fetch-secret"),
+                "{name} carried the key to {}",
+                request.url
+            );
+        }
+        assert!(!request.headers.contains_key("authorization"));
+    }
+}

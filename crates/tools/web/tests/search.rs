@@ -197,3 +197,80 @@ fn web_search_is_offered_only_with_a_backend() {
     );
     assert!(with.invalid_schemas().is_empty());
 }
+
+/// A mock server on 127.0.0.2: another host than wiremock's 127.0.0.1.
+async fn server_on_127_0_0_2() -> MockServer {
+    let listener = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+    MockServer::builder().listener(listener).start().await
+}
+
+#[tokio::test]
+async fn brave_never_sends_its_key_along_a_redirect_to_another_host() {
+    let other = server_on_127_0_0_2().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("brave.json")))
+        .mount(&other)
+        .await;
+    let server = MockServer::start().await;
+    for (status, route) in [(302u16, "/a"), (307, "/b")] {
+        Mock::given(method("GET"))
+            .and(path(format!("{route}/res/v1/web/search")))
+            .respond_with(
+                ResponseTemplate::new(status).insert_header("Location", format!("{}/collect", other.uri()).as_str()),
+            )
+            .mount(&server)
+            .await;
+    }
+    let mut errors = Vec::new();
+    for route in ["/a", "/b"] {
+        let config = WebConfig {
+            search: SearchConfig::Brave {
+                api_key: Some(ApiKey::new("brave-redirect-secret")),
+                api_key_env: "UNUSED".into(),
+                base_url: Some(format!("{}{route}", server.uri())),
+            },
+            ..WebConfig::default()
+        };
+        errors.push(WebTools::new(&config).unwrap().search("ferris", 3).await);
+    }
+    let leaked = other.received_requests().await.unwrap();
+    assert!(
+        leaked
+            .iter()
+            .all(|request| !request.headers.contains_key("x-subscription-token")),
+        "the other host received the subscription token"
+    );
+    assert!(leaked.is_empty(), "the other host received {} requests", leaked.len());
+    for error in errors {
+        let error = error.unwrap_err().to_string();
+        assert!(error.contains("redirect"), "{error}");
+        assert!(
+            error.contains(&other.address().to_string()),
+            "names the target: {error}"
+        );
+        assert!(!error.contains("brave-redirect-secret"), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn a_search_redirect_within_the_same_host_is_followed() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/old/search"))
+        .respond_with(ResponseTemplate::new(301).insert_header("Location", "/new/search?q=ferris&format=json"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/new/search"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("searxng.json")))
+        .mount(&server)
+        .await;
+    let config = WebConfig {
+        search: SearchConfig::Searxng {
+            base_url: format!("{}/old", server.uri()),
+        },
+        ..WebConfig::default()
+    };
+    let results = WebTools::new(&config).unwrap().search("ferris", 2).await.unwrap();
+    assert_eq!(results.results, expected_results());
+}

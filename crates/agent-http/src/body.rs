@@ -1,0 +1,84 @@
+//! Reading response bodies within limits: a whole body up to
+//! `max_response_bytes`, the start of an error body, and a stream that
+//! ends with a timeout error at its deadline.
+
+use std::time::Duration;
+
+use agent_core::LlmError;
+use bytes::{Bytes, BytesMut};
+use futures::{Stream, StreamExt};
+
+use crate::HttpError;
+
+/// The most of an error body read: the provider's message is at its start.
+pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Why a whole body could not be read.
+pub(crate) enum BodyError {
+    /// It is larger than the limit.
+    TooLarge(HttpError),
+    /// The connection failed while reading it.
+    Transport(reqwest::Error),
+}
+
+/// Reads a whole body, failing as soon as it is known to exceed `limit`
+/// bytes: from `Content-Length` before reading, or while reading.
+pub(crate) async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Bytes, BodyError> {
+    let length = response.content_length();
+    let too_large = |length| BodyError::TooLarge(HttpError::BodyTooLarge { limit, length });
+    if length.is_some_and(|length| length > limit as u64) {
+        return Err(too_large(length));
+    }
+    let expected = length.map_or(0, |length| length as usize);
+    let mut body = BytesMut::with_capacity(expected.min(limit));
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transport)? {
+        if chunk.len() > limit - body.len() {
+            return Err(too_large(length));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+/// Reads at most `limit` bytes of a body, for an error message; a failure
+/// to read ends it quietly.
+pub(crate) async fn read_prefix(mut response: reqwest::Response, limit: usize) -> Bytes {
+    let mut body = BytesMut::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = limit - body.len();
+        if chunk.len() >= room {
+            body.extend_from_slice(&chunk[..room]);
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    body.freeze()
+}
+
+/// `body`, ended with [`HttpError::StreamTimeout`] once `limit` has passed.
+pub(crate) fn with_deadline<S>(
+    body: S,
+    limit: Duration,
+    provider: String,
+) -> impl Stream<Item = Result<Bytes, LlmError>>
+where
+    S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
+{
+    // A limit too far away to represent is no limit.
+    let deadline = tokio::time::Instant::now().checked_add(limit);
+    futures::stream::unfold(Some(body), move |state| {
+        let provider = provider.clone();
+        async move {
+            let mut body = state?;
+            let next = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, body.next()).await,
+                None => Ok(body.next().await),
+            };
+            let Ok(next) = next else {
+                let error = LlmError::from(HttpError::StreamTimeout { limit }).with_provider(provider);
+                return Some((Err(error), None));
+            };
+            next.map(|item| (item, Some(body)))
+        }
+    })
+}
