@@ -74,8 +74,13 @@ pub struct HttpClient {
 
 impl HttpClient {
     /// A client for `provider` (its name appears in errors and logs).
+    /// Fails when a number of `config` is out of range
+    /// ([`HttpConfig::validate`]).
     pub fn new(provider: impl Into<String>, config: HttpConfig) -> Result<Self, LlmError> {
         let provider = provider.into();
+        config
+            .validate()
+            .map_err(|error| error.with_provider(provider.clone()))?;
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout())
             .read_timeout(config.read_timeout())

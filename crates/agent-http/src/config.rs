@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use agent_core::LlmError;
 use serde::Deserialize;
 
 /// How an [`HttpClient`](crate::HttpClient) connects, waits and retries.
@@ -68,6 +69,50 @@ impl HttpConfig {
     /// [`NdjsonDecoder::new`](crate::ndjson::NdjsonDecoder::new).
     pub const DEFAULT_MAX_EVENT_BYTES: usize = 1024 * 1024;
 
+    /// Checks every number: timeouts positive and finite, the wait budget
+    /// not negative, the backoff bounds in order, the size caps above zero.
+    /// The error names the key and the range, as `agentry.toml` spells it.
+    pub fn validate(&self) -> Result<(), LlmError> {
+        let out_of_range = |key: &str, value: &dyn std::fmt::Display, range: &str| {
+            Err(LlmError::invalid_request(format!(
+                "`{key} = {value}` is out of range: use {range}"
+            )))
+        };
+        for (key, value) in [
+            ("connect_timeout_secs", self.connect_timeout_secs),
+            ("timeout_secs", self.timeout_secs),
+            ("read_timeout_secs", self.read_timeout_secs),
+            ("stream_timeout_secs", self.stream_timeout_secs),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return out_of_range(key, &value, "a positive number of seconds");
+            }
+        }
+        if !(self.max_total_wait_secs.is_finite() && self.max_total_wait_secs >= 0.0) {
+            return out_of_range(
+                "max_total_wait_secs",
+                &self.max_total_wait_secs,
+                "0 or a positive number of seconds",
+            );
+        }
+        if self.max_backoff_ms < self.initial_backoff_ms {
+            return out_of_range(
+                "max_backoff_ms",
+                &self.max_backoff_ms,
+                &format!("at least initial_backoff_ms ({})", self.initial_backoff_ms),
+            );
+        }
+        for (key, value) in [
+            ("max_response_bytes", self.max_response_bytes),
+            ("max_event_bytes", self.max_event_bytes),
+        ] {
+            if value == 0 {
+                return out_of_range(key, &value, "1 or more bytes");
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn connect_timeout(&self) -> Duration {
         secs(self.connect_timeout_secs)
     }
@@ -108,6 +153,77 @@ pub(crate) fn secs(value: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_out_of_range_are_errors_naming_the_key() {
+        assert!(HttpConfig::default().validate().is_ok());
+        let cases = [
+            (
+                HttpConfig {
+                    timeout_secs: 0.0,
+                    ..HttpConfig::default()
+                },
+                "`timeout_secs = 0`",
+            ),
+            (
+                HttpConfig {
+                    connect_timeout_secs: f64::NAN,
+                    ..HttpConfig::default()
+                },
+                "`connect_timeout_secs = NaN`",
+            ),
+            (
+                HttpConfig {
+                    read_timeout_secs: -1.0,
+                    ..HttpConfig::default()
+                },
+                "`read_timeout_secs = -1`",
+            ),
+            (
+                HttpConfig {
+                    stream_timeout_secs: f64::INFINITY,
+                    ..HttpConfig::default()
+                },
+                "`stream_timeout_secs = inf`",
+            ),
+            (
+                HttpConfig {
+                    max_total_wait_secs: -0.5,
+                    ..HttpConfig::default()
+                },
+                "`max_total_wait_secs = -0.5`",
+            ),
+            (
+                HttpConfig {
+                    initial_backoff_ms: 10,
+                    max_backoff_ms: 5,
+                    ..HttpConfig::default()
+                },
+                "at least initial_backoff_ms (10)",
+            ),
+            (
+                HttpConfig {
+                    max_response_bytes: 0,
+                    ..HttpConfig::default()
+                },
+                "`max_response_bytes = 0`",
+            ),
+            (
+                HttpConfig {
+                    max_event_bytes: 0,
+                    ..HttpConfig::default()
+                },
+                "`max_event_bytes = 0`",
+            ),
+        ];
+        for (config, expected) in cases {
+            let error = config.validate().err().map(|error| error.message).unwrap_or_default();
+            assert!(
+                error.contains(expected) && error.contains("out of range"),
+                "{expected}: {error}"
+            );
+        }
+    }
 
     #[test]
     fn backoff_is_jittered_below_an_exponential_ceiling() {
