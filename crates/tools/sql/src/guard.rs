@@ -6,21 +6,53 @@
 //!    a `file:` URI with `mode=ro`;
 //! 2. `PRAGMA query_only = ON`;
 //! 3. an authorizer, consulted by SQLite's own parser for every action of
-//!    every statement, allows only reads, `SELECT`, recursive CTEs, scalar
-//!    and aggregate functions and a few schema-reading pragmas;
+//!    every statement it prepares, allows only reads, `SELECT`, recursive
+//!    CTEs, scalar and aggregate functions and a few schema-reading
+//!    pragmas. It is never switched off, not even to count the statements
+//!    of a query: SQLite applies some pragmas (`hard_heap_limit`,
+//!    `soft_heap_limit`, `temp_store_directory`) while it *prepares* them,
+//!    to the whole process, so preparing one unguarded would change every
+//!    connection of the process for good;
 //! 4. a statement SQLite does not report as read-only
 //!    (`sqlite3_stmt_readonly`, which catches `VACUUM INTO`) is refused;
-//! 5. limits: no attached databases, bounded statement and value sizes;
-//! 6. a progress handler stops any statement after the time limit or when
-//!    the call is cancelled.
+//! 5. limits, all on this connection only: no attached databases, at most
+//!    [`MAX_SQL_BYTES`] of SQL, values (read or built) of at most
+//!    [`MAX_VALUE_BYTES`], LIKE and GLOB patterns of at most
+//!    [`MAX_PATTERN_BYTES`], at most [`MAX_FUNCTION_ARGS`] arguments per
+//!    function call, and temporary tables and sorts kept in temporary
+//!    files rather than memory (`temp_store = FILE`), so the page cache
+//!    bounds the memory they use. SQLite has no per-connection heap limit;
+//!    its heap limits (`sqlite3_hard_heap_limit64`) apply to the whole
+//!    process, so none is set;
+//! 6. the string functions whose built-in cost grows with the product of
+//!    their arguments' lengths are replaced (see `functions.rs`), so no
+//!    single function call runs long;
+//! 7. a progress handler, and an interrupt from the async side (see
+//!    `watch.rs`), stop any statement after the time limit or when the
+//!    call is cancelled.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::{Connection, OpenFlags};
+
+use crate::functions;
+use crate::watch::{Interruption, Stop};
+
+/// The longest SQL text accepted, in bytes.
+pub const MAX_SQL_BYTES: usize = 100_000;
+/// The longest string or BLOB a query may read or build, in bytes (1 MiB).
+/// A longer value stored in the database cannot be read at all, not even
+/// by `length()`; the error says so.
+pub const MAX_VALUE_BYTES: usize = 1 << 20;
+/// The longest LIKE or GLOB pattern, in bytes. Matching costs up to the
+/// value's length times the pattern's, all in one function call.
+pub const MAX_PATTERN_BYTES: usize = 128;
+/// The most arguments of one function call: `json_extract(X, path, ...)`
+/// and its kin walk `X` once per path, all in one call.
+pub const MAX_FUNCTION_ARGS: usize = 127;
 
 /// Pragmas that only read the schema; every other pragma is refused.
 const READ_PRAGMAS: &[&str] = &[
@@ -39,122 +71,86 @@ const DENIED_FUNCTIONS: &[&str] = &["load_extension", "fts3_tokenizer", "readfil
 /// How many virtual-machine steps between two time checks.
 const PROGRESS_STEPS: i32 = 1_000;
 
-/// What the authorizer does with the actions it is asked about.
-#[derive(Debug, Default)]
-struct AuthState {
-    /// When set, every action is allowed: used only to count the statements
-    /// of a query, which prepares them without ever running them.
-    counting: bool,
-    /// The first action refused, described for the model.
-    refused: Option<String>,
-}
-
-/// Why a statement stopped early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Interruption {
-    TimedOut,
-    Cancelled,
-}
-
 /// A read-only connection with its authorizer state.
 pub(crate) struct Guarded {
     pub(crate) connection: Connection,
-    auth: Arc<Mutex<AuthState>>,
-    stopped: Arc<Mutex<Option<Interruption>>>,
+    /// The first action the authorizer refused, described for the model.
+    refused: Arc<Mutex<Option<String>>>,
+    stop: Arc<Stop>,
 }
 
 impl Guarded {
-    /// Opens `path` read-only. The time limit runs from now; `cancelled`
-    /// is polled with it.
-    pub(crate) fn open(
-        path: &Path,
-        timeout: Duration,
-        cancelled: impl Fn() -> bool + Send + 'static,
-    ) -> Result<Self, rusqlite::Error> {
+    /// Opens `path` read-only; `stop` says when a statement must stop, and
+    /// gets the connection's interrupt handle.
+    pub(crate) fn open(path: &Path, stop: Arc<Stop>) -> Result<Self, rusqlite::Error> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut connection = match read_only_uri(path) {
             Some(uri) => Connection::open_with_flags(uri, flags)?,
             None => Connection::open_with_flags(path, flags & !OpenFlags::SQLITE_OPEN_URI)?,
         };
+        stop.attach(connection.get_interrupt_handle());
+        // Settings first: once the authorizer is in place, pragmas are refused.
         connection.pragma_update(None, "query_only", true)?;
-        connection.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
-        connection.set_limit(Limit::SQLITE_LIMIT_SQL_LENGTH, 100_000)?;
-        connection.set_limit(Limit::SQLITE_LIMIT_LENGTH, 16 * 1024 * 1024)?;
+        connection.pragma_update(None, "temp_store", "FILE")?;
+        for (limit, value) in [
+            (Limit::SQLITE_LIMIT_ATTACHED, 0),
+            (Limit::SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_BYTES),
+            (Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES),
+            (Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, MAX_PATTERN_BYTES),
+            (Limit::SQLITE_LIMIT_FUNCTION_ARG, MAX_FUNCTION_ARGS),
+        ] {
+            connection.set_limit(limit, i32::try_from(value).unwrap_or(i32::MAX))?;
+        }
+        functions::install(&connection, MAX_VALUE_BYTES)?;
 
-        let auth = Arc::new(Mutex::new(AuthState::default()));
-        let state = Arc::clone(&auth);
-        connection.authorizer(Some(move |context: AuthContext<'_>| {
-            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.counting {
-                return Authorization::Allow;
-            }
-            match decide(&context.action) {
-                Ok(()) => Authorization::Allow,
-                Err(refusal) => {
-                    state.refused.get_or_insert(refusal);
-                    Authorization::Deny
-                }
+        let refused = Arc::new(Mutex::new(None));
+        let first_refusal = Arc::clone(&refused);
+        connection.authorizer(Some(move |context: AuthContext<'_>| match decide(&context.action) {
+            Ok(()) => Authorization::Allow,
+            Err(refusal) => {
+                first_refusal
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(refusal);
+                Authorization::Deny
             }
         }))?;
 
-        let stopped = Arc::new(Mutex::new(None));
-        let flag = Arc::clone(&stopped);
-        let deadline = Instant::now() + timeout;
-        connection.progress_handler(
-            PROGRESS_STEPS,
-            Some(move || {
-                let reason = if cancelled() {
-                    Interruption::Cancelled
-                } else if Instant::now() >= deadline {
-                    Interruption::TimedOut
-                } else {
-                    return false;
-                };
-                *flag.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
-                true
-            }),
-        )?;
+        let progress = Arc::clone(&stop);
+        connection.progress_handler(PROGRESS_STEPS, Some(move || progress.check().is_some()))?;
         Ok(Self {
             connection,
-            auth,
-            stopped,
+            refused,
+            stop,
         })
     }
 
-    /// Counts the statements in `sql` by preparing (never running) them
-    /// one after another, with SQLite's own parser.
+    /// Counts the statements in `sql`, with SQLite's own parser: 0, 1, or
+    /// 2 for "more than one". Statements are prepared (never run) with the
+    /// authorizer in force, and only until the second one: if there is
+    /// anything after the first statement, whether it prepares, fails to
+    /// parse or is refused, the query has more than one.
     pub(crate) fn count_statements(&self, sql: &str) -> Result<usize, rusqlite::Error> {
         use rusqlite::fallible_iterator::FallibleIterator;
 
-        self.set_counting(true);
         let mut batch = rusqlite::Batch::new(&self.connection, sql);
-        let mut count = 0;
-        let outcome = loop {
-            match batch.next() {
-                Ok(Some(_statement)) => count += 1,
-                Ok(None) => break Ok(count),
-                Err(error) => break Err(error),
-            }
-            if count > 1 {
-                break Ok(count);
-            }
-        };
-        self.set_counting(false);
-        outcome
-    }
-
-    fn set_counting(&self, counting: bool) {
-        self.auth.lock().unwrap_or_else(PoisonError::into_inner).counting = counting;
+        if batch.next()?.is_none() {
+            return Ok(0);
+        }
+        Ok(match batch.next() {
+            Ok(None) => 1,
+            Ok(Some(_)) | Err(_) => 2,
+        })
     }
 
     /// The first action the authorizer refused since the last call, if any.
     pub(crate) fn take_refusal(&self) -> Option<String> {
-        self.auth.lock().unwrap_or_else(PoisonError::into_inner).refused.take()
+        self.refused.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 
-    /// Why the progress handler stopped a statement, if it did.
+    /// Why a statement was stopped, if it was.
     pub(crate) fn interruption(&self) -> Option<Interruption> {
-        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner)
+        self.stop.reason()
     }
 }
 
@@ -264,8 +260,44 @@ fn is_schema_table(table: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    #[test]
+    fn limits_and_settings_are_in_force() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("t.sqlite");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x)")
+            .unwrap();
+        let mut guarded = Guarded::open(&path, Stop::new(Duration::from_secs(5), None)).unwrap();
+        let connection = &guarded.connection;
+        assert_eq!(connection.limit(Limit::SQLITE_LIMIT_ATTACHED).unwrap(), 0);
+        assert_eq!(connection.limit(Limit::SQLITE_LIMIT_LENGTH).unwrap(), 1 << 20);
+        assert_eq!(connection.limit(Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH).unwrap(), 128);
+        assert_eq!(connection.limit(Limit::SQLITE_LIMIT_FUNCTION_ARG).unwrap(), 127);
+        // Reading a setting is a pragma too: refused, and noted.
+        assert!(
+            connection
+                .pragma_query_value(None, "temp_store", |row| row.get::<_, i64>(0))
+                .is_err()
+        );
+        assert_eq!(guarded.take_refusal().as_deref(), Some("run PRAGMA temp_store"));
+        let connection = &mut guarded.connection;
+        connection
+            .authorizer(None::<fn(AuthContext<'_>) -> Authorization>)
+            .unwrap();
+        let read = |pragma: &str| {
+            connection
+                .pragma_query_value(None, pragma, |row| row.get::<_, i64>(0))
+                .unwrap()
+        };
+        assert_eq!((read("temp_store"), read("query_only")), (1, 1));
+    }
 
     #[test]
     fn paths_become_read_only_uris() {

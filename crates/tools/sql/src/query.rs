@@ -7,10 +7,17 @@ use rusqlite::types::ValueRef;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::guard::{Guarded, Interruption};
+use crate::guard::{Guarded, MAX_FUNCTION_ARGS, MAX_PATTERN_BYTES, MAX_VALUE_BYTES};
+use crate::watch::Interruption;
 
-/// The most bytes of one BLOB sent to the model (base64-encoded).
-const MAX_BLOB_BYTES: usize = 4096;
+/// The most bytes of one BLOB sent to the model (base64-encoded); longer
+/// BLOBs are cut, and a note says so.
+pub const MAX_BLOB_BYTES: usize = 4096;
+
+/// The most bytes of one TEXT value sent to the model. Longer text is cut
+/// at the last character boundary within this many bytes and ends with
+/// `… [text cut: N of M bytes shown]`; a note names the columns.
+pub const MAX_TEXT_BYTES: usize = 4096;
 
 /// What `query_database` returns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,7 +31,8 @@ pub struct QueryResult {
     pub count: usize,
     /// Whether the query matched more rows than were returned.
     pub truncated: bool,
-    /// Anything the model should know about the result (row limit, BLOBs).
+    /// Anything the model should know about the result (row limit, BLOBs,
+    /// cut text).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -60,6 +68,7 @@ pub(crate) fn run_query(guarded: &Guarded, sql: &str, limit: usize, timeout_ms: 
     let mut truncated = false;
     let mut blob_columns: Vec<usize> = Vec::new();
     let mut clipped_blobs = false;
+    let mut cut_text_columns: Vec<usize> = Vec::new();
     let mut rows = statement.query([]).map_err(failed)?;
     while let Some(row) = rows.next().map_err(failed)? {
         if rows_out.len() == limit {
@@ -75,11 +84,19 @@ pub(crate) fn run_query(guarded: &Guarded, sql: &str, limit: usize, timeout_ms: 
                 }
                 clipped_blobs |= bytes.len() > MAX_BLOB_BYTES;
             }
+            let long_text = matches!(value, ValueRef::Text(text) if text.len() > MAX_TEXT_BYTES);
+            if long_text && !cut_text_columns.contains(&index) {
+                cut_text_columns.push(index);
+            }
             values.push(to_json(value));
         }
         rows_out.push(values);
     }
 
+    let names = |indexes: &[usize]| -> String {
+        let names: Vec<String> = indexes.iter().map(|&index| format!("\"{}\"", columns[index])).collect();
+        names.join(", ")
+    };
     let mut notes = Vec::new();
     if truncated {
         notes.push(format!(
@@ -88,10 +105,6 @@ pub(crate) fn run_query(guarded: &Guarded, sql: &str, limit: usize, timeout_ms: 
         ));
     }
     if !blob_columns.is_empty() {
-        let names: Vec<String> = blob_columns
-            .iter()
-            .map(|&index| format!("\"{}\"", columns[index]))
-            .collect();
         let clipped = if clipped_blobs {
             format!(" (values longer than {MAX_BLOB_BYTES} bytes are cut to their first {MAX_BLOB_BYTES} bytes)")
         } else {
@@ -99,7 +112,15 @@ pub(crate) fn run_query(guarded: &Guarded, sql: &str, limit: usize, timeout_ms: 
         };
         notes.push(format!(
             "column {} holds binary data (BLOB), shown base64-encoded{clipped}",
-            names.join(", ")
+            names(&blob_columns)
+        ));
+    }
+    if !cut_text_columns.is_empty() {
+        notes.push(format!(
+            "column {} holds text longer than {MAX_TEXT_BYTES} bytes; such values are cut to their first \
+             {MAX_TEXT_BYTES} bytes (at a character boundary) and end with \"… [text cut: N of M bytes shown]\"; \
+             use substr() to read the rest",
+            names(&cut_text_columns)
         ));
     }
     Ok(QueryResult {
@@ -120,9 +141,23 @@ pub(crate) fn to_json(value: ValueRef<'_>) -> Value {
             || Value::String(if real > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()),
             Value::Number,
         ),
-        ValueRef::Text(text) => Value::String(String::from_utf8_lossy(text).into_owned()),
+        ValueRef::Text(text) => Value::String(cut_text(text)),
         ValueRef::Blob(bytes) => Value::String(BASE64.encode(&bytes[..bytes.len().min(MAX_BLOB_BYTES)])),
     }
+}
+
+/// `text` as a string (invalid UTF-8 replaced), cut to at most
+/// [`MAX_TEXT_BYTES`] at a character boundary and marked when longer.
+fn cut_text(text: &[u8]) -> String {
+    let string = String::from_utf8_lossy(text);
+    if text.len() <= MAX_TEXT_BYTES || string.len() <= MAX_TEXT_BYTES {
+        return string.into_owned();
+    }
+    let mut end = MAX_TEXT_BYTES;
+    while !string.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [text cut: {end} of {} bytes shown]", &string[..end], text.len())
 }
 
 /// A refusal, worded for the model.
@@ -154,11 +189,23 @@ pub(crate) fn explain(guarded: &Guarded, error: &rusqlite::Error, timeout_ms: u6
         other => other.to_string(),
     };
     let hint = if message.contains("no such table") || message.contains("no such column") {
-        "; call describe_database to see the tables and their columns"
+        "; call describe_database to see the tables and their columns".to_owned()
     } else if message.contains("attempt to write a readonly database") || message.contains("query_only") {
-        "; the database is read-only, only SELECT queries may run"
+        "; the database is read-only, only SELECT queries may run".to_owned()
+    } else if message.contains("string or blob too big") {
+        format!(
+            "; values are limited to {MAX_VALUE_BYTES} bytes (1 MiB) here, both those read from the database and \
+             those the query builds; leave out the columns that hold larger values, or build smaller ones"
+        )
+    } else if message.contains("LIKE or GLOB pattern too complex") {
+        format!(
+            "; LIKE and GLOB patterns are limited to {MAX_PATTERN_BYTES} bytes here; use a shorter pattern, or \
+             instr() to look for a long piece of text"
+        )
+    } else if message.contains("too many arguments on function") {
+        format!("; a function call takes at most {MAX_FUNCTION_ARGS} arguments here")
     } else {
-        ""
+        String::new()
     };
     ToolError::failed(format!("SQL error: {message}{hint}"))
 }

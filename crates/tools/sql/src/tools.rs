@@ -11,8 +11,9 @@ use serde::Deserialize;
 
 use crate::config::SqlConfig;
 use crate::describe::{DatabaseDescription, describe, list_tables};
-use crate::guard::Guarded;
-use crate::query::{QueryResult, run_query};
+use crate::guard::{Guarded, MAX_VALUE_BYTES};
+use crate::query::{MAX_TEXT_BYTES, QueryResult, run_query};
+use crate::watch::{Stop, watch};
 
 /// The provider's name, used to enable or disable it.
 pub const PROVIDER_NAME: &str = "sql";
@@ -36,6 +37,14 @@ pub enum SqlError {
         path: PathBuf,
         /// SQLite's explanation.
         message: String,
+    },
+    /// A number of the configuration is out of range.
+    #[error("`{key} = {value}` in [tools.sql] is out of range: use 1 or more")]
+    OutOfRange {
+        /// The key, as `agentry.toml` spells it.
+        key: &'static str,
+        /// The value given.
+        value: u64,
     },
 }
 
@@ -76,6 +85,18 @@ impl SqlTools {
     /// Checks that the configured database exists and can be read, and
     /// notes its tables for the tool description.
     pub fn open(config: SqlConfig) -> Result<Self, SqlError> {
+        if config.timeout_ms == 0 {
+            return Err(SqlError::OutOfRange {
+                key: "timeout_ms",
+                value: 0,
+            });
+        }
+        if config.max_rows == 0 {
+            return Err(SqlError::OutOfRange {
+                key: "max_rows",
+                value: 0,
+            });
+        }
         if !config.path.is_file() {
             return Err(SqlError::NotFound { path: config.path });
         }
@@ -83,8 +104,8 @@ impl SqlTools {
             path: config.path.clone(),
             message: error.to_string(),
         };
-        let guarded =
-            Guarded::open(&config.path, Duration::from_millis(config.timeout_ms), || false).map_err(open_error)?;
+        let stop = Stop::new(Duration::from_millis(config.timeout_ms), None);
+        let guarded = Guarded::open(&config.path, stop).map_err(open_error)?;
         let tables = list_tables(&guarded)
             .map_err(open_error)?
             .into_iter()
@@ -132,21 +153,33 @@ impl SqlTools {
     }
 
     /// Runs `work` on a fresh guarded connection on a blocking thread.
+    ///
+    /// A watcher task interrupts the connection at the time limit or when
+    /// `context` is cancelled, and keeps at it until the thread is done, so
+    /// the thread is freed even when nobody waits for it any more. On
+    /// cancellation this returns [`ToolError::Cancelled`] at once.
     async fn blocking<T, F>(&self, context: &ToolContext, work: F) -> Result<T, ToolError>
     where
         T: Send + 'static,
         F: FnOnce(&Guarded, u64) -> Result<T, ToolError> + Send + 'static,
     {
         let config = Arc::clone(&self.config);
-        let cancel = context.cancel.clone();
+        let timeout = Duration::from_millis(config.timeout_ms);
+        let stop = Stop::new(timeout, Some(context.cancel.clone()));
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(watch(Arc::clone(&stop), timeout, finished));
         let task = tokio::task::spawn_blocking(move || {
-            let timeout = Duration::from_millis(config.timeout_ms);
-            let guarded = Guarded::open(&config.path, timeout, move || cancel.is_cancelled())
+            // Dropped when the call ends, however it ends: ends the watcher.
+            let _done = done;
+            let guarded = Guarded::open(&config.path, stop)
                 .map_err(|error| ToolError::failed(format!("the database cannot be opened: {error}")))?;
             work(&guarded, config.timeout_ms)
         });
-        task.await
-            .map_err(|error| ToolError::failed(format!("the database task failed: {error}")))?
+        tokio::select! {
+            joined = task => joined
+                .map_err(|error| ToolError::failed(format!("the database task failed: {error}")))?,
+            () = context.cancel.cancelled() => Err(ToolError::Cancelled),
+        }
     }
 
     /// The `sql` provider.
@@ -177,10 +210,13 @@ impl SqlTools {
                      (or WITH ... SELECT) statement may run; anything that writes is refused. At most \
                      `limit` rows come back (default 100, at most {max}); truncated = true means more rows \
                      matched, so filter, aggregate or sort with LIMIT. Queries are stopped after {ms} ms. \
-                     Example: {{\"query\": \"SELECT category, count(*) AS n FROM products GROUP BY category \
-                     ORDER BY n DESC\", \"limit\": 10}}.",
+                     Text values longer than {text} bytes come back cut (use substr() for the rest); values \
+                     over {value} bytes cannot be read or built. Example: {{\"query\": \"SELECT category, \
+                     count(*) AS n FROM products GROUP BY category ORDER BY n DESC\", \"limit\": 10}}.",
                     max = self.config.max_rows,
                     ms = self.config.timeout_ms,
+                    text = MAX_TEXT_BYTES,
+                    value = MAX_VALUE_BYTES,
                 ),
                 move |args: QueryArgs, context: ToolContext| {
                     let tools = query_tools.clone();

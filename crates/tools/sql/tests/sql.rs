@@ -4,112 +4,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use agent_core::{ToolContext, ToolError, ToolRegistry};
-use agent_tools::Registry;
 use agent_tools_sql::{SqlConfig, SqlError, SqlTools};
-use serde_json::{Value, json};
-use tempfile::TempDir;
-
-struct Fixture {
-    directory: TempDir,
-    path: PathBuf,
-    bytes: Vec<u8>,
-    files: BTreeSet<String>,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("shop.sqlite");
-        let connection = rusqlite::Connection::open(&path).unwrap();
-        connection
-            .execute_batch(
-                "CREATE TABLE customers (
-                     id INTEGER PRIMARY KEY,
-                     name TEXT NOT NULL,
-                     email TEXT
-                 );
-                 CREATE TABLE orders (
-                     id INTEGER PRIMARY KEY,
-                     customer_id INTEGER NOT NULL REFERENCES customers(id),
-                     total REAL NOT NULL DEFAULT 0,
-                     note TEXT,
-                     receipt BLOB
-                 );
-                 CREATE TABLE order_items (
-                     order_id INTEGER REFERENCES orders(id),
-                     line INTEGER,
-                     sku TEXT,
-                     PRIMARY KEY (order_id, line)
-                 );
-                 CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 100;
-                 INSERT INTO customers (name, email) VALUES ('Ada', 'ada@example.com'), ('Grace', NULL);
-                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 250)
-                 INSERT INTO orders (customer_id, total, note) SELECT 1 + i % 2, i * 1.5, 'order ' || i FROM n;
-                 UPDATE orders SET receipt = x'00ff10', note = NULL WHERE id = 1;
-                 INSERT INTO order_items VALUES (1, 1, 'TEA'), (1, 2, 'MUG');",
-            )
-            .unwrap();
-        drop(connection);
-        let bytes = std::fs::read(&path).unwrap();
-        let files = list(directory.path());
-        Self {
-            directory,
-            path,
-            bytes,
-            files,
-        }
-    }
-
-    fn config(&self) -> SqlConfig {
-        SqlConfig::new(&self.path)
-    }
-
-    fn registry(&self, config: SqlConfig) -> Registry {
-        assert_eq!(config.path, self.path);
-        let registry = Registry::new();
-        registry
-            .register(Arc::new(SqlTools::open(config).unwrap().tool_set()), true)
-            .unwrap();
-        registry
-    }
-
-    fn assert_unchanged(&self) {
-        assert!(
-            std::fs::read(&self.path).unwrap() == self.bytes,
-            "the database file changed"
-        );
-        assert_eq!(
-            list(self.directory.path()),
-            self.files,
-            "files appeared beside the database"
-        );
-    }
-}
-
-fn list(directory: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(directory)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect()
-}
-
-async fn call(registry: &Registry, tool: &str, arguments: Value) -> Result<Value, String> {
-    let run = registry.execute(tool, &arguments, &ToolContext::new()).await;
-    match run.outcome {
-        Ok(output) => Ok(serde_json::from_str(&output.to_content()).unwrap()),
-        Err(error) => Err(error.to_string()),
-    }
-}
-
-async fn query(registry: &Registry, sql: &str) -> Result<Value, String> {
-    call(registry, "query_database", json!({"query": sql})).await
-}
+use common::{Fixture, call, query};
+use serde_json::json;
 
 #[tokio::test]
 async fn values_map_to_json_types() {
@@ -493,6 +395,20 @@ fn missing_or_invalid_files_are_configuration_errors() {
     let error = SqlTools::open(SqlConfig::new(&text)).unwrap_err();
     assert!(matches!(error, SqlError::Open { .. }), "{error}");
     assert!(error.to_string().contains("not a database"), "{error}");
+
+    for (config, expected) in [
+        (
+            SqlConfig::new(&text).with_timeout_ms(0),
+            "`timeout_ms = 0` in [tools.sql] is out of range",
+        ),
+        (
+            SqlConfig::new(&text).with_max_rows(0),
+            "`max_rows = 0` in [tools.sql] is out of range",
+        ),
+    ] {
+        let error = SqlTools::open(config).unwrap_err();
+        assert!(error.to_string().contains(expected), "{error}");
+    }
 }
 
 #[tokio::test]
