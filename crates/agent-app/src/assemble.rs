@@ -51,6 +51,7 @@ pub fn build_agent(settings: &Settings, client: Arc<dyn LlmClient>, tools: &Tool
         max_iterations: agent.max_iterations,
         tool_protocol: agent.tool_protocol,
         budget: agent.budget.to_budget(),
+        max_tool_result_bytes: settings.config.tools.max_result_bytes,
         ..RunConfig::default()
     };
     let mut builder = Agent::builder(client)
@@ -72,4 +73,40 @@ pub fn build_agent(settings: &Settings, client: Arc<dyn LlmClient>, tools: &Tool
         builder = builder.temperature(temperature);
     }
     builder.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use agent_testing::ScriptedClient;
+
+    use super::*;
+    use crate::config::{CONFIG_FILE_NAME, Overrides};
+    use crate::env::Env;
+
+    #[test]
+    fn the_tool_result_cap_and_budgets_of_the_file_reach_the_loop() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            dir.path().join(CONFIG_FILE_NAME),
+            "[agent]\nmax_iterations = 4\n[agent.budget]\nmax_total_tokens = 900\n[tools]\nmax_result_bytes = 100\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let env = Env::from_pairs([("AGENTRY_HOME", dir.path().to_string_lossy().into_owned())]);
+        let settings = Settings::load(&Overrides::default(), &env, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let tools = ToolBox::from_settings(&settings, &env).unwrap_or_else(|e| panic!("{e}"));
+        let agent = build_agent(&settings, Arc::new(ScriptedClient::new()), &tools);
+        assert_eq!(agent.config().max_tool_result_bytes, 100);
+        assert_eq!(agent.config().max_iterations, 4);
+        assert_eq!(agent.config().budget.max_total_tokens, Some(900));
+
+        let defaults =
+            Settings::load(&Overrides::default(), &env, &dir.path().join("none")).unwrap_or_else(|e| panic!("{e}"));
+        let agent = build_agent(&defaults, Arc::new(ScriptedClient::new()), &tools);
+        assert_eq!(
+            agent.config().max_tool_result_bytes,
+            agent_runner::DEFAULT_MAX_TOOL_RESULT_BYTES
+        );
+    }
 }

@@ -135,6 +135,9 @@ pub struct ToolSettings {
     /// How long one tool call may run, in seconds (no limit when unset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<f64>,
+    /// The longest tool result kept in the conversation, in bytes; longer
+    /// ones are cut with a marker saying so. 0: no cap.
+    pub max_result_bytes: usize,
     /// `[tools.sql]`, passed to `agent_tools_sql::SqlConfig`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sql: Option<RawTable>,
@@ -160,6 +163,7 @@ impl Default for ToolSettings {
         Self {
             enabled: vec!["math".to_owned(), "travel".to_owned()],
             timeout_secs: None,
+            max_result_bytes: agent_runner::DEFAULT_MAX_TOOL_RESULT_BYTES,
             sql: None,
             web: None,
         }

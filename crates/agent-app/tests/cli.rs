@@ -339,7 +339,7 @@ type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 #[test]
 fn configuration_mistakes_exit_2_with_the_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
         (
             &["run", "--provider", "openia", "hi"],
             &[],
@@ -357,6 +357,14 @@ fn configuration_mistakes_exit_2_with_the_fix() {
             &["run", "hi"],
             &[("AGENTRY_PROVIDERS__LLAMA__BATCH_SIZE", "0")],
             "`batch_size = 0` in [providers.llama] is out of range",
+        ),
+        (
+            &["run", "--provider", "openai", "hi"],
+            &[
+                ("OPENAI_API_KEY", "sk-test"),
+                ("AGENTRY_PROVIDERS__OPENAI__TIMEOUT_SECS", "0"),
+            ],
+            "`timeout_secs = 0` is out of range",
         ),
     ];
     for (args, env, expected) in cases {
