@@ -176,7 +176,7 @@ impl Console {
                 }
             }
             AgentEvent::LoopDetected { .. } => {
-                self.note("  ↺ the model repeated the same calls: asking it for a final answer")
+                self.note("  ↺ the model went round the same tool calls: asking it for a final answer")
             }
             AgentEvent::ModelRequestStarted {
                 iteration,

@@ -13,7 +13,7 @@ pub enum StopCause {
     Completed,
     /// The iteration limit was reached; the answer was forced.
     MaxIterations,
-    /// The model repeated the same calls; the answer was forced.
+    /// The model repeated the same calls (or went round a cycle of them); the answer was forced.
     LoopDetected,
     /// A token, cost, tool-call or time budget ran out.
     BudgetExceeded,

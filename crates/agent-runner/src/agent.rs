@@ -11,7 +11,8 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use crate::driver::Driver;
-use crate::state::{RunIdentity, RunState};
+use crate::state::RunState;
+use crate::step::RunIdentity;
 use crate::{Budget, Protocol, RunConfig, ToolProtocol, prompts};
 
 /// Stop sequences of a ReAct run, so the model cannot write an Observation.
@@ -434,7 +435,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Upper bound on generated tokens per model call.
+    /// Upper bound on generated tokens per model call. With a token or cost
+    /// budget, it is also what the next call is assumed to generate at most
+    /// when the budget is checked before the call.
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
         self

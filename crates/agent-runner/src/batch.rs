@@ -13,6 +13,7 @@ use agent_core::ToolCall;
 use serde::{Deserialize, Serialize};
 
 use crate::history::call_key;
+use crate::loops::Cycle;
 
 /// What happens to one call of a reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,8 +45,11 @@ pub(crate) struct Batch {
     pub entries: Vec<(ToolCall, Slot)>,
     /// The calls to execute, each once.
     pub to_run: Vec<ToolCall>,
-    /// The reply asked for exactly the calls of the previous one.
-    pub loop_detected: bool,
+    /// The cycle of rounds this reply completes, when it asked for the
+    /// calls of the previous reply again, or went round the same two or
+    /// three rounds twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_cycle: Option<Cycle>,
     /// The calls came back structured (results go back as tool messages).
     pub structured: bool,
 }
@@ -136,13 +140,13 @@ impl Batch {
         Self {
             entries,
             to_run,
-            loop_detected: false,
+            loop_cycle: None,
             structured,
         }
     }
 
     /// The sorted keys of the calls that run: two replies with the same
-    /// signature asked for the same work.
+    /// signature asked for the same work, whatever the order of their calls.
     pub(crate) fn signature(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.to_run.iter().map(call_key).collect();
         keys.sort_unstable();

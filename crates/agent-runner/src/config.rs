@@ -21,12 +21,21 @@ pub enum ToolProtocol {
 }
 
 /// Budgets that end a run early with [`StopCause::BudgetExceeded`](agent_core::StopCause).
+///
+/// Tokens and cost are checked after every model call, and estimated before
+/// each one: a call whose estimate (the previous call's input tokens, plus
+/// the messages added since at four characters a token, plus the request's
+/// `max_tokens`) does not fit in what is left is not made. Before the first
+/// call only `max_tokens` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Budget {
     /// Maximum input + output tokens over all model calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
-    /// Maximum estimated cost in USD (needs the model in the catalog).
+    /// Maximum estimated cost in USD. Needs the model's price in the
+    /// catalog: without one the budget cannot be enforced, which is logged
+    /// as a warning when the run starts and said in the result's
+    /// `stop_detail`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
     /// Maximum tool executions; a batch that would exceed it does not start.

@@ -16,7 +16,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
 use crate::Protocol;
-use crate::state::{RunState, Step, ToolOutcome};
+use crate::state::RunState;
+use crate::step::{Step, ToolOutcome};
 use crate::telemetry;
 
 /// Everything the driver needs besides the state.

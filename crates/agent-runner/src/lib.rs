@@ -37,20 +37,25 @@
 
 mod agent;
 mod batch;
+mod budget;
 mod config;
 mod driver;
+mod forced;
 pub mod history;
+mod loops;
 mod prompts;
 mod protocol;
 mod react;
 mod state;
+mod step;
 mod telemetry;
 
 pub use agent::{Agent, AgentBuilder, RunError};
 pub use config::{Budget, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig, ToolProtocol};
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
-pub use state::{RunIdentity, RunState, Step, StepError, ToolOutcome};
+pub use state::RunState;
+pub use step::{RunIdentity, Step, StepError, ToolOutcome};
 
 /// The workspace README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -7,7 +7,6 @@
 //! [`RunState::interrupt`]. The state is serde data, so a run can be saved
 //! between steps and resumed, and every decision is testable without a runtime.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use agent_core::{
@@ -18,73 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::RunConfig;
 use crate::batch::{Batch, BatchPolicy, Slot};
+use crate::budget::{self, Estimate};
+use crate::forced::{Forced, ForcedReason};
 use crate::history::{INTERRUPTED_RESULT, repair_history};
+use crate::loops::{Cycle, LoopDetector};
 use crate::protocol::Protocol;
-
-/// What the driver must do next.
-#[derive(Debug)]
-pub enum Step<'a> {
-    /// Send this request to the model.
-    CallModel(&'a ChatRequest),
-    /// Run these tool calls (already deduplicated) and report their outcomes
-    /// in the same order.
-    RunTools(&'a [ToolCall]),
-    /// The run is over; take the result with [`RunState::into_result`].
-    Finished,
-}
-
-/// The outcome of one tool execution, as reported by the driver.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolOutcome {
-    /// What the model will be told.
-    pub content: String,
-    /// Whether the call failed.
-    pub is_error: bool,
-    /// How long it ran.
-    pub duration: Duration,
-}
-
-/// A report that does not fit the phase the run is in.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the run {expected}, but got {got}")]
-pub struct StepError {
-    expected: &'static str,
-    got: &'static str,
-}
-
-/// Who the run is for, as reported in events and the result.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunIdentity {
-    /// The agent's name.
-    pub agent: String,
-    /// The provider.
-    pub provider: String,
-    /// The model.
-    pub model: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ForcedReason {
-    MaxIterations,
-    LoopDetected,
-}
-
-impl ForcedReason {
-    fn cause(self) -> StopCause {
-        match self {
-            Self::MaxIterations => StopCause::MaxIterations,
-            Self::LoopDetected => StopCause::LoopDetected,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-struct Forced {
-    reason: ForcedReason,
-    /// Position of the transient instruction message in the request.
-    instruction_at: usize,
-}
+use crate::step::{RunIdentity, Step, StepError, ToolOutcome};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
@@ -112,7 +50,15 @@ pub struct RunState {
     model_calls: Vec<ModelCallRecord>,
     executed_tools: u32,
     consecutive_failures: u32,
-    previous_batch: Option<Vec<String>>,
+    /// The latest rounds of calls, for loop detection.
+    #[serde(default)]
+    loops: LoopDetector,
+    /// Input tokens of the last model call, as reported.
+    #[serde(default)]
+    last_input_tokens: Option<u64>,
+    /// Messages in the request when the last model call was made.
+    #[serde(default)]
+    sent_messages: usize,
     response: String,
     #[serde(skip)]
     error: Option<LlmError>,
@@ -126,10 +72,23 @@ impl RunState {
     /// A run that will send `request` (system prompt, tools, settings and the
     /// conversation ending with the new user message) under `config`.
     /// `pricing` prices the usage; without it costs are unknown.
+    ///
+    /// A cost budget without `pricing` cannot be enforced: a warning is
+    /// logged (once, here) and the result's stop detail says so. A first
+    /// call whose `max_tokens` alone exceeds the token (or cost) budget is
+    /// not made: the run is over before it starts.
     pub fn new(identity: RunIdentity, config: RunConfig, mut request: ChatRequest, pricing: Option<Pricing>) -> Self {
         repair_history(&mut request.messages);
         request.tool_choice = config.tool_choice.clone();
-        Self {
+        if let (Some(max_cost_usd), None) = (config.budget.max_cost_usd, pricing) {
+            tracing::warn!(
+                agent = %identity.agent,
+                model = %identity.model,
+                max_cost_usd,
+                "the cost budget cannot be enforced: no price is known for the model"
+            );
+        }
+        let mut state = Self {
             identity,
             config,
             protocol: Protocol::Native,
@@ -144,12 +103,16 @@ impl RunState {
             model_calls: Vec::new(),
             executed_tools: 0,
             consecutive_failures: 0,
-            previous_batch: None,
+            loops: LoopDetector::default(),
+            last_input_tokens: None,
+            sent_messages: 0,
             response: String::new(),
             error: None,
             record_events: false,
             events: Vec::new(),
-        }
+        };
+        state.check_next_call();
+        state
     }
 
     /// Uses this tool-calling protocol (default: native). With a text
@@ -238,9 +201,12 @@ impl RunState {
 
     /// Takes the model's reply.
     pub fn on_model_response(&mut self, mut response: ChatResponse, duration: Duration) -> Result<(), StepError> {
-        let Phase::NeedsModel { forced } = self.phase else {
+        let Phase::NeedsModel { forced } = &self.phase else {
             return Err(self.unexpected("a model response"));
         };
+        let forced = forced.clone();
+        self.sent_messages = self.request.messages.len();
+        self.last_input_tokens = Some(response.usage.input_tokens);
         // Reasoning is echoed only to the provider that produced it, so a
         // conversation can move to another provider without its signatures.
         for block in &mut response.message.reasoning {
@@ -261,23 +227,7 @@ impl RunState {
             let ignored = turn.calls.len() + turn.rejected.len();
             let message = self.protocol.history_message(&mut turn, false);
             self.request.messages.push(message);
-            let mut detail = match forced.reason {
-                ForcedReason::MaxIterations => format!(
-                    "reached the limit of {}; the answer was forced",
-                    count(self.config.max_iterations as usize, "iteration")
-                ),
-                ForcedReason::LoopDetected => {
-                    "the model repeated the same tool calls; the answer was forced".to_owned()
-                }
-            };
-            if ignored > 0 {
-                let _ = write!(
-                    detail,
-                    "; {} requested afterwards {} not run",
-                    count(ignored, "tool call"),
-                    if ignored == 1 { "was" } else { "were" }
-                );
-            }
+            let detail = forced.detail(self.config.max_iterations, ignored);
             self.finish(forced.reason.cause(), Some(detail));
             return Ok(());
         }
@@ -306,7 +256,7 @@ impl RunState {
         }
         let message = self.protocol.history_message(&mut turn, true);
         self.request.messages.push(message);
-        if let Some(detail) = self.exceeded_budget() {
+        if let Some(detail) = budget::spent_over(&self.config.budget, self.usage, self.cost_usd) {
             self.abandon(batch, &detail);
             self.finish(StopCause::BudgetExceeded, Some(detail));
             return Ok(());
@@ -321,9 +271,7 @@ impl RunState {
             self.request.tool_choice = ToolChoice::Auto;
         }
         let mut batch = batch;
-        let signature = batch.signature();
-        batch.loop_detected = !signature.is_empty() && self.previous_batch.as_ref() == Some(&signature);
-        self.previous_batch = Some(signature);
+        batch.loop_cycle = self.loops.observe(batch.signature());
         if let Some(max) = self.config.budget.max_tool_calls {
             let wanted = batch.to_run.len() as u32;
             if self.executed_tools + wanted > max {
@@ -410,14 +358,15 @@ impl RunState {
                 last_error.unwrap_or_default()
             );
             self.finish(StopCause::Error, Some(detail));
-        } else if batch.loop_detected {
+        } else if let Some(cycle) = batch.loop_cycle {
             self.emit(AgentEvent::LoopDetected {
                 iteration: self.iteration,
             });
-            self.force_answer(ForcedReason::LoopDetected);
+            self.force_answer(ForcedReason::LoopDetected, Some(cycle));
         } else if self.iteration >= self.config.max_iterations {
-            self.force_answer(ForcedReason::MaxIterations);
+            self.force_answer(ForcedReason::MaxIterations, None);
         }
+        self.check_next_call();
         Ok(())
     }
 
@@ -461,10 +410,16 @@ impl RunState {
         if !self.is_finished() {
             self.interrupt(StopCause::Error, "the run was stopped before it finished");
         }
-        let (stop_reason, stop_detail) = match self.phase {
+        let (stop_reason, mut stop_detail) = match self.phase {
             Phase::Finished { cause, detail } => (cause, detail),
             _ => (StopCause::Error, None),
         };
+        if let Some(note) = budget::unenforced_cost_note(&self.config.budget, self.cost_usd, &self.identity.model) {
+            stop_detail = Some(match stop_detail {
+                Some(detail) => format!("{detail}; {note}"),
+                None => note,
+            });
+        }
         AgentRunResult {
             response: self.response,
             stop_reason,
@@ -510,25 +465,27 @@ impl RunState {
         });
     }
 
-    fn exceeded_budget(&self) -> Option<String> {
-        let budget = &self.config.budget;
-        if let Some(max) = budget.max_total_tokens {
-            if self.usage.total_tokens() > max {
-                return Some(format!(
-                    "used {} tokens, over the budget of {max}",
-                    self.usage.total_tokens()
-                ));
-            }
+    /// Ends the run before a model call that would exceed a token or cost
+    /// budget (see [`crate::budget`] for the estimate).
+    fn check_next_call(&mut self) {
+        if !matches!(self.phase, Phase::NeedsModel { .. }) {
+            return;
         }
-        if let (Some(max), Some(cost)) = (budget.max_cost_usd, self.cost_usd) {
-            if cost > max {
-                return Some(format!("spent ${cost:.6}, over the budget of ${max:.6}"));
-            }
+        let new_messages = self.request.messages.get(self.sent_messages..).unwrap_or_default();
+        let estimate = Estimate::next_call(self.last_input_tokens, new_messages, self.request.max_tokens);
+        let over = budget::next_call_over(
+            &self.config.budget,
+            self.usage,
+            self.cost_usd,
+            self.pricing.as_ref(),
+            estimate,
+        );
+        if let Some(detail) = over {
+            self.interrupt(StopCause::BudgetExceeded, detail);
         }
-        None
     }
 
-    fn force_answer(&mut self, reason: ForcedReason) {
+    fn force_answer(&mut self, reason: ForcedReason, cycle: Option<Cycle>) {
         self.request.tool_choice = ToolChoice::None;
         if !self.request.has_tool_blocks() {
             self.request.tools.clear();
@@ -540,7 +497,11 @@ impl RunState {
                 .unwrap_or_else(crate::prompts::forced_answer_instruction),
         ));
         self.phase = Phase::NeedsModel {
-            forced: Some(Forced { reason, instruction_at }),
+            forced: Some(Forced {
+                reason,
+                instruction_at,
+                cycle,
+            }),
         };
     }
 
@@ -619,15 +580,6 @@ impl RunState {
             Phase::NeedsTools { .. } => "is waiting for tool results",
             Phase::Finished { .. } => "is finished",
         };
-        StepError { expected, got }
-    }
-}
-
-/// "1 iteration", "3 iterations".
-fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
+        StepError::new(expected, got)
     }
 }

@@ -1,0 +1,59 @@
+//! What passes between a [`RunState`] and whoever drives it: the next step,
+//! the outcome of a tool, a report out of phase, who the run is for.
+
+use std::time::Duration;
+
+use agent_core::{ChatRequest, ToolCall};
+use serde::{Deserialize, Serialize};
+
+#[cfg(doc)]
+use crate::RunState;
+
+/// What the driver must do next.
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// Send this request to the model.
+    CallModel(&'a ChatRequest),
+    /// Run these tool calls (already deduplicated) and report their outcomes
+    /// in the same order.
+    RunTools(&'a [ToolCall]),
+    /// The run is over; take the result with [`RunState::into_result`].
+    Finished,
+}
+
+/// The outcome of one tool execution, as reported by the driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    /// What the model will be told.
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+    /// How long it ran.
+    pub duration: Duration,
+}
+
+/// A report that does not fit the phase the run is in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the run {expected}, but got {got}")]
+pub struct StepError {
+    expected: &'static str,
+    got: &'static str,
+}
+
+impl StepError {
+    /// The run `expected` (what its phase waits for) but `got` this report.
+    pub(crate) fn new(expected: &'static str, got: &'static str) -> Self {
+        Self { expected, got }
+    }
+}
+
+/// Who the run is for, as reported in events and the result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunIdentity {
+    /// The agent's name.
+    pub agent: String,
+    /// The provider.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+}
