@@ -14,8 +14,8 @@ use std::io::{ErrorKind, Write as _};
 use std::path::{Path, PathBuf};
 
 use agent_core::{Message, Usage};
-use fs4::TryLockError;
 use fs4::FileExt;
+use fs4::TryLockError;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
@@ -226,8 +226,7 @@ impl SessionStore {
                 return Err(AppError::io(format!("locking {}", path.display()), error));
             }
         }
-        FileExt::lock(&file)
-            .map_err(|error| AppError::io(format!("locking {}", path.display()), error))?;
+        FileExt::lock(&file).map_err(|error| AppError::io(format!("locking {}", path.display()), error))?;
         Ok(SessionLock { _file: file })
     }
 
