@@ -150,6 +150,7 @@ mod tests {
                 is_error: false,
                 duration_ms: 3,
                 duplicate_of: None,
+                cached: false,
                 iteration: 1,
             }],
             model_calls: Vec::new(),

@@ -44,7 +44,8 @@ pub use run::{AgentRunResult, ModelCallRecord, StopCause, ToolCallRecord};
 pub use said::UserWords;
 pub use stream::{StreamAccumulator, StreamEvent, response_to_events};
 pub use tool::{
-    RegistryError, ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider, ToolRegistry,
+    CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider,
+    ToolRegistry,
 };
 pub use usage::Usage;
 

@@ -50,7 +50,8 @@ pub struct ToolCallRecord {
     pub result: String,
     /// Whether the call failed.
     pub is_error: bool,
-    /// How long it took (0 for calls answered from an identical call of the same reply).
+    /// How long it took (0 for calls answered from an identical call of the
+    /// same reply or from the tool-result cache).
     pub duration_ms: u64,
     /// The iteration (1-based) in which the model asked for it.
     pub iteration: u32,
@@ -59,6 +60,16 @@ pub struct ToolCallRecord {
     /// carries that call's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// Set when the tool did not run: the result was reused from an earlier
+    /// call with the same arguments (the tool declares a
+    /// [`CachePolicy`](crate::CachePolicy)); the duration is 0.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cached: bool,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// One model call made during a run.

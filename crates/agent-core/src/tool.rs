@@ -73,6 +73,25 @@ impl From<Value> for ToolOutput {
     }
 }
 
+/// How the runner may reuse a tool's successful results: the tool is
+/// idempotent (the same arguments give the same result and calling it again
+/// changes nothing), so a call with canonically equal arguments (same
+/// values, whatever the key order) may be answered from an earlier result
+/// for up to `ttl`, without running the tool. Declared by
+/// [`ToolProvider::cache_policy`]; failed calls are never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CachePolicy {
+    /// How long a result stays valid after the call that produced it.
+    pub ttl: Duration,
+}
+
+impl CachePolicy {
+    /// Results are reused for `ttl`.
+    pub fn new(ttl: Duration) -> Self {
+        Self { ttl }
+    }
+}
+
 /// Why a tool call failed. Its text is what the model reads, so it says what
 /// to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -254,6 +273,13 @@ pub trait ToolProvider: Send + Sync {
         Vec::new()
     }
 
+    /// Whether `tool` is idempotent and its successful results may be
+    /// reused, and for how long (default: `None`, every call runs).
+    fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
+        let _ = tool;
+        None
+    }
+
     /// Runs `tool` with arguments already validated against its schema.
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError>;
 
@@ -322,6 +348,14 @@ pub trait ToolRegistry: Send + Sync {
 
     /// Definitions of every enabled tool, providers in registration order.
     fn definitions(&self) -> Vec<ToolDefinition>;
+
+    /// The [`CachePolicy`] of the enabled tool `tool`, as its provider
+    /// declares it; `None` for tools that are not cached, disabled or unknown
+    /// (the default, for registries that do not support caching).
+    fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
+        let _ = tool;
+        None
+    }
 
     /// Runs a tool by name on the first enabled provider that has it, after
     /// checking roles and validating `arguments` against its schema.

@@ -137,6 +137,7 @@ fn responses_events_errors_and_records_round_trip() {
             is_error: false,
             duration_ms: 3,
             duplicate_of: Some("a".into()),
+            cached: true,
             iteration: 1,
         }],
         model_calls: vec![ModelCallRecord {
@@ -166,4 +167,19 @@ fn responses_events_errors_and_records_round_trip() {
         serde_json::to_value(StopCause::BudgetExceeded).unwrap_or_default(),
         json!("budget_exceeded")
     );
+}
+
+/// Records saved before the tool-result cache existed still load (not
+/// cached), and a call that ran writes no `cached` field.
+#[test]
+fn tool_call_records_without_cached_read_as_run() {
+    let old = json!({
+        "id": "a", "name": "t", "arguments": {"x": 1}, "result": "2",
+        "is_error": false, "duration_ms": 3, "iteration": 1
+    });
+    let record: ToolCallRecord = serde_json::from_value(old.clone()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!record.cached);
+    assert_eq!(serde_json::to_value(&record).unwrap_or_default(), old);
+    let cached = ToolCallRecord { cached: true, ..record };
+    assert_eq!(serde_json::to_value(&cached).unwrap_or_default()["cached"], json!(true));
 }

@@ -10,6 +10,7 @@ use agent_core::{
 use futures::Stream;
 use tokio::sync::mpsc;
 
+use crate::cache::{ToolResultCache, caller_scope};
 use crate::driver::Driver;
 use crate::state::RunState;
 use crate::step::RunIdentity;
@@ -50,6 +51,7 @@ struct Inner {
     catalog: Option<Arc<ModelCatalog>>,
     capture_content: bool,
     forced_answer_instruction: Option<String>,
+    tool_cache: Option<ToolResultCache>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -231,6 +233,9 @@ impl Agent {
             max_concurrent_tools: inner.config.max_concurrent_tools,
             capture_content: inner.capture_content,
             events,
+            // One run, one driver: without a shared cache each run starts empty.
+            cache: inner.tool_cache.clone().unwrap_or_default(),
+            cache_scope: caller_scope(context),
         }
     }
 
@@ -306,6 +311,7 @@ pub struct AgentBuilder {
     catalog: Option<Arc<ModelCatalog>>,
     capture_content: bool,
     forced_answer_instruction: Option<String>,
+    tool_cache: Option<ToolResultCache>,
 }
 
 impl AgentBuilder {
@@ -324,6 +330,7 @@ impl AgentBuilder {
             catalog: None,
             capture_content: false,
             forced_answer_instruction: None,
+            tool_cache: None,
         }
     }
 
@@ -479,6 +486,16 @@ impl AgentBuilder {
         self
     }
 
+    /// Shares `cache` among every run of the agent (say, the turns of one
+    /// chat session), so an idempotent tool's result from one run answers
+    /// the same call in the next while it is fresh. Without it each run
+    /// (and each resumed run) gets its own, empty cache. Only tools that
+    /// declare a [`CachePolicy`](agent_core::CachePolicy) are cached.
+    pub fn tool_cache(mut self, cache: ToolResultCache) -> Self {
+        self.tool_cache = Some(cache);
+        self
+    }
+
     /// The agent.
     pub fn build(self) -> Agent {
         let registry = self
@@ -499,6 +516,7 @@ impl AgentBuilder {
                 catalog: self.catalog,
                 capture_content: self.capture_content,
                 forced_answer_instruction: self.forced_answer_instruction,
+                tool_cache: self.tool_cache,
             }),
         }
     }

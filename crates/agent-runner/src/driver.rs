@@ -16,6 +16,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
 use crate::Protocol;
+use crate::cache::{ToolResultCache, cache_key};
 use crate::state::RunState;
 use crate::step::{Step, ToolOutcome};
 use crate::telemetry;
@@ -30,6 +31,10 @@ pub(crate) struct Driver<'a> {
     pub capture_content: bool,
     /// Where events go; `None` for runs nobody watches.
     pub events: Option<&'a UnboundedSender<AgentEvent>>,
+    /// Results of idempotent tools: the run's own, or one shared by the agent.
+    pub cache: ToolResultCache,
+    /// Who is asking, as the cache keys it ([`crate::cache::caller_scope`]).
+    pub cache_scope: String,
 }
 
 /// Why a step was cut short.
@@ -198,6 +203,13 @@ impl Driver<'_> {
             call_id: call.id.clone(),
             name: call.name.clone(),
         });
+        let cached = self
+            .registry
+            .cache_policy(&call.name)
+            .map(|policy| (policy, cache_key(&self.cache_scope, call)));
+        if let Some(content) = cached.as_ref().and_then(|(_, key)| self.cache.get(key)) {
+            return self.answer_from_cache(call, content);
+        }
         let started = Instant::now();
         let context = self.context.clone().with_call_id(call.id.clone());
         let execution = AssertUnwindSafe(self.registry.execute(&call.name, &call.arguments, &context))
@@ -221,6 +233,9 @@ impl Driver<'_> {
         } else {
             execution.duration
         };
+        if let (Some((policy, key)), false) = (cached, is_error) {
+            self.cache.insert(key, content.clone(), policy.ttl);
+        }
         if self.events.is_some() {
             self.emit(AgentEvent::ToolCompleted {
                 call_id: call.id.clone(),
@@ -235,6 +250,36 @@ impl Driver<'_> {
             content,
             is_error,
             duration,
+            cached: false,
+        }
+    }
+
+    /// The outcome of a call answered from the cache: the tool does not run.
+    /// Its completion event has the usual shape, a duration of 0 and the
+    /// attribute `agentry.cached` = true.
+    fn answer_from_cache(&self, call: &ToolCall, content: String) -> ToolOutcome {
+        tracing::debug!(
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            "tool result served from the cache"
+        );
+        if self.events.is_some() {
+            let mut attributes = Map::new();
+            attributes.insert("agentry.cached".to_owned(), Value::Bool(true));
+            self.emit(AgentEvent::ToolCompleted {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                result: content.clone(),
+                is_error: false,
+                duration_ms: 0,
+                attributes,
+            });
+        }
+        ToolOutcome {
+            content,
+            is_error: false,
+            duration: Duration::ZERO,
+            cached: true,
         }
     }
 

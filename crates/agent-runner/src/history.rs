@@ -116,6 +116,14 @@ pub fn call_key(call: &ToolCall) -> String {
     key
 }
 
+/// `value` as compact JSON with object keys sorted at every level, whatever
+/// order the map keeps them in.
+pub(crate) fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
 fn write_canonical(value: &Value, out: &mut String) {
     match value {
         Value::Object(map) => {

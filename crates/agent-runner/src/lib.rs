@@ -3,7 +3,8 @@
 //! The agentic loop. An [`Agent`] sends the conversation and its tools to a
 //! model, runs the tools the model asks for (concurrently, validated,
 //! identical calls of one reply collapsed into one, at most
-//! [`DEFAULT_MAX_CALLS_PER_REPLY`] per reply unless configured), feeds the
+//! [`DEFAULT_MAX_CALLS_PER_REPLY`] per reply unless configured, results of
+//! idempotent tools reused from a [`ToolResultCache`]), feeds the
 //! results back and repeats until the model answers, with guards against
 //! loops, runaway iterations, failing tools and budgets. `docs/loop.md` in the
 //! repository lists every behaviour.
@@ -38,6 +39,7 @@
 mod agent;
 mod batch;
 mod budget;
+mod cache;
 mod config;
 mod driver;
 mod forced;
@@ -51,6 +53,7 @@ mod step;
 mod telemetry;
 
 pub use agent::{Agent, AgentBuilder, RunError};
+pub use cache::ToolResultCache;
 pub use config::{Budget, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig, ToolProtocol};
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};

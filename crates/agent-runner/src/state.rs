@@ -313,9 +313,13 @@ impl RunState {
         let mut stop_answer = None;
         for (call, slot) in batch.entries {
             let in_history = slot.in_history();
+            let mut cached = false;
             let (content, is_error, duration, duplicate_of) = match slot {
                 Slot::Run { index } => match outcomes.get(index) {
-                    Some(outcome) => (outcome.content.clone(), outcome.is_error, outcome.duration, None),
+                    Some(outcome) => {
+                        cached = outcome.cached;
+                        (outcome.content.clone(), outcome.is_error, outcome.duration, None)
+                    }
                     None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, None),
                 },
                 // A collapsed call shares the outcome, not the time spent.
@@ -334,7 +338,7 @@ impl RunState {
                     stop_answer = Some(content.clone());
                 }
             }
-            let result = self.record_call(call, content, is_error, duration, duplicate_of);
+            let result = self.record_call(call, content, is_error, duration, duplicate_of, cached);
             if in_history {
                 results.push(result);
             }
@@ -520,7 +524,7 @@ impl RunState {
                 Slot::Dropped { message } => message.clone(),
                 _ => message(&call),
             };
-            let result = self.record_call(call, content, true, Duration::ZERO, None);
+            let result = self.record_call(call, content, true, Duration::ZERO, None, false);
             if slot.in_history() {
                 results.push(result);
             }
@@ -529,7 +533,8 @@ impl RunState {
     }
 
     /// Records one call's outcome (`duplicate_of`: the call of the same
-    /// reply it was collapsed onto) and returns the result to send back.
+    /// reply it was collapsed onto; `cached`: answered from the tool-result
+    /// cache) and returns the result to send back.
     fn record_call(
         &mut self,
         call: ToolCall,
@@ -537,6 +542,7 @@ impl RunState {
         is_error: bool,
         duration: Duration,
         duplicate_of: Option<String>,
+        cached: bool,
     ) -> ToolResult {
         let result = ToolResult {
             call_id: call.id.clone(),
@@ -553,6 +559,7 @@ impl RunState {
             duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             iteration: self.iteration,
             duplicate_of,
+            cached,
         });
         result
     }

@@ -28,8 +28,17 @@ pub struct ToolOutcome {
     pub content: String,
     /// Whether the call failed.
     pub is_error: bool,
-    /// How long it ran.
+    /// How long it ran (0 when answered from the cache).
     pub duration: Duration,
+    /// The tool did not run: the result came from the
+    /// [`ToolResultCache`](crate::ToolResultCache).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cached: bool,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// A report that does not fit the phase the run is in.

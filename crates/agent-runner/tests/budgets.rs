@@ -380,6 +380,7 @@ fn the_figures_of_the_estimate_survive_saving_and_resuming_a_run() {
             content: r#"{"n":1}"#.into(),
             is_error: false,
             duration: std::time::Duration::ZERO,
+            cached: false,
         }])
         .expect("in phase");
     assert!(matches!(state.next_step(), Step::Finished));

@@ -92,7 +92,8 @@ pub use validate::{ArgumentValidator, SchemaError};
 
 /// The tool types of `agent-core`, re-exported for tool crates.
 pub use agent_core::{
-    RegistryError, ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider, ToolRegistry,
+    CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider,
+    ToolRegistry,
 };
 
 /// Re-exported so tool crates use the same `schemars` version as the

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use agent_core::{RegistryError, ToolContext, ToolDefinition, ToolExecution, ToolProvider, ToolRegistry};
+use agent_core::{CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolExecution, ToolProvider, ToolRegistry};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -265,6 +265,16 @@ impl ToolRegistry for Registry {
 
     fn definitions(&self) -> Vec<ToolDefinition> {
         self.read().enabled.definitions.to_vec()
+    }
+
+    fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
+        // The provider is called outside the lock.
+        let provider = {
+            let state = self.read();
+            let &(provider_index, _) = state.enabled.routes.get(tool)?;
+            Arc::clone(&state.providers[provider_index].provider)
+        };
+        provider.cache_policy(tool)
     }
 
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution {

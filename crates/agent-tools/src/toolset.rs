@@ -3,8 +3,9 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
-use agent_core::{ToolContext, ToolDefinition, ToolError, ToolOutput, ToolProvider};
+use agent_core::{CachePolicy, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolProvider};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -38,6 +39,7 @@ pub struct ToolSet {
     description: String,
     tools: Vec<TypedTool>,
     required_roles: Vec<String>,
+    cache_policies: Vec<(String, CachePolicy)>,
     span_attributes: Option<Arc<SpanAttributesFn>>,
     completion_attributes: Option<Arc<CompletionAttributesFn>>,
 }
@@ -50,6 +52,7 @@ impl ToolSet {
             description: description.into(),
             tools: Vec::new(),
             required_roles: Vec::new(),
+            cache_policies: Vec::new(),
             span_attributes: None,
             completion_attributes: None,
         }
@@ -71,6 +74,16 @@ impl ToolSet {
         S: Into<String>,
     {
         add_roles(&mut self.required_roles, roles);
+        self
+    }
+
+    /// Declares `tool` idempotent: its successful results may be reused for
+    /// `ttl` by calls with the same arguments (see
+    /// [`ToolProvider::cache_policy`]). Declaring it again replaces the TTL.
+    pub fn cache_results(mut self, tool: impl Into<String>, ttl: Duration) -> Self {
+        let tool = tool.into();
+        self.cache_policies.retain(|(name, _)| *name != tool);
+        self.cache_policies.push((tool, CachePolicy::new(ttl)));
         self
     }
 
@@ -121,6 +134,7 @@ impl fmt::Debug for ToolSet {
             .field("description", &self.description)
             .field("tools", &self.tools.iter().map(TypedTool::name).collect::<Vec<_>>())
             .field("required_roles", &self.required_roles)
+            .field("cache_policies", &self.cache_policies)
             .finish_non_exhaustive()
     }
 }
@@ -145,6 +159,13 @@ impl ToolProvider for ToolSet {
             add_roles(&mut roles, tool.required_roles().iter().cloned());
         }
         roles
+    }
+
+    fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
+        self.cache_policies
+            .iter()
+            .find(|(name, _)| name == tool)
+            .map(|(_, policy)| *policy)
     }
 
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -229,6 +250,10 @@ impl ToolProvider for RequireRoles {
         let mut roles = self.roles.clone();
         add_roles(&mut roles, self.inner.required_roles(tool));
         roles
+    }
+
+    fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
+        self.inner.cache_policy(tool)
     }
 
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {

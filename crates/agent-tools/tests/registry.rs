@@ -562,3 +562,22 @@ async fn the_registry_is_shareable_across_tasks() {
     let debug = format!("{registry:?}");
     assert!(debug.contains(r#""p": enabled ["t"]"#), "{debug}");
 }
+
+#[test]
+fn cache_policies_are_read_through_the_registry_for_enabled_tools_only() {
+    use agent_tools::{CachePolicy, NoArgs, ToolSet, TypedTool};
+    let tool = |name: &str| TypedTool::new(name, "", |_: NoArgs, _: ToolContext| async { Ok::<_, ToolError>("x") });
+    let set = ToolSet::new("kb", "Knowledge base")
+        .tool(tool("lookup"))
+        .tool(tool("write"))
+        .cache_results("lookup", Duration::from_secs(1))
+        .cache_results("lookup", Duration::from_secs(60));
+    let guarded: Arc<dyn ToolProvider> = Arc::new(RequireRoles::new(Arc::new(set), ["reader"]));
+    let registry = Registry::builder().provider(guarded).build().unwrap();
+    let minute = Some(CachePolicy::new(Duration::from_secs(60)));
+    assert_eq!(registry.cache_policy("lookup"), minute);
+    assert_eq!(registry.cache_policy("write"), None);
+    assert_eq!(registry.cache_policy("missing"), None);
+    registry.set_enabled("kb", false).unwrap();
+    assert_eq!(registry.cache_policy("lookup"), None);
+}

@@ -482,6 +482,7 @@ mod tests {
             duration_ms: 0,
             iteration: 1,
             duplicate_of: None,
+            cached: false,
         }
     }
 
