@@ -66,7 +66,13 @@ pub use tools::{
 /// The provider's name, used to enable or disable it.
 pub const PROVIDER_NAME: &str = "math";
 
-/// The `math` provider with the `calculator` and `arithmetic` tools.
+/// How long a result of the math tools may be reused: they are pure, so
+/// the bound only keeps caches from holding results forever.
+pub const RESULT_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The `math` provider with the `calculator` and `arithmetic` tools, both
+/// declared idempotent (a repeated call is answered from the run's
+/// tool-result cache).
 pub fn tool_set() -> ToolSet {
     ToolSet::new(
         PROVIDER_NAME,
@@ -74,4 +80,6 @@ pub fn tool_set() -> ToolSet {
     )
     .tool(calculator())
     .tool(arithmetic())
+    .cache_results("calculator", RESULT_TTL)
+    .cache_results("arithmetic", RESULT_TTL)
 }

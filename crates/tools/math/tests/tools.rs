@@ -40,6 +40,15 @@ fn provider_lists_both_tools_with_schemas() {
     assert!(registry.invalid_schemas().is_empty());
 }
 
+#[test]
+fn both_tools_are_declared_idempotent() {
+    let registry = registry();
+    for tool in ["calculator", "arithmetic"] {
+        let policy = registry.cache_policy(tool).map(|policy| policy.ttl);
+        assert_eq!(policy, Some(agent_tools_math::RESULT_TTL), "{tool}");
+    }
+}
+
 #[tokio::test]
 async fn calculator_returns_expression_and_result() {
     let registry = registry();

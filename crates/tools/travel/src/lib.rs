@@ -86,5 +86,5 @@ pub use chrono::NaiveDate;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use currency::{Exchange, ExchangeArgs};
 pub use flights::{Endpoint, Flight, FlightArgs, FlightPrices};
-pub use tools::{DivideArgs, PROVIDER_NAME, Quotient, TravelTools};
+pub use tools::{DivideArgs, PROVIDER_NAME, Quotient, RESULT_TTL, TravelTools};
 pub use weather::{Units, Weather, WeatherArgs};

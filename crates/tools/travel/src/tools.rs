@@ -16,6 +16,9 @@ use crate::weather::{Weather, WeatherArgs, weather};
 /// The provider's name, used to enable or disable it.
 pub const PROVIDER_NAME: &str = "travel";
 
+/// How long a result of the travel tools may be reused by a repeated call.
+pub const RESULT_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// The secret divisor of `divide_by_secret_number`.
 const SECRET_NUMBER: f64 = 0.0;
 
@@ -125,7 +128,11 @@ impl TravelTools {
     }
 
     /// The `travel` provider: `get_weather`, `get_flight_prices`,
-    /// `get_currency_exchange` and `divide_by_secret_number`.
+    /// `get_currency_exchange` and `divide_by_secret_number`. The first
+    /// three are declared idempotent for [`RESULT_TTL`]: the demo data is a
+    /// function of the arguments and the day. (A cache shared between runs
+    /// would also skip the check against what the user said, which only
+    /// refuses; the runner's default per-run cache does not.)
     pub fn tool_set(&self) -> ToolSet {
         let codes: Vec<&str> = RATES.iter().map(|(code, _, _)| *code).collect();
         ToolSet::new(
@@ -176,6 +183,9 @@ impl TravelTools {
                 |tools, args: DivideArgs, _| tools.divide_by_secret_number(&args),
             ),
         )
+        .cache_results("get_weather", RESULT_TTL)
+        .cache_results("get_flight_prices", RESULT_TTL)
+        .cache_results("get_currency_exchange", RESULT_TTL)
     }
 
     /// What the user said, when these tools check arguments against it

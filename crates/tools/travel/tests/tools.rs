@@ -59,6 +59,16 @@ fn provider_has_four_tools_with_clear_schemas() {
     assert!(registry.invalid_schemas().is_empty());
 }
 
+#[test]
+fn the_lookups_are_idempotent_and_the_failing_divider_is_not() {
+    let registry = registry_on("2026-11-25");
+    for tool in ["get_weather", "get_flight_prices", "get_currency_exchange"] {
+        let policy = registry.cache_policy(tool).map(|policy| policy.ttl);
+        assert_eq!(policy, Some(agent_tools_travel::RESULT_TTL), "{tool}");
+    }
+    assert!(registry.cache_policy("divide_by_secret_number").is_none());
+}
+
 #[tokio::test]
 async fn weather_is_plausible_for_the_place_and_season() {
     let june = registry_on("2030-06-20");
