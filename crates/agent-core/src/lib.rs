@@ -2,8 +2,9 @@
 //!
 //! The ports of Agentry: plain data types for conversations, requests and
 //! replies, the [`LlmClient`] trait every provider implements, the tool traits
-//! ([`ToolProvider`], [`ToolRegistry`]), run events and records, and the
-//! [`ModelCatalog`] that prices [`Usage`]. No I/O happens here.
+//! ([`ToolProvider`], [`ToolRegistry`]), run events and records, the
+//! [`ModelCatalog`] that prices [`Usage`], and the [`ConversationStore`] port
+//! (with [`InMemoryStore`]; `agent-store-sqlite` persists). No I/O happens here.
 //!
 //! ```
 //! use agent_core::{ChatRequest, Message, ModelCatalog, ModelInfo, Pricing, Usage};
@@ -26,10 +27,12 @@ mod catalog;
 mod client;
 mod error;
 mod event;
+mod memory_store;
 mod message;
 mod request;
 mod run;
 mod said;
+mod store;
 mod stream;
 mod tool;
 mod usage;
@@ -38,10 +41,15 @@ pub use catalog::{ModelCatalog, ModelInfo, Pricing};
 pub use client::{Capabilities, EventStream, LlmClient};
 pub use error::{LlmError, LlmErrorKind};
 pub use event::AgentEvent;
+pub use memory_store::InMemoryStore;
 pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
 pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};
 pub use run::{AgentRunResult, ModelCallRecord, StopCause, ToolCallRecord};
 pub use said::UserWords;
+pub use store::{
+    Conversation, ConversationMeta, ConversationStore, LOST_RESULT, MAX_CONVERSATION_NAME_LEN, StoreError, TurnMeta,
+    count_user_messages, make_sendable, utc_timestamp, validate_conversation_name,
+};
 pub use stream::{StreamAccumulator, StreamEvent, response_to_events};
 pub use tool::{
     CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider,

@@ -1,0 +1,115 @@
+//! Opening the database file: permissions, pragmas and schema migrations.
+
+use std::fs::{self, OpenOptions};
+use std::path::Path;
+use std::time::Duration;
+
+use agent_core::StoreError;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::db;
+
+/// The schema version this crate writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [r"
+CREATE TABLE conversations (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    provider TEXT NOT NULL DEFAULT '',
+    model TEXT NOT NULL DEFAULT '',
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    user_turns INTEGER NOT NULL DEFAULT 0,
+    turn_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX conversations_by_update ON conversations (updated_at DESC, name);
+CREATE TABLE messages (
+    conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    turn INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+) WITHOUT ROWID;
+"];
+
+/// Opens (creating when missing) the database at `path`, ready for use by
+/// several processes at once.
+pub fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    prepare_file(path)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = Connection::open_with_flags(path, flags)
+        .map_err(|error| StoreError::backend(format!("opening {}: {error}", path.display())))?;
+    // Wait (rather than fail with SQLITE_BUSY) while another connection writes.
+    conn.busy_timeout(busy_timeout).map_err(db)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(db)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::backend(format!(
+            "{} cannot use write-ahead logging (journal mode stays {mode}); \
+             keep the store on a local file system",
+            path.display()
+        )));
+    }
+    // FULL: a turn reported as appended survives a power cut too.
+    conn.pragma_update(None, "synchronous", "FULL").map_err(db)?;
+    conn.pragma_update(None, "foreign_keys", true).map_err(db)?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// Brings the schema up to [`SCHEMA_VERSION`], in one transaction so that two
+/// processes opening a new file at once migrate it once.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(db)?;
+    let version = u32::try_from(version).unwrap_or(u32::MAX);
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::corrupt(format!(
+            "the database has schema version {version}, written by a newer agentry; \
+             this one reads up to version {SCHEMA_VERSION}"
+        )));
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    for migration in &MIGRATIONS[version as usize..] {
+        tx.execute_batch(migration).map_err(db)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(db)?;
+    tx.commit().map_err(db)
+}
+
+/// Creates the file's directory (owner-only) and the file itself
+/// (readable and writable by its owner only) when they do not exist.
+/// SQLite gives its `-wal` and `-shm` files the database file's mode.
+fn prepare_file(path: &Path) -> Result<(), StoreError> {
+    let io = |what: &str, error: std::io::Error| StoreError::backend(format!("{what} {}: {error}", path.display()));
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(dir)
+            .map_err(|error| io("creating the directory of", error))?;
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map_err(|error| io("creating", error))?;
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! The store's behaviour: the shared contract (run on the SQLite store and on
+//! the in-memory one), reopening, crash repair, damaged and newer files.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use agent_core::{
+    AssistantMessage, ConversationStore, InMemoryStore, LOST_RESULT, Message, ReasoningBlock, StoreError, ToolCall,
+    ToolResult, TurnMeta, Usage,
+};
+use agent_runner::history::is_sendable;
+use agent_store_sqlite::SqliteStore;
+use serde_json::json;
+
+fn temp_store() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("store.db")).unwrap();
+    (dir, store)
+}
+
+/// A turn of every kind of message: text, parallel tool calls with
+/// malformed arguments, reasoning blocks, results (one failed), unicode.
+fn rich_turn(tag: &str) -> Vec<Message> {
+    let mut malformed = ToolCall::from_argument_text(format!("{tag}-2"), "calc", "{1 + }");
+    malformed.raw_arguments = Some("{1 + }".into());
+    vec![
+        Message::user(format!("{tag}: weather in Tōkyō? 🌧")),
+        Message::Assistant(AssistantMessage {
+            content: "Looking it up.".into(),
+            tool_calls: vec![
+                ToolCall::new(
+                    format!("{tag}-1"),
+                    "get_weather",
+                    json!({"location": "Tokyo", "days": [1, 2]}),
+                ),
+                malformed,
+            ],
+            reasoning: vec![ReasoningBlock {
+                text: "think".into(),
+                signature: Some("sig==".into()),
+                data: Some(json!({"opaque": true})),
+                provider: Some("anthropic".into()),
+            }],
+        }),
+        Message::tool(ToolResult::success(format!("{tag}-1"), "get_weather", r#"{"temp":21}"#)),
+        Message::tool(ToolResult::error(format!("{tag}-2"), "calc", "invalid arguments")),
+        Message::assistant(format!("{tag}: sunny, 21°C.")),
+    ]
+}
+
+/// What every ConversationStore must do.
+async fn check_contract(store: &dyn ConversationStore) {
+    assert!(store.list().await.unwrap().is_empty());
+    assert!(store.load("trip").await.unwrap().is_none());
+    let created = store.create("trip").await.unwrap();
+    assert_eq!((created.message_count, created.cost_usd), (0, 0.0));
+    assert!(matches!(store.create("trip").await, Err(StoreError::Conflict { .. })));
+
+    let delta = TurnMeta::new("openai", "gpt-4o-mini", Usage::new(100, 20), 0.25);
+    store.append("trip", &rich_turn("a"), &delta).await.unwrap();
+    let unnamed = TurnMeta {
+        usage: Usage {
+            cache_read_tokens: 7,
+            reasoning_tokens: 3,
+            ..Usage::new(1, 5)
+        },
+        cost_usd: 0.5,
+        ..TurnMeta::default()
+    };
+    let meta = store.append("trip", &rich_turn("b"), &unnamed).await.unwrap();
+    assert_eq!((meta.message_count, meta.user_turns), (10, 2));
+    assert_eq!((meta.provider.as_str(), meta.model.as_str()), ("openai", "gpt-4o-mini"));
+    assert_eq!(
+        meta.usage,
+        Usage {
+            input_tokens: 101,
+            output_tokens: 25,
+            cache_read_tokens: 7,
+            cache_write_tokens: 0,
+            reasoning_tokens: 3
+        }
+    );
+    assert!((meta.cost_usd - 0.75).abs() < 1e-12);
+    assert!(meta.updated_at >= meta.created_at);
+
+    let loaded = store.load("trip").await.unwrap().unwrap();
+    assert_eq!(loaded.messages, [rich_turn("a"), rich_turn("b")].concat());
+    assert_eq!((loaded.repairs, &loaded.meta), (0, &meta));
+
+    store.create("other").await.unwrap();
+    let names: Vec<String> = store.list().await.unwrap().into_iter().map(|m| m.name).collect();
+    assert_eq!(names.len(), 2);
+    // Timestamps have millisecond resolution.
+    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    store
+        .append("trip", &[Message::user("again")], &TurnMeta::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.list().await.unwrap()[0].name,
+        "trip",
+        "most recently updated first"
+    );
+
+    for bad in ["", "../etc", ".hidden", "a/b", "a b"] {
+        assert!(
+            matches!(store.create(bad).await, Err(StoreError::InvalidName { .. })),
+            "{bad:?}"
+        );
+        assert!(matches!(store.load(bad).await, Err(StoreError::InvalidName { .. })));
+        assert!(matches!(
+            store.append(bad, &[], &TurnMeta::default()).await,
+            Err(StoreError::InvalidName { .. })
+        ));
+        assert!(matches!(store.delete(bad).await, Err(StoreError::InvalidName { .. })));
+    }
+    assert!(matches!(
+        store
+            .append("missing", &[Message::user("x")], &TurnMeta::default())
+            .await,
+        Err(StoreError::NotFound { .. })
+    ));
+
+    // import keeps timestamps and totals, recounts messages, refuses a clash.
+    let mut copy = store.load("trip").await.unwrap().unwrap();
+    copy.meta.name = "copy".into();
+    copy.meta.message_count = 0;
+    let imported = store.import(&copy).await.unwrap();
+    assert_eq!((imported.message_count, imported.user_turns), (11, 3));
+    let reloaded = store.load("copy").await.unwrap().unwrap();
+    assert_eq!(reloaded.messages, copy.messages);
+    assert_eq!(reloaded.meta.created_at, copy.meta.created_at);
+    assert_eq!(reloaded.meta.usage, copy.meta.usage);
+    assert!(matches!(store.import(&copy).await, Err(StoreError::Conflict { .. })));
+
+    store.delete("trip").await.unwrap();
+    assert!(store.load("trip").await.unwrap().is_none());
+    assert!(matches!(store.delete("trip").await, Err(StoreError::NotFound { .. })));
+    let fresh = store.load_or_create("trip").await.unwrap();
+    assert!(fresh.messages.is_empty(), "no message survives a delete");
+    assert_eq!(store.load_or_create("copy").await.unwrap().messages.len(), 11);
+}
+
+#[tokio::test]
+async fn the_sqlite_store_keeps_the_store_contract() {
+    let (_dir, store) = temp_store();
+    check_contract(&store).await;
+}
+
+#[tokio::test]
+async fn the_in_memory_store_keeps_the_store_contract() {
+    check_contract(&InMemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn reopening_gives_identical_messages_and_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/dir/store.db");
+    let store = SqliteStore::open(&path).unwrap();
+    store.create("trip").await.unwrap();
+    let mut expected = Vec::new();
+    for i in 0..5 {
+        let turn = rich_turn(&format!("t{i}"));
+        store
+            .append(
+                "trip",
+                &turn,
+                &TurnMeta::new("anthropic", "claude", Usage::new(10, 1), 0.1),
+            )
+            .await
+            .unwrap();
+        expected.extend(turn);
+    }
+    let before = store.load("trip").await.unwrap().unwrap();
+    let listed = store.list().await.unwrap();
+    drop(store);
+
+    let reopened = SqliteStore::open(&path).unwrap();
+    let after = reopened.load("trip").await.unwrap().unwrap();
+    assert_eq!(after, before);
+    assert_eq!(after.messages, expected);
+    assert_eq!(reopened.list().await.unwrap(), listed);
+    assert_eq!(after.meta.usage, Usage::new(50, 5));
+    assert!((after.meta.cost_usd - 0.5).abs() < 1e-12);
+    assert!(is_sendable(&after.messages));
+}
+
+#[tokio::test]
+async fn a_crash_between_a_tool_call_and_its_result_loads_as_a_sendable_conversation() {
+    let (dir, store) = temp_store();
+    store.create("crash").await.unwrap();
+    store
+        .append("crash", &rich_turn("ok"), &TurnMeta::default())
+        .await
+        .unwrap();
+    // The caller records the calls first, one result arrives, then the process dies.
+    let calls = Message::Assistant(AssistantMessage::with_tool_calls(
+        "Booking.",
+        vec![
+            ToolCall::new("c1", "book_flight", json!({"to": "NRT"})),
+            ToolCall::new("c2", "book_hotel", json!({"city": "Tokyo"})),
+        ],
+    ));
+    store
+        .append(
+            "crash",
+            &[Message::user("book it"), calls.clone()],
+            &TurnMeta::default(),
+        )
+        .await
+        .unwrap();
+    let c1 = Message::tool(ToolResult::success("c1", "book_flight", "booked"));
+    store
+        .append("crash", std::slice::from_ref(&c1), &TurnMeta::default())
+        .await
+        .unwrap();
+    drop(store);
+
+    let store = SqliteStore::open(dir.path().join("store.db")).unwrap();
+    let loaded = store.load("crash").await.unwrap().unwrap();
+    assert!(is_sendable(&loaded.messages));
+    assert_eq!(loaded.repairs, 1);
+    assert_eq!(loaded.meta.message_count, 8, "the repair is not written back");
+    let lost = Message::tool(ToolResult::error("c2", "book_hotel", LOST_RESULT));
+    assert_eq!(
+        loaded.messages[5..],
+        [Message::user("book it"), calls, c1, lost.clone()]
+    );
+
+    // Continuing the conversation keeps the repaired view stable.
+    store
+        .append(
+            "crash",
+            &[Message::user("status?"), Message::assistant("The hotel is unknown.")],
+            &TurnMeta::default(),
+        )
+        .await
+        .unwrap();
+    let continued = store.load("crash").await.unwrap().unwrap();
+    assert!(is_sendable(&continued.messages));
+    assert_eq!(continued.messages[..loaded.messages.len()], loaded.messages[..]);
+    assert_eq!(continued.messages[8], lost);
+}
+
+#[tokio::test]
+async fn concurrent_tasks_append_whole_turns_and_lose_nothing() {
+    let (_dir, store) = temp_store();
+    store.create("busy").await.unwrap();
+    let store: Arc<dyn ConversationStore> = Arc::new(store);
+    let tasks: Vec<_> = (0..8)
+        .map(|task| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                for i in 0..10 {
+                    let turn = rich_turn(&format!("k{task}x{i}"));
+                    store.append("busy", &turn, &TurnMeta::default()).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let loaded = store.load("busy").await.unwrap().unwrap();
+    assert_eq!(loaded.messages.len(), 8 * 10 * 5);
+    for chunk in loaded.messages.chunks(5) {
+        let Message::User { content } = &chunk[0] else {
+            panic!("a turn starts with its user message")
+        };
+        let tag = content.split(':').next().unwrap();
+        assert_eq!(chunk, rich_turn(tag), "turns are never interleaved");
+    }
+}
+
+#[tokio::test]
+async fn a_damaged_row_names_the_message_and_a_newer_schema_is_refused() {
+    let (dir, store) = temp_store();
+    let path = dir.path().join("store.db");
+    store.create("trip").await.unwrap();
+    store
+        .append("trip", &rich_turn("a"), &TurnMeta::default())
+        .await
+        .unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("UPDATE messages SET body = '{\"role\":\"nobody\"}' WHERE seq = 3", [])
+        .unwrap();
+    let error = store.load("trip").await.unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
+    assert!(
+        error.to_string().contains("message 3 of conversation `trip`"),
+        "{error}"
+    );
+
+    raw.pragma_update(None, "user_version", 99).unwrap();
+    drop(raw);
+    let error = SqliteStore::open(&path).unwrap_err();
+    assert!(error.to_string().contains("schema version 99"), "{error}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_database_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, store) = temp_store();
+    store.create("secret").await.unwrap();
+    for name in ["store.db", "store.db-wal", "store.db-shm"] {
+        let mode = std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{name}: {mode:o}");
+    }
+}
