@@ -241,9 +241,14 @@ impl SessionStore {
             .map_err(|error| AppError::io(format!("creating {}", self.dir.display()), error))
     }
 
-    /// Deletes the session; fails when there is none of that name.
+    /// Deletes the session; fails when there is none of that name, or when
+    /// another process is using it (its run would write it again).
     pub fn delete(&self, name: &str) -> Result<(), AppError> {
         let path = self.path(name)?;
+        if !path.is_file() {
+            return Err(not_found(name));
+        }
+        let _held = self.lock(name, false, || {})?;
         match fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(error) if error.kind() == ErrorKind::NotFound => Err(not_found(name)),
@@ -365,6 +370,13 @@ mod tests {
             .unwrap_or_default();
         assert!(busy.contains("`trip` is in use by another agentry process"), "{busy}");
         store.lock("other", false, || {}).unwrap_or_else(|e| panic!("{e}"));
+        store.save(&mut Session::new("trip")).unwrap_or_else(|e| panic!("{e}"));
+        let refused = store.delete("trip").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            refused.contains("`trip` is in use"),
+            "a held session is not deleted: {refused}"
+        );
+        assert!(store.load("trip").is_ok_and(|session| session.is_some()));
         drop(held);
         let _again = store.lock("trip", false, || {}).unwrap_or_else(|e| panic!("{e}"));
         store.save(&mut Session::new("trip")).unwrap_or_else(|e| panic!("{e}"));
