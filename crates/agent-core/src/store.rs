@@ -294,6 +294,14 @@ pub fn validate_conversation_name(name: &str) -> Result<(), StoreError> {
 /// left out. Deterministic and idempotent; returns how many messages were
 /// added or left out.
 pub fn make_sendable(messages: &mut Vec<Message>) -> usize {
+    close_tool_calls(messages, LOST_RESULT)
+}
+
+/// The repair of [`make_sendable`], with `missing` as the content of the
+/// error result given to each call that has none (the runner says the call
+/// was interrupted; a store says its result was lost). Returns how many
+/// messages were added or left out.
+pub fn close_tool_calls(messages: &mut Vec<Message>, missing: &str) -> usize {
     let original = std::mem::take(messages);
     let mut repairs = 0;
     let mut out = Vec::with_capacity(original.len() + 1);
@@ -310,7 +318,7 @@ pub fn make_sendable(messages: &mut Vec<Message>) -> usize {
             }
             continue;
         }
-        repairs += close_open_calls(&mut open, &mut answered, &mut out);
+        repairs += close_open_calls(&mut open, &mut answered, &mut out, missing);
         if let Message::Assistant(assistant) = &message {
             open.extend(
                 assistant
@@ -321,18 +329,23 @@ pub fn make_sendable(messages: &mut Vec<Message>) -> usize {
         }
         out.push(message);
     }
-    repairs += close_open_calls(&mut open, &mut answered, &mut out);
+    repairs += close_open_calls(&mut open, &mut answered, &mut out, missing);
     *messages = out;
     repairs
 }
 
-/// Adds a [`LOST_RESULT`] error for every open call without a result;
-/// returns how many it added.
-fn close_open_calls(open: &mut Vec<(String, String)>, answered: &mut HashSet<String>, out: &mut Vec<Message>) -> usize {
+/// Adds a `missing` error for every open call without a result; returns
+/// how many it added.
+fn close_open_calls(
+    open: &mut Vec<(String, String)>,
+    answered: &mut HashSet<String>,
+    out: &mut Vec<Message>,
+    missing: &str,
+) -> usize {
     let mut added = 0;
     for (id, name) in open.drain(..) {
         if !answered.contains(&id) {
-            out.push(Message::Tool(ToolResult::error(id, name, LOST_RESULT)));
+            out.push(Message::Tool(ToolResult::error(id, name, missing)));
             added += 1;
         }
     }

@@ -1,9 +1,8 @@
 //! Keeping a conversation sendable, and comparing tool calls.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use agent_core::{Message, ToolCall, ToolResult};
+use agent_core::{Message, ToolCall};
 use serde_json::Value;
 
 /// The content of a result synthesised for a call that never got one.
@@ -35,43 +34,7 @@ pub fn cap_tool_result(content: String, max: usize) -> String {
 /// call of the preceding assistant message are dropped. Idempotent; returns
 /// whether anything changed.
 pub fn repair_history(messages: &mut Vec<Message>) -> bool {
-    if is_sendable(messages) {
-        return false;
-    }
-    let original = std::mem::take(messages);
-    let mut repaired = Vec::with_capacity(original.len() + 1);
-    let mut open_calls: Vec<ToolCall> = Vec::new();
-    let mut answered: HashSet<String> = HashSet::new();
-    for message in original {
-        match message {
-            Message::Tool(result) => {
-                let belongs = open_calls.iter().any(|call| call.id == result.call_id);
-                if belongs && answered.insert(result.call_id.clone()) {
-                    repaired.push(Message::Tool(result));
-                }
-            }
-            other => {
-                close_calls(&mut open_calls, &mut answered, &mut repaired);
-                if let Message::Assistant(assistant) = &other {
-                    open_calls.extend(assistant.tool_calls.iter().cloned());
-                }
-                repaired.push(other);
-            }
-        }
-    }
-    close_calls(&mut open_calls, &mut answered, &mut repaired);
-    *messages = repaired;
-    true
-}
-
-/// Appends an "interrupted" result for every open call that has none.
-fn close_calls(open_calls: &mut Vec<ToolCall>, answered: &mut HashSet<String>, out: &mut Vec<Message>) {
-    for call in open_calls.drain(..) {
-        if !answered.contains(&call.id) {
-            out.push(Message::Tool(ToolResult::error(call.id, call.name, INTERRUPTED_RESULT)));
-        }
-    }
-    answered.clear();
+    !is_sendable(messages) && agent_core::close_tool_calls(messages, INTERRUPTED_RESULT) > 0
 }
 
 /// Whether every tool call is answered right after its assistant message and
@@ -158,7 +121,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use agent_core::AssistantMessage;
+    use agent_core::{AssistantMessage, ToolResult};
     use serde_json::json;
 
     use super::*;
