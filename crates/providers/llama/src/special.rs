@@ -79,18 +79,24 @@ impl ControlTexts {
         out
     }
 
-    /// Fences every string inside `value` (object keys included).
-    pub(crate) fn fence_json(&self, value: &Json) -> Json {
+    /// Fences every string inside `value`, in place (object keys
+    /// included). Does nothing when the model has no control tokens.
+    pub(crate) fn fence_json(&self, value: &mut Json) {
+        let Some(finder) = &self.finder else { return };
+        let needs_fence = |text: &str| finder.is_match(text) || text.contains([OPEN, CLOSE]);
         match value {
-            Json::String(text) => Json::String(self.fence(text)),
-            Json::Array(items) => Json::Array(items.iter().map(|item| self.fence_json(item)).collect()),
-            Json::Object(fields) => Json::Object(
-                fields
-                    .iter()
-                    .map(|(key, item)| (self.fence(key), self.fence_json(item)))
-                    .collect(),
-            ),
-            other => other.clone(),
+            Json::String(text) if needs_fence(text) => *text = self.fence(text),
+            Json::Array(items) => items.iter_mut().for_each(|item| self.fence_json(item)),
+            Json::Object(fields) => {
+                if fields.keys().any(|key| needs_fence(key)) {
+                    *fields = std::mem::take(fields)
+                        .into_iter()
+                        .map(|(key, item)| (self.fence(&key), item))
+                        .collect();
+                }
+                fields.values_mut().for_each(|item| self.fence_json(item));
+            }
+            _ => {}
         }
     }
 }
@@ -177,7 +183,8 @@ mod tests {
     #[test]
     fn every_string_of_a_json_value_is_fenced() {
         let value = json!({"q": ["<|im_start|>"], "n": 1, "<|im_end|>": true});
-        let fenced = qwen_like().fence_json(&value);
+        let mut fenced = value.clone();
+        qwen_like().fence_json(&mut fenced);
         let text = fenced.to_string();
         assert_eq!(text.matches(OPEN).count(), 2, "{text}");
         assert_eq!(unfenced(&text), value.to_string());

@@ -61,7 +61,7 @@ impl ChatTemplate {
             .env
             .get_template(TEMPLATE_NAME)
             .map_err(|error| LlmError::invalid_request(error.to_string()))?;
-        let tools: Vec<Json> = request
+        let mut tools: Vec<Json> = request
             .tools
             .iter()
             .map(|tool| {
@@ -70,12 +70,13 @@ impl ChatTemplate {
                 }})
             })
             .collect();
+        let mut messages = messages(request);
+        for value in messages.iter_mut().chain(tools.iter_mut()) {
+            self.controls.fence_json(value);
+        }
         let context = Context {
-            messages: messages(request)
-                .iter()
-                .map(|message| self.controls.fence_json(message))
-                .collect(),
-            tools: (!tools.is_empty()).then(|| tools.iter().map(|tool| self.controls.fence_json(tool)).collect()),
+            messages,
+            tools: (!tools.is_empty()).then_some(tools),
             add_generation_prompt: true,
             bos_token: &self.bos_token,
             eos_token: &self.eos_token,
