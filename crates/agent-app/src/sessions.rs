@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::AppError;
 
 /// The longest session name.
-pub const MAX_NAME_LEN: usize = 64;
+pub const MAX_NAME_LEN: usize = agent_core::MAX_CONVERSATION_NAME_LEN;
 
 /// A stored conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,10 +66,7 @@ impl Session {
 
     /// Number of user turns.
     pub fn turns(&self) -> usize {
-        self.messages
-            .iter()
-            .filter(|message| matches!(message, Message::User { .. }))
-            .count()
+        usize::try_from(agent_core::count_user_messages(&self.messages)).unwrap_or(usize::MAX)
     }
 
     /// The conversation as people read it.
@@ -308,24 +305,20 @@ pub fn not_found(name: &str) -> AppError {
 
 /// Session names are file names: 1 to 64 letters, digits, `-`, `_` or `.`,
 /// not starting with `.`.
+/// The rules are the conversation store's
+/// ([`validate_conversation_name`](agent_core::validate_conversation_name)).
 pub fn validate_name(name: &str) -> Result<(), AppError> {
-    let valid = !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if valid {
-        Ok(())
-    } else {
-        Err(AppError::Usage(format!(
-            "invalid session name {name:?}: use 1 to {MAX_NAME_LEN} letters, digits, '-', '_' or '.', not starting with '.'"
-        )))
-    }
+    agent_core::validate_conversation_name(name).map_err(|error| match error {
+        agent_core::StoreError::InvalidName { reason, .. } => AppError::Usage(format!(
+            "invalid session name {name:?}: {reason}; use 1 to {MAX_NAME_LEN} letters, digits, '-', '_' or '.', \
+             not starting with '.'"
+        )),
+        other => AppError::Usage(format!("invalid session name {name:?}: {other}")),
+    })
 }
 
 fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    agent_core::utc_timestamp(std::time::SystemTime::now())
 }
 
 #[cfg(test)]
