@@ -226,8 +226,31 @@ pub enum ChatEnd {
     Interrupted,
 }
 
-/// Called after every completed turn with the conversation (e.g. to save it).
-pub type OnTurn<'a> = dyn FnMut(&Conversation) -> Result<(), AppError> + 'a;
+/// Told of every change to the conversation, e.g. to store it.
+#[async_trait::async_trait]
+pub trait ChatSink: Send {
+    /// A turn that continued `history` ended with `result` (also a failed
+    /// or cancelled one: its usage counts).
+    async fn turn_finished(&mut self, history: &[Message], result: &AgentRunResult) -> Result<(), AppError>;
+
+    /// The user cleared the conversation (`/reset`).
+    async fn reset(&mut self) -> Result<(), AppError>;
+}
+
+/// A chat whose conversation is kept nowhere.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Unsaved;
+
+#[async_trait::async_trait]
+impl ChatSink for Unsaved {
+    async fn turn_finished(&mut self, _history: &[Message], _result: &AgentRunResult) -> Result<(), AppError> {
+        Ok(())
+    }
+
+    async fn reset(&mut self) -> Result<(), AppError> {
+        Ok(())
+    }
+}
 
 /// Runs the chat until the user leaves.
 pub async fn run_chat(
@@ -236,7 +259,7 @@ pub async fn run_chat(
     console: &mut Console,
     interrupts: &dyn Interrupts,
     conversation: &mut Conversation,
-    on_turn: &mut OnTurn<'_>,
+    sink: &mut dyn ChatSink,
 ) -> Result<ChatEnd, AppError> {
     let write = |error: io::Error| AppError::io("writing to the terminal", error);
     let tools: Vec<String> = agent
@@ -295,7 +318,7 @@ pub async fn run_chat(
                 Command::Tools => console.line(&tool_list(agent)),
                 Command::Reset => {
                     *conversation = Conversation::default();
-                    on_turn(conversation)?;
+                    sink.reset().await?;
                     console.line("(conversation cleared)")
                 }
                 Command::Cost => console.line(&conversation.cost_report(agent.client().model())),
@@ -306,14 +329,19 @@ pub async fn run_chat(
             continue;
         }
         match turn(agent, line, console, interrupts, conversation).await? {
-            TurnEnd::Done => on_turn(conversation)?,
+            TurnEnd::Finished { history, result } => sink.turn_finished(&history, &result).await?,
+            TurnEnd::NoResult => {}
             TurnEnd::Quit => return Ok(ChatEnd::Interrupted),
         }
     }
 }
 
 enum TurnEnd {
-    Done,
+    Finished {
+        history: Vec<Message>,
+        result: Box<AgentRunResult>,
+    },
+    NoResult,
     Quit,
 }
 
@@ -328,7 +356,8 @@ async fn turn(
     let write = |error: io::Error| AppError::io("writing to the terminal", error);
     let cancel = CancellationToken::new();
     let context = ToolContext::new().with_cancel(cancel.clone());
-    let mut events = Box::pin(agent.run_stream(conversation.messages.clone(), line, context));
+    let history = conversation.messages.clone();
+    let mut events = Box::pin(agent.run_stream(history.clone(), line, context));
     let mut interrupt = interrupts.next();
     let mut cancelling = false;
     console.begin();
@@ -357,7 +386,7 @@ async fn turn(
     };
     let Some(result) = result else {
         console.note("  ! the run ended without a result").map_err(write)?;
-        return Ok(TurnEnd::Done);
+        return Ok(TurnEnd::NoResult);
     };
     if !console.text_seen() && !result.response.trim().is_empty() {
         console.line(result.response.trim()).map_err(write)?;
@@ -373,9 +402,12 @@ async fn turn(
             .note("  (the conversation is unchanged; try again, or /reset)")
             .map_err(write)?;
     } else {
-        conversation.messages = result.messages;
+        conversation.messages.clone_from(&result.messages);
     }
-    Ok(TurnEnd::Done)
+    Ok(TurnEnd::Finished {
+        history,
+        result: Box::new(result),
+    })
 }
 
 fn tool_list(agent: &Agent) -> String {
@@ -450,6 +482,21 @@ mod tests {
             .build()
     }
 
+    struct CountSaves(usize);
+
+    #[async_trait::async_trait]
+    impl ChatSink for CountSaves {
+        async fn turn_finished(&mut self, _: &[Message], _: &AgentRunResult) -> Result<(), AppError> {
+            self.0 += 1;
+            Ok(())
+        }
+
+        async fn reset(&mut self) -> Result<(), AppError> {
+            self.0 += 1;
+            Ok(())
+        }
+    }
+
     async fn chat(
         agent: &Agent,
         reader: &mut dyn LineReader,
@@ -458,14 +505,11 @@ mod tests {
         let buffer = SharedBuffer::new();
         let mut console = Console::new(buffer.clone());
         let mut conversation = Conversation::default();
-        let mut saves = 0;
-        let end = run_chat(agent, reader, &mut console, interrupts, &mut conversation, &mut |_| {
-            saves += 1;
-            Ok(())
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-        (buffer.contents(), conversation, end, saves)
+        let mut saves = CountSaves(0);
+        let end = run_chat(agent, reader, &mut console, interrupts, &mut conversation, &mut saves)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        (buffer.contents(), conversation, end, saves.0)
     }
 
     #[test]

@@ -25,7 +25,7 @@ use clap::{Args, Parser, Subcommand};
 use futures::StreamExt;
 
 use crate::assemble::{build_agent, catalog_for};
-use crate::chat::{Conversation, CtrlC, Rustyline, run_chat};
+use crate::chat::{ChatSink, Conversation, CtrlC, Rustyline, Unsaved, run_chat};
 use crate::config::{Overrides, Settings};
 use crate::console::{Console, brief, stop_note};
 use crate::demo::{DemoOptions, check_demo, run_demo};
@@ -33,7 +33,7 @@ use crate::env::Env;
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::output::{RunOutput, is_success};
 use crate::providers::{Progress, build_client};
-use crate::sessions::{Session, SessionLock, SessionStore, not_found, validate_name};
+use crate::sessions::{SessionLock, SessionStore, not_found, validate_name};
 use crate::tools::ToolBox;
 
 /// Agentry: tool-using LLM agents from the command line.
@@ -278,7 +278,7 @@ pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         Command::Chat(args) => chat(args, env, cwd).await,
         Command::Demo(args) => demo(args, env, cwd).await,
         Command::Tools(args) => tools(&args, env, cwd),
-        Command::Sessions(command) => sessions(command, env),
+        Command::Sessions(command) => sessions(command, env).await,
     }
 }
 
@@ -308,10 +308,12 @@ fn read_prompt(prompt: &str) -> Result<String, AppError> {
 }
 
 /// A session in use by this process: loaded under its lock, which is held
-/// until this is dropped, after the last save.
+/// until this is dropped, after its last turn is stored.
 struct OpenSession {
     store: SessionStore,
-    session: Session,
+    name: String,
+    /// The conversation the next run continues.
+    messages: Vec<agent_core::Message>,
     _lock: SessionLock,
 }
 
@@ -321,7 +323,7 @@ struct OpenSession {
 async fn open_session(settings: &Settings, name: Option<&str>, wait: bool) -> Result<Option<OpenSession>, AppError> {
     let Some(name) = name else { return Ok(None) };
     validate_name(name)?;
-    let store = SessionStore::new(settings.sessions_dir());
+    let store = SessionStore::open(settings.sessions_dir()).await?;
     let lock = {
         let (store, name) = (store.clone(), name.to_owned());
         tokio::task::spawn_blocking(move || {
@@ -332,25 +334,48 @@ async fn open_session(settings: &Settings, name: Option<&str>, wait: bool) -> Re
         .await
         .map_err(|error| AppError::Session(format!("locking the session failed: {error}")))??
     };
-    let session = store.load_or_new(name)?;
+    let conversation = store.load_or_create(name).await?;
     Ok(Some(OpenSession {
         store,
-        session,
+        name: name.to_owned(),
+        messages: conversation.messages,
         _lock: lock,
     }))
+}
+
+/// A chat's session: every turn is stored as it ends.
+struct ChatSession {
+    session: OpenSession,
+    provider: String,
+}
+
+#[async_trait::async_trait]
+impl ChatSink for ChatSession {
+    async fn turn_finished(
+        &mut self,
+        history: &[agent_core::Message],
+        result: &AgentRunResult,
+    ) -> Result<(), AppError> {
+        let session = &self.session;
+        session
+            .store
+            .record_turn(&session.name, &self.provider, history, result)
+            .await
+    }
+
+    async fn reset(&mut self) -> Result<(), AppError> {
+        self.session.store.reset(&self.session.name).await
+    }
 }
 
 async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let prompt = read_prompt(&args.prompt)?;
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let tools = ToolBox::from_settings(&settings, env)?;
-    let mut session = open_session(&settings, args.agent.session.as_deref(), true).await?;
+    let session = open_session(&settings, args.agent.session.as_deref(), true).await?;
     let client = build_client(&settings, env, Progress::Show).await?;
     let agent = build_agent(&settings, client, &tools);
-    let history = session
-        .as_ref()
-        .map(|open| open.session.messages.clone())
-        .unwrap_or_default();
+    let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
 
     let cancel = CancellationToken::new();
     let on_ctrl_c = {
@@ -363,9 +388,9 @@ async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     };
     let context = ToolContext::new().with_cancel(cancel);
     let result = if args.stream {
-        stream_run(&agent, history, &prompt, context, args.json).await?
+        stream_run(&agent, history.clone(), &prompt, context, args.json).await?
     } else {
-        match agent.run(history, prompt.as_str(), &context).await {
+        match agent.run(history.clone(), prompt.as_str(), &context).await {
             Ok(result) => result,
             Err(error) => *error.result,
         }
@@ -393,16 +418,10 @@ async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
             stdout_line(result.response.trim_end())?;
         }
     }
-    // A failed turn is not saved: the stored conversation stays as it was.
-    if let Some(OpenSession { store, session, .. }) = &mut session {
-        if result.stop_reason != StopCause::Error {
-            session.messages.clone_from(&result.messages);
-            settings.provider()?.name().clone_into(&mut session.provider);
-            session.model.clone_from(&result.model);
-            session.usage += result.usage;
-            session.cost_usd += result.cost_usd.unwrap_or_default();
-            store.save(session)?;
-        }
+    // A failed turn adds no messages: the stored conversation stays as it was.
+    if let Some(open) = &session {
+        let provider = settings.provider()?.name();
+        open.store.record_turn(&open.name, provider, &history, &result).await?;
     }
     if result.stop_reason == StopCause::Error {
         eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
@@ -449,19 +468,9 @@ async fn stream_run(
 async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let tools = ToolBox::from_settings(&settings, env)?;
-    let mut session = open_session(&settings, args.agent.session.as_deref(), false).await?;
+    let session = open_session(&settings, args.agent.session.as_deref(), false).await?;
     let client = build_client(&settings, env, Progress::Show).await?;
     let agent = build_agent(&settings, client, &tools);
-    let (base_usage, base_cost) = session
-        .as_ref()
-        .map(|open| (open.session.usage, open.session.cost_usd))
-        .unwrap_or_default();
-    let mut conversation = Conversation::with_history(
-        session
-            .as_ref()
-            .map(|open| open.session.messages.clone())
-            .unwrap_or_default(),
-    );
     let history_file = io::stdin()
         .is_terminal()
         .then(|| settings.home.join("chat_history.txt"));
@@ -469,6 +478,13 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let mut console = Console::stdout();
     let model = agent.client().model().to_owned();
     let provider = settings.provider()?.name().to_owned();
+    let (mut conversation, mut sink): (Conversation, Box<dyn ChatSink>) = match session {
+        Some(session) => (
+            Conversation::with_history(session.messages.clone()),
+            Box::new(ChatSession { session, provider }),
+        ),
+        None => (Conversation::default(), Box::new(Unsaved)),
+    };
     // Leaving with Ctrl-C is as deliberate as /exit: both end with status 0.
     run_chat(
         &agent,
@@ -476,17 +492,7 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         &mut console,
         &CtrlC,
         &mut conversation,
-        &mut |conversation| {
-            let Some(OpenSession { store, session, .. }) = &mut session else {
-                return Ok(());
-            };
-            session.messages.clone_from(&conversation.messages);
-            session.provider.clone_from(&provider);
-            session.model.clone_from(&model);
-            session.usage = base_usage + conversation.usage;
-            session.cost_usd = base_cost + conversation.cost_usd;
-            store.save(session)
-        },
+        sink.as_mut(),
     )
     .await?;
     if conversation.runs > 0 {
@@ -556,11 +562,11 @@ fn tools(args: &ToolsArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     Ok(EXIT_OK)
 }
 
-fn sessions(command: SessionsCommand, env: &Env) -> Result<u8, AppError> {
-    let store = SessionStore::new(env.agentry_home().join("sessions"));
+async fn sessions(command: SessionsCommand, env: &Env) -> Result<u8, AppError> {
+    let store = SessionStore::open(env.agentry_home().join("sessions")).await?;
     match command {
         SessionsCommand::List { json } => {
-            let sessions = store.list()?;
+            let sessions = store.list().await?;
             if json {
                 stdout_line(&serde_json::to_string_pretty(&sessions).unwrap_or_default())?;
             } else if sessions.is_empty() {
@@ -578,7 +584,7 @@ fn sessions(command: SessionsCommand, env: &Env) -> Result<u8, AppError> {
             }
         }
         SessionsCommand::Show { name, json } => {
-            let session = store.load(&name)?.ok_or_else(|| not_found(&name))?;
+            let session = store.show(&name).await?.ok_or_else(|| not_found(&name))?;
             if json {
                 stdout_line(&serde_json::to_string_pretty(&session).unwrap_or_default())?;
             } else {
@@ -586,7 +592,7 @@ fn sessions(command: SessionsCommand, env: &Env) -> Result<u8, AppError> {
             }
         }
         SessionsCommand::Delete { name } => {
-            store.delete(&name)?;
+            store.delete(&name).await?;
             stdout_line(&format!("deleted session {name}"))?;
         }
     }

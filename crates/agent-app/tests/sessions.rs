@@ -57,7 +57,7 @@ async fn sessions_carry_history_between_runs_and_can_be_listed_shown_and_deleted
         assert!(output.status.success(), "{}", stderr(&output));
         assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), answer);
     }
-    assert!(dir.path().join("home/sessions/ada.json").is_file());
+    assert!(dir.path().join("home/sessions/conversations.sqlite").is_file());
 
     let output = agentry(dir.path()).args(["sessions", "list"]).output().unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
@@ -172,7 +172,7 @@ async fn concurrent_runs_on_one_session_lose_no_turn() {
         let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         let sessions = dir.path().join("home/sessions");
         assert_eq!(
-            mode(&sessions.join("shared.json")),
+            mode(&sessions.join("conversations.sqlite")),
             0o600,
             "the session file is owner-only"
         );
@@ -185,8 +185,8 @@ async fn concurrent_runs_on_one_session_lose_no_turn() {
 #[test]
 fn a_session_held_by_another_process_is_reported_busy_to_chat() {
     let dir = tempfile::tempdir().unwrap();
-    let store = agent_app::sessions::SessionStore::new(dir.path().join("home/sessions"));
-    let _held = store.lock("busy", false, || {}).unwrap();
+    let _held =
+        agent_app::sessions::SessionLock::acquire(&dir.path().join("home/sessions"), "busy", false, || {}).unwrap();
     let output = agentry(dir.path())
         .env("OPENAI_API_KEY", "sk-test")
         .args([
@@ -206,5 +206,90 @@ fn a_session_held_by_another_process_is_reported_busy_to_chat() {
         stderr(&output).contains("the session `busy` is in use by another agentry process"),
         "{}",
         stderr(&output)
+    );
+}
+
+/// A session file written by agentry 0.1 (JSON, `sessions/NAME.json`) is
+/// imported on first use: shown exactly as it was, continued by the next
+/// run with its whole history, and moved to `sessions/imported/` so it is
+/// imported once.
+#[tokio::test]
+async fn a_json_session_of_the_previous_version_is_imported_once_and_continued() {
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/session-written-by-0.1.json"
+    ))
+    .unwrap();
+    let written: serde_json::Value = serde_json::from_str(&fixture).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("home/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::write(sessions.join("trip-2026.json"), &fixture).unwrap();
+    std::fs::write(sessions.join("broken.json"), "{not json").unwrap();
+
+    let output = agentry(dir.path())
+        .args(["sessions", "show", "trip-2026", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output), written, "shown exactly as the file had it");
+    assert!(
+        stderr(&output).contains("broken.json was not imported: it is damaged"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!sessions.join("trip-2026.json").exists());
+    assert!(sessions.join("imported/trip-2026.json").is_file(), "the file is kept");
+    assert!(
+        sessions.join("broken.json").is_file(),
+        "a damaged file stays where it was"
+    );
+
+    // The next run sends the imported history and appends its turn.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("AF1404 departs 08:10, 129 EUR"))
+        .and(body_string_contains("And back on Sunday?"))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": "AZ317 returns on Sunday."}),
+            "stop",
+            (100, 6),
+        ))
+        .mount(&server)
+        .await;
+    let mut command = agentry(dir.path());
+    command.env("OPENAI_API_KEY", "sk-test").args([
+        "run",
+        "--provider",
+        "openai",
+        "--session",
+        "trip-2026",
+        "--base-url",
+        &format!("{}/v1", server.uri()),
+        "And back on Sunday?",
+    ]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "AZ317 returns on Sunday."
+    );
+
+    let output = agentry(dir.path())
+        .args(["sessions", "show", "trip-2026", "--json"])
+        .output()
+        .unwrap();
+    let shown = stdout_json(&output);
+    let messages = shown["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 8);
+    assert_eq!(messages[..6], written["messages"].as_array().unwrap()[..]);
+    assert_eq!(shown["created_at"], written["created_at"]);
+    assert_eq!(shown["usage"]["input_tokens"], 812 + 100);
+    let output = agentry(dir.path()).args(["sessions", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("trip-2026") && text.contains("3 turns"), "{text}");
+    assert!(
+        !sessions.join("trip-2026.json").exists() && !sessions.join("imported/trip-2026.2.json").exists(),
+        "imported once"
     );
 }
