@@ -19,14 +19,55 @@
 //! left out. The stored rows are not changed, so loading is deterministic:
 //! every load shows the same repaired conversation, and
 //! [`Conversation::repairs`] says how many messages were added or left out.
+//!
+//! # Compaction: a summary replaces the oldest messages
+//!
+//! A long conversation outgrows the model's context window, so the runner
+//! can summarise its oldest messages. [`ConversationStore::compact`] makes
+//! that last: the first `replaced` messages of what
+//! [`load`](ConversationStore::load) returns are replaced, atomically, by one
+//! [`Message::System`] holding the summary. Nothing is deleted:
+//!
+//! - [`load`](ConversationStore::load) returns the *context*, what the next
+//!   run sends: the summary, then the messages stored after the ones it
+//!   stands for. [`Conversation::summarised`] says how many stored messages
+//!   the summary hides.
+//! - [`transcript`](ConversationStore::transcript) returns every stored
+//!   message and no summary, for display and export.
+//! - A later compaction replaces the summary too when it is among the
+//!   `replaced` messages (always the case: it is the first message): the new
+//!   summary supersedes it and `summarised` grows by the stored messages the
+//!   new one adds.
+//!
+//! The cut must leave a valid conversation: the first message kept may not
+//! be a tool result (it would be separated from its call), and the replaced
+//! messages may not include one that [`make_sendable`] added or left out
+//! (the summary would stand for messages that are not the stored ones).
+//! Every refusal is a [`StoreError::Conflict`] saying why.
+//!
+//! # Run checkpoints: resumable runs
+//!
+//! A program that runs an agent may save the run's serialisable state after
+//! every step with [`ConversationStore::save_checkpoint`] (opaque JSON; one
+//! per conversation, each save replacing the last). After a crash or an
+//! interruption, [`ConversationStore::checkpoint`] gives it back so the run
+//! can resume, and [`ConversationMeta::has_checkpoint`] lets a listing show
+//! which conversations have an interrupted run. Appending a turn ends the run
+//! it belongs to, so [`append`](ConversationStore::append) clears the
+//! checkpoint in the same atomic operation: a crash never leaves both the
+//! stored turn and a checkpoint that would run it again.
 
-use std::collections::HashSet;
+mod compaction;
+mod sendable;
+
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::{Message, ToolResult, Usage};
+pub use self::compaction::{compaction_cut, context_with_summary};
+pub use self::sendable::{close_tool_calls, make_sendable};
+use crate::{Message, Usage};
 
 /// The longest conversation name, in bytes.
 pub const MAX_CONVERSATION_NAME_LEN: usize = 64;
@@ -56,12 +97,20 @@ pub struct ConversationMeta {
     /// Estimated cost of every turn whose price was known, in USD.
     #[serde(default)]
     pub cost_usd: f64,
-    /// Messages stored (before any repair by [`make_sendable`]).
+    /// Messages stored (before any repair by [`make_sendable`]), including
+    /// those a summary hides from the context
+    /// ([`ConversationStore::compact`]).
     #[serde(default)]
     pub message_count: u64,
-    /// User messages stored: the turns a person sees.
+    /// User messages stored: the turns a person sees (summarised ones
+    /// included).
     #[serde(default)]
     pub user_turns: u64,
+    /// Whether a run checkpoint is stored
+    /// ([`ConversationStore::save_checkpoint`]): a run of this conversation
+    /// was interrupted and can be resumed.
+    #[serde(default)]
+    pub has_checkpoint: bool,
 }
 
 impl ConversationMeta {
@@ -79,11 +128,13 @@ impl ConversationMeta {
             cost_usd: 0.0,
             message_count: 0,
             user_turns: 0,
+            has_checkpoint: false,
         }
     }
 
-    /// Adds one appended turn (`messages` and `delta`) to the totals and sets
-    /// `updated_at` to `now`.
+    /// Adds one appended turn (`messages` and `delta`) to the totals, sets
+    /// `updated_at` to `now` and clears `has_checkpoint` (an appended turn
+    /// ends the run its checkpoint belongs to).
     pub fn record_turn(&mut self, messages: &[Message], delta: &TurnMeta, now: impl Into<String>) {
         self.message_count += messages.len() as u64;
         self.user_turns += count_user_messages(messages);
@@ -96,20 +147,43 @@ impl ConversationMeta {
         self.usage += delta.usage;
         self.cost_usd += delta.cost_usd;
         self.updated_at = now.into();
+        self.has_checkpoint = false;
     }
 }
 
-/// A stored conversation, ready to continue.
+/// A stored conversation, ready to continue: its context
+/// ([`ConversationStore::load`]) or its transcript
+/// ([`ConversationStore::transcript`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Conversation {
     /// Its metadata.
     pub meta: ConversationMeta,
-    /// The messages, in the order they were appended, made sendable.
+    /// The messages, in the order they were appended, made sendable. In a
+    /// context whose oldest messages were summarised, the first message is
+    /// the summary (a [`Message::System`]) and the summarised messages are
+    /// left out.
     pub messages: Vec<Message>,
     /// How many messages [`make_sendable`] added or left out when loading;
     /// 0 for a conversation whose every tool call got its result.
     #[serde(default)]
     pub repairs: usize,
+    /// How many stored messages the summary at the start of `messages`
+    /// stands for (they are not in `messages`; the transcript has them).
+    /// 0 when there is no summary, and always 0 in a transcript.
+    #[serde(default)]
+    pub summarised: u64,
+}
+
+impl Conversation {
+    /// A conversation of `messages` as they are: no repair, no summary.
+    pub fn new(meta: ConversationMeta, messages: Vec<Message>) -> Self {
+        Self {
+            meta,
+            messages,
+            repairs: 0,
+            summarised: 0,
+        }
+    }
 }
 
 /// What one appended turn adds to a conversation's metadata.
@@ -196,6 +270,14 @@ impl StoreError {
         }
     }
 
+    /// The error for an operation that contradicts what is stored, saying why.
+    pub fn conflict(name: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Conflict {
+            name: name.into(),
+            reason: reason.into(),
+        }
+    }
+
     /// A backend failure.
     pub fn backend(message: impl std::fmt::Display) -> Self {
         Self::Backend {
@@ -221,41 +303,90 @@ pub trait ConversationStore: Send + Sync {
     /// [`StoreError::Conflict`] when one exists.
     async fn create(&self, name: &str) -> Result<ConversationMeta, StoreError>;
 
-    /// The conversation called `name`, made sendable ([`make_sendable`]);
-    /// `None` when there is none.
+    /// The context of the conversation called `name`, what its next run
+    /// sends: the summary (when its oldest messages were
+    /// [compacted](Self::compact)) followed by the messages stored after the
+    /// summarised ones, made sendable ([`make_sendable`]). `None` when there
+    /// is no such conversation.
     async fn load(&self, name: &str) -> Result<Option<Conversation>, StoreError>;
+
+    /// Every stored message of `name`, in order and without any summary,
+    /// made sendable so that it is a valid conversation: for display and
+    /// export. Its [`Conversation::summarised`] is 0. `None` when there is no
+    /// such conversation.
+    async fn transcript(&self, name: &str) -> Result<Option<Conversation>, StoreError>;
 
     /// Appends one turn to `name` and adds `delta` to its metadata, as one
     /// atomic operation: after a crash either all of it is stored or none.
-    /// Turns appended concurrently (by several tasks or processes) are
-    /// stored one after the other, never interleaved. Returns the updated
-    /// metadata; a [`StoreError::NotFound`] when `name` does not exist.
+    /// The same operation clears the conversation's run checkpoint
+    /// ([`save_checkpoint`](Self::save_checkpoint)): a stored turn ends the
+    /// run it belongs to, so a crash can never leave both the turn and a
+    /// checkpoint that would run it again. Turns appended concurrently (by
+    /// several tasks or processes) are stored one after the other, never
+    /// interleaved. Returns the updated metadata; a [`StoreError::NotFound`]
+    /// when `name` does not exist.
     async fn append(&self, name: &str, turn: &[Message], delta: &TurnMeta) -> Result<ConversationMeta, StoreError>;
+
+    /// Replaces the first `replaced` messages of what [`load`](Self::load)
+    /// returns now by one [`Message::System`] whose content is `summary`, as
+    /// one atomic operation. A summary already at the start of the context
+    /// is one of the `replaced` messages: the new summary supersedes it. The
+    /// stored messages are kept: [`transcript`](Self::transcript) still
+    /// returns every one of them. Timestamps and totals do not change.
+    ///
+    /// A [`StoreError::Conflict`] saying why, and nothing changes, when
+    /// `summary` is empty or blank, `replaced` is 0 or more than the
+    /// context's length, the first message left would be a tool result
+    /// (separated from its call), or one of the replaced messages was added
+    /// or left out by [`make_sendable`] (see [`compaction_cut`]); a
+    /// [`StoreError::NotFound`] when `name` does not exist. `replaced`
+    /// counts the messages of the current context: compact right after
+    /// loading, while no other run changes the conversation.
+    async fn compact(&self, name: &str, replaced: usize, summary: &str) -> Result<ConversationMeta, StoreError>;
 
     /// Every conversation's metadata, most recently updated first (ties by name).
     async fn list(&self) -> Result<Vec<ConversationMeta>, StoreError>;
 
-    /// Deletes `name` and its messages; a [`StoreError::NotFound`] when there is none.
+    /// Deletes `name`, its messages, its summaries and its checkpoint; a
+    /// [`StoreError::NotFound`] when there is none.
     async fn delete(&self, name: &str) -> Result<(), StoreError>;
 
     /// Stores a whole conversation as it is, metadata included (its
     /// timestamps, provider, model and totals are kept; the message counts
-    /// are recomputed), e.g. one imported from another store. A
-    /// [`StoreError::Conflict`] when one of that name exists.
+    /// are recomputed), e.g. one imported from another store. The stored
+    /// conversation has no summary and no checkpoint. A
+    /// [`StoreError::Conflict`] when one of that name exists, or when
+    /// `conversation` is a compacted context (`summarised` is not 0: the
+    /// messages its summary stands for are not in it; import the
+    /// [`transcript`](Self::transcript) instead).
     async fn import(&self, conversation: &Conversation) -> Result<ConversationMeta, StoreError>;
 
-    /// The conversation called `name`, created empty when there is none.
-    /// Safe when another process creates it at the same moment.
+    /// Stores `checkpoint`, the serialisable state of a run of `name` in
+    /// progress, replacing any previous one, durably and in one atomic
+    /// operation. The store keeps it as opaque JSON until the next
+    /// [`append`](Self::append) to `name`, [`clear_checkpoint`](Self::clear_checkpoint)
+    /// or [`delete`](Self::delete). A [`StoreError::NotFound`] when `name`
+    /// does not exist.
+    async fn save_checkpoint(&self, name: &str, checkpoint: &serde_json::Value) -> Result<(), StoreError>;
+
+    /// The checkpoint of `name` ([`save_checkpoint`](Self::save_checkpoint)),
+    /// exactly as saved; `None` when there is none. A
+    /// [`StoreError::NotFound`] when `name` does not exist.
+    async fn checkpoint(&self, name: &str) -> Result<Option<serde_json::Value>, StoreError>;
+
+    /// Removes the checkpoint of `name`, if it has one (no error when it has
+    /// none). A [`StoreError::NotFound`] when `name` does not exist.
+    async fn clear_checkpoint(&self, name: &str) -> Result<(), StoreError>;
+
+    /// The conversation called `name` ([`load`](Self::load)), created empty
+    /// when there is none. Safe when another process creates it at the same
+    /// moment.
     async fn load_or_create(&self, name: &str) -> Result<Conversation, StoreError> {
         if let Some(conversation) = self.load(name).await? {
             return Ok(conversation);
         }
         match self.create(name).await {
-            Ok(meta) => Ok(Conversation {
-                meta,
-                messages: Vec::new(),
-                repairs: 0,
-            }),
+            Ok(meta) => Ok(Conversation::new(meta, Vec::new())),
             Err(StoreError::Conflict { .. }) => self.load(name).await?.ok_or_else(|| StoreError::not_found(name)),
             Err(error) => Err(error),
         }
@@ -286,71 +417,28 @@ pub fn validate_conversation_name(name: &str) -> Result<(), StoreError> {
     })
 }
 
-/// Makes `messages` sendable, as every [`ConversationStore::load`] does:
-/// each tool call of an assistant message gets a result among the tool
-/// messages directly after it (an error result saying [`LOST_RESULT`],
-/// placed after the results that exist, when it has none), and tool results
-/// that answer no call of that assistant message, or answer one twice, are
-/// left out. Deterministic and idempotent; returns how many messages were
-/// added or left out.
-pub fn make_sendable(messages: &mut Vec<Message>) -> usize {
-    close_tool_calls(messages, LOST_RESULT)
-}
-
-/// The repair of [`make_sendable`], with `missing` as the content of the
-/// error result given to each call that has none (the runner says the call
-/// was interrupted; a store says its result was lost). Returns how many
-/// messages were added or left out.
-pub fn close_tool_calls(messages: &mut Vec<Message>, missing: &str) -> usize {
-    let original = std::mem::take(messages);
-    let mut repairs = 0;
-    let mut out = Vec::with_capacity(original.len() + 1);
-    // Calls of the last assistant message, and the ids answered so far.
-    let mut open: Vec<(String, String)> = Vec::new();
-    let mut answered: HashSet<String> = HashSet::new();
-    for message in original {
-        if let Message::Tool(result) = &message {
-            let belongs = open.iter().any(|(id, _)| *id == result.call_id);
-            if belongs && answered.insert(result.call_id.clone()) {
-                out.push(message);
-            } else {
-                repairs += 1;
-            }
-            continue;
-        }
-        repairs += close_open_calls(&mut open, &mut answered, &mut out, missing);
-        if let Message::Assistant(assistant) = &message {
-            open.extend(
-                assistant
-                    .tool_calls
-                    .iter()
-                    .map(|call| (call.id.clone(), call.name.clone())),
-            );
-        }
-        out.push(message);
+/// The metadata [`ConversationStore::import`] stores for `conversation`:
+/// its own, with the message counts recomputed and no checkpoint. Checks the
+/// name, and refuses (a [`StoreError::Conflict`]) a compacted context, whose
+/// summarised messages are not in it.
+pub fn imported_meta(conversation: &Conversation) -> Result<ConversationMeta, StoreError> {
+    let name = conversation.meta.name.as_str();
+    validate_conversation_name(name)?;
+    if conversation.summarised != 0 {
+        return Err(StoreError::conflict(
+            name,
+            format!(
+                "cannot import a compacted context: its summary stands for {} messages that are not in it; \
+                 import the conversation's transcript instead",
+                conversation.summarised
+            ),
+        ));
     }
-    repairs += close_open_calls(&mut open, &mut answered, &mut out, missing);
-    *messages = out;
-    repairs
-}
-
-/// Adds a `missing` error for every open call without a result; returns
-/// how many it added.
-fn close_open_calls(
-    open: &mut Vec<(String, String)>,
-    answered: &mut HashSet<String>,
-    out: &mut Vec<Message>,
-    missing: &str,
-) -> usize {
-    let mut added = 0;
-    for (id, name) in open.drain(..) {
-        if !answered.contains(&id) {
-            out.push(Message::Tool(ToolResult::error(id, name, missing)));
-            added += 1;
-        }
-    }
-    answered.clear();
-    added
+    let mut meta = conversation.meta.clone();
+    meta.message_count = conversation.messages.len() as u64;
+    meta.user_turns = count_user_messages(&conversation.messages);
+    meta.has_checkpoint = false;
+    Ok(meta)
 }
 
 /// How many of `messages` are user messages.
@@ -373,21 +461,7 @@ pub fn utc_timestamp(time: SystemTime) -> String {
 mod tests {
     use std::time::Duration;
 
-    use serde_json::json;
-
     use super::*;
-    use crate::{AssistantMessage, ToolCall};
-
-    fn calls(ids: &[&str]) -> Message {
-        Message::Assistant(AssistantMessage::with_tool_calls(
-            "",
-            ids.iter().map(|id| ToolCall::new(*id, "lookup", json!({}))).collect(),
-        ))
-    }
-
-    fn result(id: &str) -> Message {
-        Message::tool(ToolResult::success(id, "lookup", "ok"))
-    }
 
     #[test]
     fn timestamps_are_rfc3339_utc_with_milliseconds() {
@@ -418,52 +492,9 @@ mod tests {
     }
 
     #[test]
-    fn a_dangling_call_gets_a_lost_result_after_the_results_that_arrived() {
-        let mut messages = vec![Message::user("go"), calls(&["a", "b", "c"]), result("b")];
-        assert_eq!(make_sendable(&mut messages), 2);
-        let ids: Vec<(&str, bool)> = messages[2..]
-            .iter()
-            .filter_map(Message::as_tool_result)
-            .map(|r| (r.call_id.as_str(), r.is_error))
-            .collect();
-        assert_eq!(ids, [("b", false), ("a", true), ("c", true)]);
-        assert_eq!(
-            messages[3].as_tool_result().map(|r| r.content.as_str()),
-            Some(LOST_RESULT)
-        );
-        let again = messages.clone();
-        assert_eq!(make_sendable(&mut messages), 0, "idempotent");
-        assert_eq!(messages, again);
-    }
-
-    #[test]
-    fn calls_in_the_middle_are_closed_and_orphans_and_duplicates_left_out() {
-        let mut messages = vec![
-            Message::user("go"),
-            calls(&["a"]),
-            Message::user("hello?"),
-            result("a"),
-            calls(&["b"]),
-            result("b"),
-            result("b"),
-            Message::assistant("done"),
-        ];
-        assert_eq!(make_sendable(&mut messages), 3);
-        let expected = vec![
-            Message::user("go"),
-            calls(&["a"]),
-            Message::tool(ToolResult::error("a", "lookup", LOST_RESULT)),
-            Message::user("hello?"),
-            calls(&["b"]),
-            result("b"),
-            Message::assistant("done"),
-        ];
-        assert_eq!(messages, expected);
-    }
-
-    #[test]
     fn record_turn_adds_totals_and_keeps_unnamed_provider() {
         let mut meta = ConversationMeta::new("trip", "t0");
+        meta.has_checkpoint = true;
         meta.record_turn(
             &[Message::user("hi"), Message::assistant("hello")],
             &TurnMeta::new("openai", "gpt-4o-mini", Usage::new(10, 2), 0.5),
@@ -475,5 +506,6 @@ mod tests {
         assert_eq!(meta.usage, Usage::new(10, 2));
         assert!((meta.cost_usd - 0.5).abs() < f64::EPSILON);
         assert_eq!((meta.created_at.as_str(), meta.updated_at.as_str()), ("t0", "t2"));
+        assert!(!meta.has_checkpoint, "a turn ends the run its checkpoint belongs to");
     }
 }

@@ -102,11 +102,7 @@ fn to_conversation(name: String, session: Session) -> Conversation {
     meta.cost_usd = session.cost_usd;
     meta.message_count = session.messages.len() as u64;
     meta.user_turns = count_user_messages(&session.messages);
-    Conversation {
-        meta,
-        messages: session.messages,
-        repairs: 0,
-    }
+    Conversation::new(meta, session.messages)
 }
 
 /// Moves an imported file to `imported/`, under a free name.

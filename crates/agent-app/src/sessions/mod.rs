@@ -114,7 +114,7 @@ impl SessionStore {
         validate_name(name)?;
         let conversation = self
             .conversations
-            .load(name)
+            .transcript(name)
             .await
             .map_err(|error| store_error(name, error))?;
         Ok(conversation.map(Session::from))

@@ -14,6 +14,18 @@
 //!   [`LOST_RESULT`](agent_core::LOST_RESULT) (see
 //!   [`make_sendable`](agent_core::make_sendable)); the rows stay as they
 //!   are, so every load shows the same conversation.
+//! - **Compaction keeps everything.** [`compact`](ConversationStore::compact)
+//!   stores a summary in place of the oldest messages of the context, in one
+//!   transaction; [`load`](ConversationStore::load) then returns the summary
+//!   followed by the later messages, and
+//!   [`transcript`](ConversationStore::transcript) every stored message. No
+//!   message is deleted, and a superseded summary stays in the file too.
+//! - **Run checkpoints.** [`save_checkpoint`](ConversationStore::save_checkpoint)
+//!   keeps one run state (opaque JSON) per conversation, durably, so a
+//!   crashed or interrupted run can resume;
+//!   [`append`](ConversationStore::append) deletes it in the turn's
+//!   transaction, so a turn and a stale checkpoint that would replay it are
+//!   never both stored.
 //! - **Several processes.** Write-ahead logging lets readers go on while one
 //!   process writes; writers wait for each other up to the busy timeout
 //!   (10 s by default) instead of failing. Concurrent turns are stored one
@@ -22,11 +34,13 @@
 //! - **Durable and private.** `synchronous = FULL`: a turn reported as
 //!   appended survives a power cut. On unix the file (and the directory,
 //!   when this creates it) is readable by its owner only.
-//! - **Migrations.** The schema version is `PRAGMA user_version`; opening
-//!   an older file upgrades it, opening a newer one is refused.
+//! - **Migrations.** The schema version is `PRAGMA user_version`
+//!   ([`SCHEMA_VERSION`]); opening an older file upgrades it in one
+//!   transaction, opening a newer one is refused.
 //!
 //! Messages are stored as JSON rows (the serde form of
-//! [`Message`]) numbered in order, so reopening gives identical messages.
+//! [`Message`]) numbered in order, so reopening gives identical messages;
+//! summaries and checkpoints are text rows of their own.
 //! rusqlite blocks, so every operation runs on tokio's blocking pool: use the
 //! store inside a tokio runtime.
 //!
@@ -47,10 +61,26 @@
 //! assert_eq!(trip.messages, turn);
 //! assert_eq!(trip.meta.usage.total_tokens(), 28);
 //! assert_eq!(reopened.list().await?[0].name, "trip");
+//!
+//! // A run saves its state at each step; the turn it stores clears it.
+//! reopened.save_checkpoint("trip", &serde_json::json!({"step": 1})).await?;
+//! assert!(reopened.list().await?[0].has_checkpoint);
+//! let next = [Message::user("And tomorrow?"), Message::assistant("Rain.")];
+//! reopened.append("trip", &next, &TurnMeta::default()).await?;
+//! assert_eq!(reopened.checkpoint("trip").await?, None);
+//!
+//! // A summary replaces the first turn in the context; the transcript keeps it.
+//! reopened.compact("trip", 2, "Summary: Tokyo was sunny, 21°C.").await?;
+//! let context = reopened.load("trip").await?.ok_or("not stored")?;
+//! assert_eq!(context.messages, [vec![Message::system("Summary: Tokyo was sunny, 21°C.")], next.to_vec()].concat());
+//! assert_eq!(context.summarised, 2);
+//! assert_eq!(reopened.transcript("trip").await?.ok_or("not stored")?.messages.len(), 4);
 //! # Ok(())
 //! # }
 //! ```
 
+mod checkpoint;
+mod context;
 mod ops;
 mod schema;
 
@@ -60,7 +90,7 @@ use std::time::{Duration, SystemTime};
 
 use agent_core::{
     Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta, count_user_messages,
-    utc_timestamp, validate_conversation_name,
+    imported_meta, utc_timestamp, validate_conversation_name,
 };
 use async_trait::async_trait;
 use rusqlite::Connection;
@@ -151,7 +181,13 @@ impl ConversationStore for SqliteStore {
     async fn load(&self, name: &str) -> Result<Option<Conversation>, StoreError> {
         validate_conversation_name(name)?;
         let name = name.to_owned();
-        self.run(move |conn| ops::load(conn, &name)).await
+        self.run(move |conn| context::load(conn, &name)).await
+    }
+
+    async fn transcript(&self, name: &str) -> Result<Option<Conversation>, StoreError> {
+        validate_conversation_name(name)?;
+        let name = name.to_owned();
+        self.run(move |conn| context::transcript(conn, &name)).await
     }
 
     async fn append(&self, name: &str, turn: &[Message], delta: &TurnMeta) -> Result<ConversationMeta, StoreError> {
@@ -168,6 +204,14 @@ impl ConversationStore for SqliteStore {
         self.run(move |conn| ops::append(conn, &name, &encoded, &now())).await
     }
 
+    async fn compact(&self, name: &str, replaced: usize, summary: &str) -> Result<ConversationMeta, StoreError> {
+        validate_conversation_name(name)?;
+        let name = name.to_owned();
+        let summary = summary.to_owned();
+        self.run(move |conn| context::compact(conn, &name, replaced, &summary, &now()))
+            .await
+    }
+
     async fn list(&self) -> Result<Vec<ConversationMeta>, StoreError> {
         self.run(|conn| ops::list(conn)).await
     }
@@ -179,11 +223,31 @@ impl ConversationStore for SqliteStore {
     }
 
     async fn import(&self, conversation: &Conversation) -> Result<ConversationMeta, StoreError> {
-        validate_conversation_name(&conversation.meta.name)?;
+        let meta = imported_meta(conversation)?;
         let messages = encode_all(&conversation.messages)?;
-        let mut meta = conversation.meta.clone();
-        meta.message_count = conversation.messages.len() as u64;
-        meta.user_turns = count_user_messages(&conversation.messages);
         self.run(move |conn| ops::import(conn, &meta, &messages)).await
+    }
+
+    async fn save_checkpoint(&self, name: &str, checkpoint: &serde_json::Value) -> Result<(), StoreError> {
+        validate_conversation_name(name)?;
+        let body = serde_json::to_string(checkpoint).map_err(|error| {
+            StoreError::backend(format!(
+                "could not encode the run checkpoint of conversation `{name}`: {error}"
+            ))
+        })?;
+        let name = name.to_owned();
+        self.run(move |conn| checkpoint::save(conn, &name, &body, &now())).await
+    }
+
+    async fn checkpoint(&self, name: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        validate_conversation_name(name)?;
+        let name = name.to_owned();
+        self.run(move |conn| checkpoint::load(conn, &name)).await
+    }
+
+    async fn clear_checkpoint(&self, name: &str) -> Result<(), StoreError> {
+        validate_conversation_name(name)?;
+        let name = name.to_owned();
+        self.run(move |conn| checkpoint::clear(conn, &name)).await
     }
 }

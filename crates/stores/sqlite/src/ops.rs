@@ -3,7 +3,7 @@
 //! write lock first (waiting up to the busy timeout), so concurrent writers
 //! from any process are serialised and never interleave.
 
-use agent_core::{Conversation, ConversationMeta, Message, Role, StoreError, Usage, make_sendable};
+use agent_core::{ConversationMeta, Message, Role, StoreError, Usage};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use crate::db;
@@ -47,10 +47,13 @@ pub struct EncodedTurn {
     pub cost_usd: f64,
 }
 
+/// The columns [`meta_at`] reads, from `conversations`.
 const META_COLUMNS: &str = "name, created_at, updated_at, provider, model, input_tokens, output_tokens, \
-     cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, message_count, user_turns";
+     cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, message_count, user_turns, \
+     EXISTS (SELECT 1 FROM checkpoints WHERE checkpoints.conversation_id = conversations.id)";
 
-fn count(row: &Row<'_>, index: usize) -> rusqlite::Result<u64> {
+/// A count read from an integer column (negative values read as 0).
+pub fn count(row: &Row<'_>, index: usize) -> rusqlite::Result<u64> {
     Ok(row.get::<_, i64>(index)?.max(0) as u64)
 }
 
@@ -72,19 +75,31 @@ fn meta_at(row: &Row<'_>, first: usize) -> rusqlite::Result<ConversationMeta> {
         cost_usd: row.get(first + 10)?,
         message_count: count(row, first + 11)?,
         user_turns: count(row, first + 12)?,
+        has_checkpoint: row.get(first + 13)?,
     })
 }
 
-fn to_sql_count(value: u64) -> Result<i64, StoreError> {
+/// `value` as an SQLite integer.
+pub fn to_sql_count(value: u64) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::backend(format!("the count {value} is too large to store")))
 }
 
-fn begin_write(conn: &mut Connection) -> Result<Transaction<'_>, StoreError> {
+/// Starts a write: `BEGIN IMMEDIATE` takes the write lock first.
+pub fn begin_write(conn: &mut Connection) -> Result<Transaction<'_>, StoreError> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db)
 }
 
-fn read_meta(tx: &Transaction<'_>, name: &str) -> Result<Option<(i64, ConversationMeta)>, StoreError> {
+/// The id of the conversation `name`; a [`StoreError::NotFound`] when there is none.
+pub fn conversation_id(tx: &Transaction<'_>, name: &str) -> Result<i64, StoreError> {
+    tx.query_row("SELECT id FROM conversations WHERE name = ?1", [name], |row| row.get(0))
+        .optional()
+        .map_err(db)?
+        .ok_or_else(|| StoreError::not_found(name))
+}
+
+/// The id and metadata of the conversation `name`, if it exists.
+pub fn read_meta(tx: &Transaction<'_>, name: &str) -> Result<Option<(i64, ConversationMeta)>, StoreError> {
     tx.query_row(
         &format!("SELECT id, {META_COLUMNS} FROM conversations WHERE name = ?1"),
         [name],
@@ -109,38 +124,6 @@ pub fn create(conn: &mut Connection, name: &str, now: &str) -> Result<Conversati
     }
     tx.commit().map_err(db)?;
     Ok(ConversationMeta::new(name, now))
-}
-
-/// Loads a conversation in one read transaction (a consistent snapshot).
-pub fn load(conn: &mut Connection, name: &str) -> Result<Option<Conversation>, StoreError> {
-    let tx = conn.transaction().map_err(db)?;
-    let Some((id, meta)) = read_meta(&tx, name)? else {
-        return Ok(None);
-    };
-    let mut messages = Vec::with_capacity(usize::try_from(meta.message_count).unwrap_or(0));
-    {
-        let mut statement = tx
-            .prepare_cached("SELECT seq, body FROM messages WHERE conversation_id = ?1 ORDER BY seq")
-            .map_err(db)?;
-        let mut rows = statement.query([id]).map_err(db)?;
-        while let Some(row) = rows.next().map_err(db)? {
-            let seq: i64 = row.get(0).map_err(db)?;
-            let body: String = row.get(1).map_err(db)?;
-            let message = serde_json::from_str(&body).map_err(|error| {
-                StoreError::corrupt(format!(
-                    "message {seq} of conversation `{name}` cannot be read: {error}"
-                ))
-            })?;
-            messages.push(message);
-        }
-    }
-    tx.finish().map_err(db)?;
-    let repairs = make_sendable(&mut messages);
-    Ok(Some(Conversation {
-        meta,
-        messages,
-        repairs,
-    }))
 }
 
 fn insert_messages(
@@ -179,6 +162,9 @@ pub fn append(
         .map_err(db)?;
     let (id, next_seq, turn_index) = found.ok_or_else(|| StoreError::not_found(name))?;
     insert_messages(&tx, id, next_seq, turn_index, &turn.messages)?;
+    // The turn ends the run its checkpoint belongs to: never keep both.
+    tx.execute("DELETE FROM checkpoints WHERE conversation_id = ?1", [id])
+        .map_err(db)?;
     tx.execute(
         "UPDATE conversations SET updated_at = ?2, provider = coalesce(?3, provider), model = coalesce(?4, model), \
          input_tokens = input_tokens + ?5, output_tokens = output_tokens + ?6, \
@@ -218,16 +204,14 @@ pub fn list(conn: &Connection) -> Result<Vec<ConversationMeta>, StoreError> {
     rows.collect::<rusqlite::Result<Vec<_>>>().map_err(db)
 }
 
-/// Deletes a conversation and its messages.
+/// Deletes a conversation with its messages, summaries and checkpoint.
 pub fn delete(conn: &mut Connection, name: &str) -> Result<(), StoreError> {
     let tx = begin_write(conn)?;
-    let id: Option<i64> = tx
-        .query_row("SELECT id FROM conversations WHERE name = ?1", [name], |row| row.get(0))
-        .optional()
-        .map_err(db)?;
-    let id = id.ok_or_else(|| StoreError::not_found(name))?;
-    tx.execute("DELETE FROM messages WHERE conversation_id = ?1", [id])
-        .map_err(db)?;
+    let id = conversation_id(&tx, name)?;
+    for table in ["messages", "summaries", "checkpoints"] {
+        tx.execute(&format!("DELETE FROM {table} WHERE conversation_id = ?1"), [id])
+            .map_err(db)?;
+    }
     tx.execute("DELETE FROM conversations WHERE id = ?1", [id])
         .map_err(db)?;
     tx.commit().map_err(db)

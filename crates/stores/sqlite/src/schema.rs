@@ -10,10 +10,16 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::db;
 
 /// The schema version this crate writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 1: conversations and their messages. 2: summaries (compaction) and run
+/// checkpoints.
+pub const SCHEMA_VERSION: u32 = 2;
 
-/// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [r"
+/// Migration `i` takes the schema from version `i` to `i + 1`. Never edit
+/// one that has been released: files written with it exist.
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    // 1: conversations and their messages.
+    r"
 CREATE TABLE conversations (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -40,7 +46,26 @@ CREATE TABLE messages (
     body TEXT NOT NULL,
     PRIMARY KEY (conversation_id, seq)
 ) WITHOUT ROWID;
-"];
+",
+    // 2: every summary a compaction stored (the newest is the current one;
+    // `summarised` = how many messages, from seq 0, it stands for), and at
+    // most one run checkpoint per conversation (opaque JSON).
+    r"
+CREATE TABLE summaries (
+    id INTEGER PRIMARY KEY,
+    conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    summarised INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX summaries_by_conversation ON summaries (conversation_id, id);
+CREATE TABLE checkpoints (
+    conversation_id INTEGER PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
+    saved_at TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+",
+];
 
 /// Opens (creating when missing) the database at `path`, ready for use by
 /// several processes at once.
@@ -112,4 +137,41 @@ fn prepare_file(path: &Path) -> Result<(), StoreError> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(path).map_err(|error| io("creating", error))?;
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The tables and indexes of `conn`, as SQL.
+    fn schema_of(conn: &Connection) -> Vec<String> {
+        let mut statement = conn
+            .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY name")
+            .unwrap();
+        let rows = statement.query_map([], |row| row.get(0)).unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    #[test]
+    fn a_file_of_every_older_version_migrates_to_the_schema_of_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = open(&dir.path().join("fresh.db"), Duration::from_secs(1)).unwrap();
+        let expected = schema_of(&fresh);
+        assert!(expected.iter().any(|sql| sql.contains("CREATE TABLE checkpoints")));
+        for version in 1..SCHEMA_VERSION {
+            let path = dir.path().join(format!("v{version}.db"));
+            {
+                let old = Connection::open(&path).unwrap();
+                for migration in &MIGRATIONS[..version as usize] {
+                    old.execute_batch(migration).unwrap();
+                }
+                old.pragma_update(None, "user_version", version).unwrap();
+            }
+            let migrated = open(&path, Duration::from_secs(1)).unwrap();
+            assert_eq!(schema_of(&migrated), expected, "from version {version}");
+            let now: u32 = migrated.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
+            assert_eq!(now, SCHEMA_VERSION);
+        }
+    }
 }

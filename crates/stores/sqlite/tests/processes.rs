@@ -9,9 +9,14 @@ use std::process::{Command, Stdio};
 use agent_core::{AssistantMessage, ConversationStore, Message, ToolCall, ToolResult, TurnMeta, Usage};
 use agent_runner::history::is_sendable;
 use agent_store_sqlite::SqliteStore;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const TURNS: usize = 40;
+
+/// The run state a process checkpoints at `step`: large, like a real one.
+fn checkpoint(process: &str, step: usize) -> Value {
+    json!({"process": process, "step": step, "history": turn(process, step), "pad": "x".repeat(20_000)})
+}
 
 /// One agent turn: question, tool call, its result, answer.
 fn turn(process: &str, i: usize) -> Vec<Message> {
@@ -68,8 +73,21 @@ fn worker() {
                     std::thread::sleep(std::time::Duration::from_millis(1));
                 }
             }
+            "checkpoint" => {
+                let go = Path::new(&db).with_file_name("go");
+                while !go.exists() {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                for step in 0..TURNS {
+                    let state = checkpoint(&process, step);
+                    store.save_checkpoint(&process, &state).await.unwrap();
+                    assert_eq!(store.checkpoint(&process).await.unwrap(), Some(state));
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
             "die-mid-append" => {
                 store.append("shared", &turn(&process, 0), &delta()).await.unwrap();
+                store.save_checkpoint("shared", &checkpoint(&process, 1)).await.unwrap();
                 // Do what append does, but die before the commit.
                 let mut raw = rusqlite::Connection::open(&db).unwrap();
                 let tx = raw
@@ -83,6 +101,7 @@ fn worker() {
                     )
                     .unwrap();
                 }
+                tx.execute("DELETE FROM checkpoints", []).unwrap();
                 std::process::abort();
             }
             other => panic!("unknown worker mode {other}"),
@@ -164,12 +183,51 @@ async fn a_process_killed_in_the_middle_of_an_append_leaves_no_part_of_the_turn(
     let loaded = store.load("shared").await.unwrap().unwrap();
     assert_eq!(loaded.messages, turn("p1", 0));
     assert_eq!((loaded.repairs, loaded.meta.message_count), (0, 4));
+    assert_eq!(
+        store.checkpoint("shared").await.unwrap(),
+        Some(checkpoint("p1", 1)),
+        "the run can resume: its checkpoint was not removed without its turn"
+    );
     // The file is healthy and writable after the crash.
     store.append("shared", &turn("p1", 1), &delta()).await.unwrap();
+    assert_eq!(store.checkpoint("shared").await.unwrap(), None);
     let reopened = SqliteStore::open(&db).unwrap();
     let loaded = reopened.load("shared").await.unwrap().unwrap();
     assert_eq!(loaded.messages, [turn("p1", 0), turn("p1", 1)].concat());
     let raw = rusqlite::Connection::open(&db).unwrap();
     let check: String = raw.query_row("PRAGMA integrity_check", [], |row| row.get(0)).unwrap();
     assert_eq!(check, "ok");
+}
+
+#[tokio::test]
+async fn one_process_saves_checkpoints_while_another_appends_to_another_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store.db");
+    let store = SqliteStore::open(&db).unwrap();
+    for name in ["shared", "p1", "p2"] {
+        store.create(name).await.unwrap();
+    }
+    let workers = [spawn_worker("checkpoint", &db, "p1"), spawn_worker("append", &db, "p2")];
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    for child in workers {
+        wait_ok(child);
+    }
+
+    assert_eq!(store.checkpoint("p1").await.unwrap(), Some(checkpoint("p1", TURNS - 1)));
+    assert_eq!(store.checkpoint("p2").await.unwrap(), None);
+    let expected: Vec<Message> = (0..TURNS).flat_map(|i| turn("p2", i)).collect();
+    for name in ["shared", "p2"] {
+        let loaded = store.load(name).await.unwrap().unwrap();
+        assert_eq!(loaded.messages, expected, "{name}");
+    }
+    let listed: Vec<(String, bool, u64)> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|meta| (meta.name, meta.has_checkpoint, meta.message_count))
+        .collect();
+    assert!(listed.contains(&("p1".into(), true, 0)), "{listed:?}");
+    assert!(listed.contains(&("p2".into(), false, (TURNS * 4) as u64)), "{listed:?}");
 }

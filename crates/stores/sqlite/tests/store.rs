@@ -5,48 +5,15 @@
 use std::sync::Arc;
 
 use agent_core::{
-    AssistantMessage, ConversationStore, InMemoryStore, LOST_RESULT, Message, ReasoningBlock, StoreError, ToolCall,
-    ToolResult, TurnMeta, Usage,
+    AssistantMessage, ConversationStore, InMemoryStore, LOST_RESULT, Message, StoreError, ToolCall, ToolResult,
+    TurnMeta, Usage,
 };
 use agent_runner::history::is_sendable;
 use agent_store_sqlite::SqliteStore;
+use common::{rich_turn, temp_store};
 use serde_json::json;
 
-fn temp_store() -> (tempfile::TempDir, SqliteStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("store.db")).unwrap();
-    (dir, store)
-}
-
-/// A turn of every kind of message: text, parallel tool calls with
-/// malformed arguments, reasoning blocks, results (one failed), unicode.
-fn rich_turn(tag: &str) -> Vec<Message> {
-    let mut malformed = ToolCall::from_argument_text(format!("{tag}-2"), "calc", "{1 + }");
-    malformed.raw_arguments = Some("{1 + }".into());
-    vec![
-        Message::user(format!("{tag}: weather in Tōkyō? 🌧")),
-        Message::Assistant(AssistantMessage {
-            content: "Looking it up.".into(),
-            tool_calls: vec![
-                ToolCall::new(
-                    format!("{tag}-1"),
-                    "get_weather",
-                    json!({"location": "Tokyo", "days": [1, 2]}),
-                ),
-                malformed,
-            ],
-            reasoning: vec![ReasoningBlock {
-                text: "think".into(),
-                signature: Some("sig==".into()),
-                data: Some(json!({"opaque": true})),
-                provider: Some("anthropic".into()),
-            }],
-        }),
-        Message::tool(ToolResult::success(format!("{tag}-1"), "get_weather", r#"{"temp":21}"#)),
-        Message::tool(ToolResult::error(format!("{tag}-2"), "calc", "invalid arguments")),
-        Message::assistant(format!("{tag}: sunny, 21°C.")),
-    ]
-}
+mod common;
 
 /// What every ConversationStore must do.
 async fn check_contract(store: &dyn ConversationStore) {
@@ -85,7 +52,13 @@ async fn check_contract(store: &dyn ConversationStore) {
 
     let loaded = store.load("trip").await.unwrap().unwrap();
     assert_eq!(loaded.messages, [rich_turn("a"), rich_turn("b")].concat());
-    assert_eq!((loaded.repairs, &loaded.meta), (0, &meta));
+    assert_eq!((loaded.repairs, loaded.summarised, &loaded.meta), (0, 0, &meta));
+    assert!(!meta.has_checkpoint);
+    assert_eq!(
+        store.transcript("trip").await.unwrap().unwrap(),
+        loaded,
+        "without a summary the transcript is the context"
+    );
 
     store.create("other").await.unwrap();
     let names: Vec<String> = store.list().await.unwrap().into_iter().map(|m| m.name).collect();
@@ -295,6 +268,112 @@ async fn a_damaged_row_names_the_message_and_a_newer_schema_is_refused() {
     drop(raw);
     let error = SqliteStore::open(&path).unwrap_err();
     assert!(error.to_string().contains("schema version 99"), "{error}");
+}
+
+/// The schema of version 1, as the first release wrote it.
+const SCHEMA_V1: &str = r"
+CREATE TABLE conversations (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    provider TEXT NOT NULL DEFAULT '',
+    model TEXT NOT NULL DEFAULT '',
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    user_turns INTEGER NOT NULL DEFAULT 0,
+    turn_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX conversations_by_update ON conversations (updated_at DESC, name);
+CREATE TABLE messages (
+    conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    turn INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+) WITHOUT ROWID;
+PRAGMA user_version = 1;
+";
+
+#[tokio::test]
+async fn a_version_1_file_is_upgraded_and_keeps_its_conversations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let turn = rich_turn("old");
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        let mode: String = raw
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        raw.execute_batch(SCHEMA_V1).unwrap();
+        raw.execute(
+            "INSERT INTO conversations (name, created_at, updated_at, provider, model, input_tokens, \
+             output_tokens, cost_usd, message_count, user_turns, turn_count) \
+             VALUES ('old', '2025-01-01T00:00:00.000Z', '2025-01-02T00:00:00.000Z', 'openai', 'gpt-4o', \
+             100, 20, 0.5, 5, 1, 1)",
+            [],
+        )
+        .unwrap();
+        for (seq, message) in (0_i64..).zip(&turn) {
+            raw.execute(
+                "INSERT INTO messages (conversation_id, seq, turn, role, body) VALUES (1, ?1, 0, ?2, ?3)",
+                rusqlite::params![
+                    seq,
+                    format!("{:?}", message.role()).to_lowercase(),
+                    serde_json::to_string(message).unwrap()
+                ],
+            )
+            .unwrap();
+        }
+    }
+
+    let store = SqliteStore::open(&path).unwrap();
+    let loaded = store.load("old").await.unwrap().unwrap();
+    assert_eq!(loaded.messages, turn);
+    assert_eq!((loaded.repairs, loaded.summarised), (0, 0));
+    let meta = &loaded.meta;
+    assert_eq!(
+        (meta.created_at.as_str(), meta.updated_at.as_str()),
+        ("2025-01-01T00:00:00.000Z", "2025-01-02T00:00:00.000Z")
+    );
+    assert_eq!((meta.provider.as_str(), meta.model.as_str()), ("openai", "gpt-4o"));
+    assert_eq!(
+        (meta.usage, meta.message_count, meta.user_turns),
+        (Usage::new(100, 20), 5, 1)
+    );
+    assert!(!meta.has_checkpoint);
+    assert_eq!(store.list().await.unwrap(), vec![meta.clone()]);
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let version: u32 = raw.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
+    assert_eq!(version, agent_store_sqlite::SCHEMA_VERSION);
+    assert_eq!(version, 2);
+
+    // The upgraded file does what a new one does.
+    store
+        .append("old", &rich_turn("new"), &TurnMeta::default())
+        .await
+        .unwrap();
+    store.compact("old", 5, "Summary of the old turn.").await.unwrap();
+    store.save_checkpoint("old", &json!({"step": 1})).await.unwrap();
+    drop(store);
+    let reopened = SqliteStore::open(&path).unwrap();
+    let context = reopened.load("old").await.unwrap().unwrap();
+    assert_eq!(
+        context.messages,
+        [vec![Message::system("Summary of the old turn.")], rich_turn("new")].concat()
+    );
+    assert!(context.meta.has_checkpoint);
+    assert_eq!(
+        reopened.transcript("old").await.unwrap().unwrap().messages,
+        [turn, rich_turn("new")].concat()
+    );
 }
 
 #[cfg(unix)]
