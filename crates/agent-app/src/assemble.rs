@@ -47,6 +47,7 @@ pub fn catalog_for(settings: &Settings, client: &dyn LlmClient) -> Arc<ModelCata
 pub fn build_agent(settings: &Settings, client: Arc<dyn LlmClient>, tools: &ToolBox) -> Agent {
     let agent = &settings.config.agent;
     let catalog = catalog_for(settings, client.as_ref());
+    let window = crate::providers::configured_context_window(settings, client.as_ref());
     let config = RunConfig {
         max_iterations: agent.max_iterations,
         tool_protocol: agent.tool_protocol,
@@ -66,6 +67,9 @@ pub fn build_agent(settings: &Settings, client: Arc<dyn LlmClient>, tools: &Tool
         .config(config)
         .prompt_caching(agent.prompt_caching)
         .catalog(catalog);
+    if let Some(window) = window {
+        builder = builder.context_window(window);
+    }
     if let Some(max_tokens) = agent.max_tokens {
         builder = builder.max_tokens(max_tokens);
     }

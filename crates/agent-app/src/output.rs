@@ -165,6 +165,7 @@ mod tests {
             provider: "openai".into(),
             model: "gpt-4o-mini".into(),
             messages: vec![Message::user("Weather in Tokyo?")],
+            compactions: Vec::new(),
         }
     }
 

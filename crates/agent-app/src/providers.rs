@@ -210,6 +210,19 @@ fn setup_error(provider: &str, error: LlmError) -> AppError {
     }
 }
 
+/// The context window the configuration gives the model of `client`, when
+/// it gives one: the local model's `[providers.llama] context_size` (its
+/// `n_ctx`, which no catalog knows). Other models' windows come from the
+/// catalog.
+pub fn configured_context_window(settings: &Settings, client: &dyn LlmClient) -> Option<u64> {
+    #[cfg(feature = "llama")]
+    if client.provider() == "llama" {
+        return llama::context_size(settings);
+    }
+    let _ = (settings, client);
+    None
+}
+
 #[cfg(feature = "openai")]
 mod openai {
     use std::sync::Arc;
@@ -333,6 +346,12 @@ mod llama {
     use crate::config::Settings;
     use crate::env::{Env, HOME_VAR};
     use crate::error::{AppError, ConfigError};
+
+    /// `context_size` of the `[providers.llama]` table (its default when unset).
+    pub(super) fn context_size(settings: &Settings) -> Option<u64> {
+        let config: LlamaConfig = settings.provider_table("llama").ok()?;
+        Some(u64::from(config.context_size))
+    }
 
     pub(super) async fn client(
         settings: &Settings,

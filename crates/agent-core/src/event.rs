@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{AgentRunResult, StopReason, ToolCall, ToolChoice, Usage};
+use crate::{AgentRunResult, CompactionTrigger, StopReason, ToolCall, ToolChoice, Usage};
 
 /// A step of a running agent. Plain data, so a CLI, a web page, a log or a
 /// test can consume it.
@@ -78,6 +78,30 @@ pub enum AgentEvent {
     LoopDetected {
         /// 1-based iteration.
         iteration: u32,
+    },
+    /// The conversation was compacted to fit the model's context window
+    /// before the model call of `iteration`; the run's record has the same
+    /// figures and the summary in
+    /// [`AgentRunResult::compactions`](crate::AgentRunResult::compactions).
+    ContextCompacted {
+        /// 1-based iteration of the model call it was made for.
+        iteration: u32,
+        /// What started it.
+        trigger: CompactionTrigger,
+        /// The estimated input tokens of the request before.
+        estimated_tokens_before: u64,
+        /// The estimated input tokens of the request after.
+        estimated_tokens_after: u64,
+        /// Tool results whose content was replaced by a marker.
+        elided_results: usize,
+        /// The bytes of content those results had.
+        elided_bytes: usize,
+        /// Leading messages replaced by one summary message (0: none).
+        replaced_messages: usize,
+        /// Model calls made to write the summary.
+        summary_calls: u32,
+        /// The tokens those calls used.
+        summary_usage: Usage,
     },
     /// An iteration (model call plus its tools) ended.
     IterationFinished {

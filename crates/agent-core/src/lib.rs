@@ -44,7 +44,9 @@ pub use event::AgentEvent;
 pub use memory_store::InMemoryStore;
 pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
 pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};
-pub use run::{AgentRunResult, ModelCallRecord, StopCause, ToolCallRecord};
+pub use run::{
+    AgentRunResult, CallPurpose, CompactionRecord, CompactionTrigger, ModelCallRecord, StopCause, ToolCallRecord,
+};
 pub use said::UserWords;
 pub use store::{
     Conversation, ConversationMeta, ConversationStore, LOST_RESULT, MAX_CONVERSATION_NAME_LEN, StoreError, TurnMeta,

@@ -87,6 +87,97 @@ pub struct ModelCallRecord {
     pub stop_reason: StopReason,
     /// Wall-clock time of the call.
     pub duration_ms: u64,
+    /// What the call was for: a turn of the conversation (the default,
+    /// not written in JSON) or a summary made to compact it.
+    #[serde(default, skip_serializing_if = "CallPurpose::is_chat")]
+    pub purpose: CallPurpose,
+}
+
+/// What a model call of a run was for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallPurpose {
+    /// A turn of the conversation: the request with the tools and the history.
+    #[default]
+    Chat,
+    /// A summary of the oldest messages, made to fit the conversation in the
+    /// model's context window (see [`CompactionRecord`]). Not an iteration.
+    Summary,
+}
+
+impl CallPurpose {
+    /// Whether this is [`CallPurpose::Chat`].
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+    pub fn is_chat(&self) -> bool {
+        *self == Self::Chat
+    }
+}
+
+/// Why the conversation was compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// The next request's estimated size passed the configured share of the
+    /// model's context window.
+    Threshold,
+    /// The provider refused a request as too long for the context window;
+    /// the request was retried once after the compaction.
+    ContextLengthError,
+}
+
+/// One compaction of the conversation, made before a model call so that the
+/// request fits in the model's context window.
+///
+/// First, large tool results outside the most recent turns are *elided*: their
+/// content is replaced by a marker saying how large it was (call id, tool and
+/// error flag stay). Then, when that is not enough, the oldest turns are
+/// *summarised*: the first [`replaced_messages`](Self::replaced_messages)
+/// messages are replaced by one [`Message::System`] whose content is
+/// [`summary`](Self::summary).
+///
+/// # Keeping a stored conversation in step
+///
+/// `replaced_messages` counts leading messages of the run's messages *as they
+/// were when this compaction began*: the history the run was started with
+/// (a summary at its start included) as changed by the earlier compactions of
+/// the same run, which left their summary first. A compaction never cuts into
+/// the run's own user message or anything after it, so the replaced messages
+/// are always messages of that history (when it was sendable, as a
+/// conversation store loads it). A caller that stores the conversation applies
+/// each record in order, as
+/// `ConversationStore::compact(name, record.replaced_messages, &summary)`, and
+/// finds the messages the run added at
+/// [`AgentRunResult::added_messages_start`]. Elided tool results are changed
+/// in the run's messages only; the stored messages keep them whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionRecord {
+    /// What started it.
+    pub trigger: CompactionTrigger,
+    /// The iteration (1-based) of the model call it was made for.
+    pub iteration: u32,
+    /// The estimated input tokens of that call's request before the compaction.
+    pub estimated_tokens_before: u64,
+    /// The estimated input tokens of that call's request after it.
+    pub estimated_tokens_after: u64,
+    /// Tool results whose content was replaced by a marker.
+    pub elided_results: usize,
+    /// The bytes of content those results had.
+    pub elided_bytes: usize,
+    /// Leading messages replaced by the summary message (0: none were).
+    pub replaced_messages: usize,
+    /// The content of the summary message (its fixed prefix and the model's
+    /// summary), when messages were summarised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Model calls made to write the summary (a long history is summarised
+    /// in several rounds, each summary folded into the next); they are in
+    /// [`AgentRunResult::model_calls`] with [`CallPurpose::Summary`], and
+    /// their usage and cost count in the run's totals and budgets.
+    #[serde(default)]
+    pub summary_calls: u32,
+    /// The tokens those calls used.
+    #[serde(default, skip_serializing_if = "Usage::is_empty")]
+    pub summary_usage: Usage,
 }
 
 /// Everything a run produced.
@@ -114,5 +205,27 @@ pub struct AgentRunResult {
     /// The model used.
     pub model: String,
     /// The whole conversation (without the system prompt), ready to continue.
+    /// After a [compaction](CompactionRecord) it starts with the summary.
     pub messages: Vec<Message>,
+    /// Every compaction of the conversation, in order (none when it always
+    /// fitted; not written in JSON then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compactions: Vec<CompactionRecord>,
+}
+
+impl AgentRunResult {
+    /// Where the messages the run added (its user message and everything
+    /// after it) start in [`messages`](Self::messages), for a run started
+    /// with a sendable history of `history_len` messages: each summary
+    /// replaced `replaced_messages` of them with one message. `None` when
+    /// the compactions do not fit such a history.
+    pub fn added_messages_start(&self, history_len: usize) -> Option<usize> {
+        self.compactions
+            .iter()
+            .filter(|compaction| compaction.replaced_messages > 0)
+            .try_fold(history_len, |start, compaction| {
+                start.checked_sub(compaction.replaced_messages).map(|kept| kept + 1)
+            })
+            .filter(|start| *start < self.messages.len())
+    }
 }

@@ -1,9 +1,10 @@
 //! Every DTO survives a JSON round trip unchanged.
 
 use agent_core::{
-    AgentEvent, AgentRunResult, AssistantMessage, Capabilities, ChatRequest, ChatResponse, LlmError, LlmErrorKind,
-    Message, ModelCallRecord, ReasoningBlock, ResponseFormat, StopCause, StopReason, StreamEvent, ToolCall,
-    ToolCallRecord, ToolChoice, ToolDefinition, ToolOutput, ToolResult, Usage,
+    AgentEvent, AgentRunResult, AssistantMessage, CallPurpose, Capabilities, ChatRequest, ChatResponse,
+    CompactionRecord, CompactionTrigger, LlmError, LlmErrorKind, Message, ModelCallRecord, ReasoningBlock,
+    ResponseFormat, StopCause, StopReason, StreamEvent, ToolCall, ToolCallRecord, ToolChoice, ToolDefinition,
+    ToolOutput, ToolResult, Usage,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -147,14 +148,37 @@ fn responses_events_errors_and_records_round_trip() {
             cost_usd: Some(0.5),
             stop_reason: StopReason::EndTurn,
             duration_ms: 9,
+            purpose: CallPurpose::Chat,
         }],
         usage: Usage::new(1, 2),
         cost_usd: None,
         provider: "p".into(),
         model: "m".into(),
         messages: conversation(),
+        compactions: Vec::new(),
     };
     round_trip(&result);
+    let compacted = AgentRunResult {
+        model_calls: vec![ModelCallRecord {
+            purpose: CallPurpose::Summary,
+            ..result.model_calls[0].clone()
+        }],
+        compactions: vec![compaction()],
+        ..result.clone()
+    };
+    round_trip(&compacted);
+    let record = compaction();
+    round_trip(&AgentEvent::ContextCompacted {
+        iteration: record.iteration,
+        trigger: record.trigger,
+        estimated_tokens_before: record.estimated_tokens_before,
+        estimated_tokens_after: record.estimated_tokens_after,
+        elided_results: record.elided_results,
+        elided_bytes: record.elided_bytes,
+        replaced_messages: record.replaced_messages,
+        summary_calls: record.summary_calls,
+        summary_usage: record.summary_usage,
+    });
     round_trip(&AgentEvent::LoopDetected { iteration: 2 });
     round_trip(&AgentEvent::ModelRequestStarted {
         iteration: 1,
@@ -182,4 +206,108 @@ fn tool_call_records_without_cached_read_as_run() {
     assert_eq!(serde_json::to_value(&record).unwrap_or_default(), old);
     let cached = ToolCallRecord { cached: true, ..record };
     assert_eq!(serde_json::to_value(&cached).unwrap_or_default()["cached"], json!(true));
+}
+
+fn compaction() -> CompactionRecord {
+    CompactionRecord {
+        trigger: CompactionTrigger::ContextLengthError,
+        iteration: 3,
+        estimated_tokens_before: 9000,
+        estimated_tokens_after: 1200,
+        elided_results: 2,
+        elided_bytes: 20_000,
+        replaced_messages: 4,
+        summary: Some("Summary of the earlier conversation:\nThe user asked.".into()),
+        summary_calls: 1,
+        summary_usage: Usage::new(900, 40),
+    }
+}
+
+/// Records and results written before compaction existed still load, and
+/// ones without a compaction or a summary call are written as before.
+#[test]
+fn records_without_compaction_fields_read_and_write_as_before() {
+    let old_call = json!({
+        "iteration": 1, "model": "m", "usage": {"input_tokens": 1, "output_tokens": 2},
+        "cost_usd": null, "stop_reason": "end_turn", "duration_ms": 9
+    });
+    let call: ModelCallRecord = serde_json::from_value(old_call).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(call.purpose, CallPurpose::Chat);
+    let written = serde_json::to_value(&call).unwrap_or_default();
+    assert_eq!(written.get("purpose"), None);
+    let summary = ModelCallRecord {
+        purpose: CallPurpose::Summary,
+        ..call
+    };
+    assert_eq!(
+        serde_json::to_value(&summary).unwrap_or_default()["purpose"],
+        json!("summary")
+    );
+
+    let old_result = json!({
+        "response": "done", "stop_reason": "completed", "iterations": 1, "tool_calls": [],
+        "model_calls": [], "usage": {}, "cost_usd": null, "provider": "p", "model": "m", "messages": []
+    });
+    let result: AgentRunResult = serde_json::from_value(old_result).unwrap_or_else(|e| panic!("{e}"));
+    assert!(result.compactions.is_empty());
+    assert_eq!(
+        serde_json::to_value(&result).unwrap_or_default().get("compactions"),
+        None
+    );
+    assert_eq!(
+        serde_json::to_value(CompactionTrigger::ContextLengthError).unwrap_or_default(),
+        json!("context_length_error")
+    );
+}
+
+/// The messages a run added are found after its compactions: each summary
+/// replaced leading messages of the history with one message.
+#[test]
+fn the_added_messages_are_found_after_compactions() {
+    let run_messages = vec![
+        Message::system("Summary of the earlier conversation:\nsecond"),
+        Message::user("recent"),
+        Message::assistant("ok"),
+        Message::user("new question"),
+        Message::assistant("answer"),
+    ];
+    let first = CompactionRecord {
+        replaced_messages: 5,
+        ..compaction()
+    };
+    let second = CompactionRecord {
+        replaced_messages: 3,
+        ..compaction()
+    };
+    let elided_only = CompactionRecord {
+        replaced_messages: 0,
+        summary: None,
+        ..compaction()
+    };
+    let result = |compactions: Vec<CompactionRecord>| AgentRunResult {
+        response: "answer".into(),
+        stop_reason: StopCause::Completed,
+        stop_detail: None,
+        iterations: 1,
+        tool_calls: Vec::new(),
+        model_calls: Vec::new(),
+        usage: Usage::default(),
+        cost_usd: None,
+        provider: "p".into(),
+        model: "m".into(),
+        messages: run_messages.clone(),
+        compactions,
+    };
+    // A history of 9: the first summary left 1 + 4, the second replaced
+    // that summary and 2 more, leaving 1 + 2; the run's messages start at 3.
+    let compacted = result(vec![first.clone(), elided_only.clone(), second]);
+    assert_eq!(compacted.added_messages_start(9), Some(3));
+    assert_eq!(compacted.messages[3], Message::user("new question"));
+    assert_eq!(result(vec![elided_only]).added_messages_start(3), Some(3));
+    assert_eq!(result(Vec::new()).added_messages_start(5), None, "past the end");
+    assert_eq!(
+        result(vec![first]).added_messages_start(4),
+        None,
+        "more replaced than the history had"
+    );
 }

@@ -10,6 +10,7 @@
 //! | [`REACT`] | `tools`, `tool_names` |
 //! | [`TOOL_CALL_PROTOCOL`] | `tools` |
 //! | [`FORCED_FINAL_ANSWER`] | none |
+//! | [`SUMMARISE_CONVERSATION`] | `conversation` |
 //!
 //! `tools` is meant to be filled with [`render_tool_list`](crate::render_tool_list)
 //! and `tool_names` with [`tool_names`](crate::tool_names).
@@ -45,9 +46,12 @@ pub const REACT: &str = "react";
 pub const TOOL_CALL_PROTOCOL: &str = "tool_call_protocol";
 /// Sent when the iteration limit is reached: answer from what is known, call no tools.
 pub const FORCED_FINAL_ANSWER: &str = "forced_final_answer";
+/// Summarise the oldest part of a conversation so that the summary can replace
+/// it when the conversation no longer fits in the model's context window.
+pub const SUMMARISE_CONVERSATION: &str = "summarise_conversation";
 
 /// Every built-in template: name and text.
-const TEMPLATES: [(&str, &str); 8] = [
+const TEMPLATES: [(&str, &str); 9] = [
     (
         ZERO_SHOT_CLASSIFICATION,
         include_str!("../templates/zero_shot_classification.md"),
@@ -62,10 +66,15 @@ const TEMPLATES: [(&str, &str); 8] = [
     (REACT, include_str!("../templates/react.md")),
     (TOOL_CALL_PROTOCOL, include_str!("../templates/tool_call_protocol.md")),
     (FORCED_FINAL_ANSWER, include_str!("../templates/forced_final_answer.md")),
+    (
+        SUMMARISE_CONVERSATION,
+        include_str!("../templates/summarise_conversation.md"),
+    ),
 ];
 
 /// Parsed templates, one cell per entry of [`TEMPLATES`].
-static PARSED: [OnceLock<Result<Arc<PromptTemplate>, PromptError>>; 8] = [const { OnceLock::new() }; 8];
+static PARSED: [OnceLock<Result<Arc<PromptTemplate>, PromptError>>; TEMPLATES.len()] =
+    [const { OnceLock::new() }; TEMPLATES.len()];
 
 /// The names of all built-in templates.
 pub fn names() -> impl Iterator<Item = &'static str> {
@@ -113,7 +122,7 @@ mod tests {
 
     #[test]
     fn every_builtin_parses_with_the_documented_variables() {
-        let expected: [(&str, &[&str]); 8] = [
+        let expected: [(&str, &[&str]); 9] = [
             (ZERO_SHOT_CLASSIFICATION, &["categories", "text"]),
             (FEW_SHOT_CLASSIFICATION, &["categories", "examples", "text"]),
             (JSON_EXTRACTION, &["schema", "text"]),
@@ -122,6 +131,7 @@ mod tests {
             (REACT, &["tools", "tool_names"]),
             (TOOL_CALL_PROTOCOL, &["tools"]),
             (FORCED_FINAL_ANSWER, &[]),
+            (SUMMARISE_CONVERSATION, &["conversation"]),
         ];
         for (name, variables) in expected {
             let template = get(name).expect("built-in parses");

@@ -12,7 +12,7 @@
 //!   `NAME.txt`), parsed once and cached (thread-safe).
 //! - [`builtin`]: the prompts Agentry ships (classification, JSON extraction,
 //!   question answering, the agent system prompt, ReAct, the text tool-call
-//!   protocol, the forced final answer).
+//!   protocol, the forced final answer, the conversation summary).
 //! - [`PromptSource`]: "load a template by name", implemented by the store,
 //!   the built-ins and [`LayeredSource`] (e.g. a directory of overrides with
 //!   the built-ins as fallback: [`PromptStore::with_builtin_fallback`]).

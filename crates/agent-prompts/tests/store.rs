@@ -226,6 +226,13 @@ fn builtins_render_with_their_variables() {
         .expect("render");
     assert!(final_answer.contains("Do not call any more tools"));
 
+    let summary = builtin::get(builtin::SUMMARISE_CONVERSATION)
+        .expect("summary")
+        .render([("conversation", "[user] Book a flight to Oslo.")])
+        .expect("render");
+    assert!(summary.starts_with("Summarise the conversation below."), "{summary}");
+    assert!(summary.contains("<conversation>\n[user] Book a flight to Oslo.\n</conversation>"));
+
     let error = builtin::get("nope").expect_err("unknown");
     assert!(matches!(error, PromptError::NotFound { .. }));
 }

@@ -1,7 +1,7 @@
 //! The agent: configuration plus the entry points that run the loop.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_core::{
     AgentEvent, AgentRunResult, ChatRequest, LlmClient, LlmError, Message, ModelCatalog, StopCause, ToolChoice,
@@ -11,10 +11,10 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use crate::cache::{ToolResultCache, caller_scope};
-use crate::driver::Driver;
+use crate::driver::{Driver, deadline_instant};
 use crate::state::RunState;
 use crate::step::RunIdentity;
-use crate::{Budget, Protocol, RunConfig, ToolProtocol, prompts};
+use crate::{Budget, ContextPolicy, Protocol, RunConfig, ToolProtocol, prompts};
 
 /// Stop sequences of a ReAct run, so the model cannot write an Observation.
 pub const REACT_STOP_SEQUENCES: &[&str] = &["\nObservation:"];
@@ -142,12 +142,13 @@ impl Agent {
             provider: inner.client.provider().to_owned(),
             model: inner.client.model().to_owned(),
         };
-        let pricing = inner
-            .catalog
-            .as_ref()
-            .and_then(|catalog| catalog.get(&identity.model))
-            .map(|info| info.pricing);
-        RunState::new(identity, inner.config.clone(), request, pricing)
+        let info = inner.catalog.as_ref().and_then(|catalog| catalog.get(&identity.model));
+        let pricing = info.map(|info| info.pricing);
+        let mut config = inner.config.clone();
+        if config.context.window_tokens.is_none() {
+            config.context.window_tokens = info.and_then(|info| info.context_window);
+        }
+        RunState::new(identity, config, request, pricing)
             .with_protocol(protocol)
             .with_forced_answer(inner.forced_answer_instruction.clone())
     }
@@ -176,7 +177,8 @@ impl Agent {
             user_words: user_words(context, &state),
             ..context.clone()
         };
-        self.driver(&context, None).drive(&mut state).await;
+        let deadline = state.start_deadline();
+        self.driver(&context, None, deadline).drive(&mut state).await;
         finish(state)
     }
 
@@ -207,7 +209,8 @@ impl Agent {
                 provider: agent.inner.client.provider().to_owned(),
                 model: agent.inner.client.model().to_owned(),
             });
-            agent.driver(&context, Some(&sender)).drive(&mut state).await;
+            let deadline = state.start_deadline();
+            agent.driver(&context, Some(&sender), deadline).drive(&mut state).await;
             let result = state.into_result();
             let _ = sender.send(AgentEvent::RunFinished {
                 result: Box::new(result),
@@ -219,17 +222,19 @@ impl Agent {
         }
     }
 
+    /// The driver of a run that must end by `deadline`.
     fn driver<'a>(
         &'a self,
         context: &'a ToolContext,
         events: Option<&'a mpsc::UnboundedSender<AgentEvent>>,
+        deadline: Option<std::time::SystemTime>,
     ) -> Driver<'a> {
         let inner = &self.inner;
         Driver {
             client: inner.client.as_ref(),
             registry: inner.registry.as_ref(),
             context,
-            deadline: inner.config.budget.deadline.map(|limit| Instant::now() + limit),
+            deadline: deadline.map(deadline_instant),
             max_concurrent_tools: inner.config.max_concurrent_tools,
             capture_content: inner.capture_content,
             events,
@@ -436,9 +441,27 @@ impl AgentBuilder {
         self
     }
 
-    /// Wall-clock limit of a run.
+    /// Wall-clock limit of a run. It starts when the run does
+    /// ([`Agent::start`]) and is kept in the [`RunState`]: a saved run
+    /// resumed later has what was left of it, or none.
     pub fn deadline(mut self, limit: Duration) -> Self {
         self.config.budget.deadline = Some(limit);
+        self
+    }
+
+    /// The model's context window in tokens (say a local model's `n_ctx`),
+    /// for the compaction of conversations that outgrow it. Without it the
+    /// [catalog](Self::catalog)'s window for the model is used, if it has
+    /// one. See [`ContextPolicy`].
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.config.context.window_tokens = Some(tokens);
+        self
+    }
+
+    /// How conversations are kept within the model's context window
+    /// (default: compact at 80% of a known window, keeping 4 recent turns).
+    pub fn context_policy(mut self, policy: ContextPolicy) -> Self {
+        self.config.context = policy;
         self
     }
 
@@ -468,7 +491,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Prices usage with this catalog.
+    /// Prices usage with this catalog, which also gives the model's context
+    /// window when [`context_window`](Self::context_window) is not set.
     pub fn catalog(mut self, catalog: Arc<ModelCatalog>) -> Self {
         self.catalog = Some(catalog);
         self

@@ -20,7 +20,7 @@
 //! JSON, code and most other languages take more tokens), so a call is
 //! refused only when its input plus `max_tokens` cannot fit in what is left.
 
-use agent_core::{Message, Pricing, Usage};
+use agent_core::{ChatRequest, Message, Pricing, Usage};
 
 use crate::Budget;
 
@@ -140,28 +140,43 @@ pub(crate) fn unenforced_cost_note(budget: &Budget, cost_usd: Option<f64>, model
 /// The tokens `messages` take at least: their text, tool names and
 /// arguments, one token per [`CHARS_PER_TOKEN`] characters.
 pub(crate) fn approximate_tokens(messages: &[Message]) -> u64 {
-    let chars: usize = messages
+    messages.iter().map(message_chars).sum::<u64>() / CHARS_PER_TOKEN
+}
+
+/// The characters `message` is sized by: its text, and the names and
+/// arguments of its tool calls.
+pub(crate) fn message_chars(message: &Message) -> u64 {
+    let chars = match message {
+        Message::System { content } | Message::User { content } => content.chars().count(),
+        Message::Assistant(reply) => {
+            reply.content.chars().count()
+                + reply
+                    .tool_calls
+                    .iter()
+                    .map(|call| {
+                        let arguments = match &call.raw_arguments {
+                            Some(raw) => raw.chars().count(),
+                            None => call.arguments.to_string().chars().count(),
+                        };
+                        call.name.chars().count() + arguments
+                    })
+                    .sum::<usize>()
+        }
+        Message::Tool(result) => result.content.chars().count(),
+    };
+    chars as u64
+}
+
+/// The characters of what a request sends besides its messages: the system
+/// prompt and each tool's name, description and parameter schema (as JSON).
+pub(crate) fn fixed_chars(request: &ChatRequest) -> u64 {
+    let system = request.system.as_deref().map_or(0, |system| system.chars().count());
+    let tools: usize = request
+        .tools
         .iter()
-        .map(|message| match message {
-            Message::System { content } | Message::User { content } => content.chars().count(),
-            Message::Assistant(reply) => {
-                reply.content.chars().count()
-                    + reply
-                        .tool_calls
-                        .iter()
-                        .map(|call| {
-                            let arguments = match &call.raw_arguments {
-                                Some(raw) => raw.chars().count(),
-                                None => call.arguments.to_string().chars().count(),
-                            };
-                            call.name.chars().count() + arguments
-                        })
-                        .sum::<usize>()
-            }
-            Message::Tool(result) => result.content.chars().count(),
-        })
+        .map(|tool| tool.name.chars().count() + tool.description.chars().count() + tool.input_schema.to_string().len())
         .sum();
-    chars as u64 / CHARS_PER_TOKEN
+    (system + tools) as u64
 }
 
 #[cfg(test)]

@@ -89,6 +89,65 @@ pub struct RunConfig {
     /// request.
     #[serde(default = "default_max_tool_result_bytes")]
     pub max_tool_result_bytes: usize,
+    /// Keeping the conversation within the model's context window.
+    #[serde(default)]
+    pub context: ContextPolicy,
+}
+
+/// When and how a run compacts its conversation to fit the model's context
+/// window (see [`crate::context`] for the estimate and the steps).
+///
+/// Before each model call the request's size is estimated; above
+/// [`compact_at`](Self::compact_at) of the window (less the request's
+/// `max_tokens`), large tool results outside the
+/// [recent turns](Self::keep_recent_turns) are elided, then, if that is not
+/// enough, the oldest turns are summarised by the model. A provider error
+/// saying the request is too long starts one compaction and one retry of the
+/// call, window known or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ContextPolicy {
+    /// Compaction and the retry after a context-length error (default on).
+    pub enabled: bool,
+    /// The model's context window in tokens (say a local model's `n_ctx`).
+    /// When unset, the agent takes it from its catalog's
+    /// [`ModelInfo::context_window`](agent_core::ModelInfo) for the model
+    /// when a run starts; when neither knows it, nothing is compacted before
+    /// a call, but a context-length error still is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_tokens: Option<u64>,
+    /// The share of the window a request may fill, its `max_tokens`
+    /// included, before it is compacted (default 0.8; values outside
+    /// (0, 1] count as the default).
+    pub compact_at: f64,
+    /// Turns (a user message and everything up to the next one) kept as
+    /// they are at the end of the conversation (default 4). Fewer are kept
+    /// when they alone do not fit; the last user message and everything
+    /// after it always are.
+    pub keep_recent_turns: usize,
+    /// Tool results longer than this many bytes, outside the recent turns,
+    /// are the first to go: their content becomes a marker saying how long
+    /// they were (default 1024).
+    pub elide_results_over_bytes: usize,
+    /// The most tokens a summary may take (default 1024; never more than a
+    /// quarter of what a request may fill).
+    pub summary_max_tokens: u32,
+}
+
+/// The default of [`ContextPolicy::compact_at`].
+pub const DEFAULT_COMPACT_AT: f64 = 0.8;
+
+impl Default for ContextPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            window_tokens: None,
+            compact_at: DEFAULT_COMPACT_AT,
+            keep_recent_turns: 4,
+            elide_results_over_bytes: 1024,
+            summary_max_tokens: 1024,
+        }
+    }
 }
 
 /// The default of [`RunConfig::max_tool_result_bytes`]: 32 KiB.
@@ -119,6 +178,7 @@ impl Default for RunConfig {
             tool_protocol: ToolProtocol::Auto,
             budget: Budget::default(),
             max_tool_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
+            context: ContextPolicy::default(),
         }
     }
 }

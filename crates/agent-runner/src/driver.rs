@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use agent_core::{
     AgentEvent, ChatRequest, ChatResponse, LlmClient, LlmError, StopCause, StreamAccumulator, StreamEvent, ToolCall,
@@ -26,6 +26,7 @@ pub(crate) struct Driver<'a> {
     pub client: &'a dyn LlmClient,
     pub registry: &'a dyn ToolRegistry,
     pub context: &'a ToolContext,
+    /// When the run must end ([`deadline_instant`] of the state's deadline).
     pub deadline: Option<Instant>,
     pub max_concurrent_tools: usize,
     pub capture_content: bool,
@@ -62,20 +63,34 @@ impl Driver<'_> {
         let hide_tool_calls = matches!(state.protocol(), Protocol::Text { .. });
         let metrics = telemetry::ChatMetrics::new(self.client.provider(), self.client.model());
         loop {
-            let outcome = match state.next_step() {
+            state.prepare_call();
+            // A compaction's event comes before the call it made room for.
+            self.forward(state);
+            // A summary request of a compaction is no iteration: it is
+            // reported by the compaction's event, and its text is not the
+            // answer, so it is not streamed.
+            let summary = state.is_compacting();
+            let iteration = state.iteration() + 1;
+            let outcome = match state.current_step() {
                 Step::Finished => break,
                 Step::CallModel(request) => {
-                    let iteration = state.iteration() + 1;
-                    self.emit(AgentEvent::ModelRequestStarted {
-                        iteration,
-                        tool_choice: request.tool_choice.clone(),
-                    });
+                    if !summary {
+                        self.emit(AgentEvent::ModelRequestStarted {
+                            iteration,
+                            tool_choice: request.tool_choice.clone(),
+                        });
+                    }
                     let started = Instant::now();
                     let model = request.model.as_deref().unwrap_or_else(|| self.client.model());
                     let span = telemetry::chat_span(self.client.provider(), model, request, iteration);
-                    let result = self
-                        .guard(self.call_model(request, hide_tool_calls).instrument(span.clone()))
-                        .await;
+                    let call = async {
+                        if summary {
+                            self.client.complete(request, &self.context.cancel).await
+                        } else {
+                            self.call_model(request, hide_tool_calls).await
+                        }
+                    };
+                    let result = self.guard(call.instrument(span.clone())).await;
                     let elapsed = started.elapsed();
                     if let Ok(outcome) = &result {
                         telemetry::record_chat(
@@ -109,16 +124,35 @@ impl Driver<'_> {
             if let Err(error) = outcome {
                 state.interrupt(StopCause::Error, error.to_string());
             }
-            if let Some(events) = self.events {
-                for event in state.drain_events() {
-                    let _ = events.send(event);
-                }
+            self.forward(state);
+        }
+    }
+
+    /// Sends on the events `state` produced.
+    fn forward(&self, state: &mut RunState) {
+        if let Some(events) = self.events {
+            for event in state.drain_events() {
+                let _ = events.send(event);
             }
         }
     }
 
-    /// Runs `future` unless the run is cancelled or its deadline passes first.
+    /// Runs `future` unless the run is cancelled or its deadline passes
+    /// first (a deadline already passed, as a resumed run's may have, stops
+    /// it before it starts).
     async fn guard<F: Future>(&self, future: F) -> Result<F::Output, Interrupted> {
+        let passed = || {
+            // Dropping the future is not enough: blocking work (a local
+            // model's job, a SQL thread) holds the token and stops on it.
+            self.context.cancel.cancel();
+            Interrupted {
+                cause: StopCause::BudgetExceeded,
+                detail: "the run's deadline passed".to_owned(),
+            }
+        };
+        if self.deadline.is_some_and(|deadline| deadline <= Instant::now()) {
+            return Err(passed());
+        }
         let deadline = async {
             match self.deadline {
                 Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
@@ -131,15 +165,7 @@ impl Driver<'_> {
                 cause: StopCause::Cancelled,
                 detail: "the run was cancelled".to_owned(),
             }),
-            () = deadline => {
-                // Dropping the future is not enough: blocking work (a local
-                // model's job, a SQL thread) holds the token and stops on it.
-                self.context.cancel.cancel();
-                Err(Interrupted {
-                    cause: StopCause::BudgetExceeded,
-                    detail: "the run's deadline passed".to_owned(),
-                })
-            }
+            () = deadline => Err(passed()),
             output = future => Ok(output),
         }
     }
@@ -288,6 +314,14 @@ impl Driver<'_> {
             let _ = events.send(event);
         }
     }
+}
+
+/// The instant of the wall-clock `deadline`: now when it has passed.
+pub(crate) fn deadline_instant(deadline: SystemTime) -> Instant {
+    let now = Instant::now();
+    let left = deadline.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO);
+    now.checked_add(left)
+        .unwrap_or(now + Duration::from_secs(365 * 24 * 3600))
 }
 
 fn millis(duration: Duration) -> u64 {

@@ -6,8 +6,13 @@
 //! [`DEFAULT_MAX_CALLS_PER_REPLY`] per reply unless configured, results of
 //! idempotent tools reused from a [`ToolResultCache`]), feeds the
 //! results back and repeats until the model answers, with guards against
-//! loops, runaway iterations, failing tools and budgets. `docs/loop.md` in the
-//! repository lists every behaviour.
+//! loops, runaway iterations, failing tools and budgets, and keeps the
+//! conversation within the model's context window: before a call that would
+//! not fit, large old tool results are elided and the oldest turns summarised
+//! by the model ([`context`], [`ContextPolicy`]; recorded in
+//! [`AgentRunResult::compactions`](agent_core::AgentRunResult)), and a
+//! provider's context-length error is met with one compaction and a retry.
+//! `docs/loop.md` in the repository lists every behaviour.
 //!
 //! The decisions live in [`RunState`], a serde state machine that does no I/O;
 //! [`Agent::run`] drives it. A run can therefore be saved between steps and
@@ -41,6 +46,7 @@ mod batch;
 mod budget;
 mod cache;
 mod config;
+pub mod context;
 mod driver;
 mod forced;
 pub mod history;
@@ -54,7 +60,10 @@ mod telemetry;
 
 pub use agent::{Agent, AgentBuilder, RunError};
 pub use cache::ToolResultCache;
-pub use config::{Budget, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig, ToolProtocol};
+pub use config::{
+    Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig,
+    ToolProtocol,
+};
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
 pub use state::RunState;

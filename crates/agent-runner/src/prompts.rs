@@ -9,6 +9,17 @@ pub(crate) fn forced_answer_instruction() -> String {
         .unwrap_or_else(|| "Do not call any more tools. Answer the user now from what you already know.".to_owned())
 }
 
+/// The user message of a summary request: the built-in
+/// `summarise_conversation` template around `conversation` (the messages
+/// to summarise, written out).
+pub(crate) fn summary_request(conversation: &str) -> String {
+    render(builtin::SUMMARISE_CONVERSATION, &[("conversation", conversation)]).unwrap_or_else(|| {
+        format!(
+            "Summarise the conversation below so that the summary can replace it.\n\n<conversation>\n{conversation}\n</conversation>"
+        )
+    })
+}
+
 /// The system prompt of a text-protocol agent: who it is, its instructions,
 /// its tools written out for people, and how to call them.
 pub(crate) fn text_protocol_system(
@@ -70,6 +81,15 @@ mod tests {
     #[test]
     fn every_builtin_the_runner_uses_renders_with_the_variables_it_gives() {
         assert!(render(builtin::FORCED_FINAL_ANSWER, &[]).is_some());
+        let summary = summary_request("[user] hi");
+        assert_eq!(
+            Some(summary.clone()),
+            render(builtin::SUMMARISE_CONVERSATION, &[("conversation", "[user] hi")])
+        );
+        assert!(
+            summary.contains("<conversation>\n[user] hi\n</conversation>"),
+            "{summary}"
+        );
         let system = text_protocol_system("Calc", "Does sums.", "Be brief.", &tools());
         assert!(system.starts_with("You are Calc. Does sums."), "{system}");
         assert!(system.contains("Be brief."));

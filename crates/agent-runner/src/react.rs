@@ -84,12 +84,16 @@ impl ReactAgent {
         question: impl Into<String>,
         context: &ToolContext,
     ) -> Result<ReactOutcome, RunError> {
-        let start = history.len() + 1;
+        let history_len = history.len();
         match self.agent.run(history, question, context).await {
-            Ok(result) => Ok(ReactOutcome {
-                steps: steps(&result, start),
-                result,
-            }),
+            Ok(result) => {
+                // The steps follow the question, wherever compaction left it.
+                let question_at = result.added_messages_start(history_len).unwrap_or(history_len);
+                Ok(ReactOutcome {
+                    steps: steps(&result, question_at + 1),
+                    result,
+                })
+            }
             Err(error) => Err(error),
         }
     }

@@ -6,29 +6,41 @@
 //! [`RunState::on_tool_results`], [`RunState::on_model_error`] or
 //! [`RunState::interrupt`]. The state is serde data, so a run can be saved
 //! between steps and resumed, and every decision is testable without a runtime.
+//!
+//! Before a model call the conversation may be compacted to fit the model's
+//! context window (`compaction`, [`crate::context`]): a summary request is
+//! then a [`Step::CallModel`] of its own ([`RunState::is_compacting`]).
+
+mod budgets;
+mod compaction;
 
 use std::time::Duration;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Message, ModelCallRecord, Pricing,
-    StopCause, ToolCall, ToolCallRecord, ToolChoice, ToolResult, Usage,
+    AgentEvent, AgentRunResult, CallPurpose, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Message,
+    ModelCallRecord, Pricing, StopCause, ToolCall, ToolCallRecord, ToolChoice, ToolResult, Usage,
 };
 use serde::{Deserialize, Serialize};
 
+use self::compaction::{ContextTracker, Summarising};
 use crate::RunConfig;
 use crate::batch::{Batch, BatchPolicy, Slot};
-use crate::budget::{self, Estimate};
+use crate::budget;
+use crate::context;
 use crate::forced::{Forced, ForcedReason};
 use crate::history::{INTERRUPTED_RESULT, repair_history};
 use crate::loops::{Cycle, LoopDetector};
 use crate::protocol::Protocol;
 use crate::step::{RunIdentity, Step, StepError, ToolOutcome};
 
+/// Where the run is. `Summarising`: a summary call of a compaction, before
+/// the model call it makes room for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 enum Phase {
     NeedsModel { forced: Option<Forced> },
     NeedsTools { batch: Batch },
+    Summarising { summary: Box<Summarising> },
     Finished { cause: StopCause, detail: Option<String> },
 }
 
@@ -59,6 +71,16 @@ pub struct RunState {
     /// Messages in the request when the last model call was made.
     #[serde(default)]
     sent_messages: usize,
+    /// The context window: calibration, compactions.
+    #[serde(default)]
+    context: ContextTracker,
+    /// The pending model call was readied (compaction, budget check).
+    #[serde(default)]
+    prepared: bool,
+    /// When the run must end (unix epoch milliseconds), from the budget's
+    /// deadline when the run started; kept across saving and resuming.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deadline_unix_ms: Option<u64>,
     response: String,
     #[serde(skip)]
     error: Option<LlmError>,
@@ -71,7 +93,8 @@ pub struct RunState {
 impl RunState {
     /// A run that will send `request` (system prompt, tools, settings and the
     /// conversation ending with the new user message) under `config`.
-    /// `pricing` prices the usage; without it costs are unknown.
+    /// `pricing` prices the usage; without it costs are unknown. The
+    /// budget's deadline starts now.
     ///
     /// A cost budget without `pricing` cannot be enforced: a warning is
     /// logged (once, here) and the result's stop detail says so. A first
@@ -88,7 +111,8 @@ impl RunState {
                 "the cost budget cannot be enforced: no price is known for the model"
             );
         }
-        let mut state = Self {
+        let deadline_unix_ms = config.budget.deadline.map(budgets::deadline_from_now);
+        Self {
             identity,
             config,
             protocol: Protocol::Native,
@@ -106,13 +130,14 @@ impl RunState {
             loops: LoopDetector::default(),
             last_input_tokens: None,
             sent_messages: 0,
+            context: ContextTracker::default(),
+            prepared: false,
+            deadline_unix_ms,
             response: String::new(),
             error: None,
             record_events: false,
             events: Vec::new(),
-        };
-        state.check_next_call();
-        state
+        }
     }
 
     /// Uses this tool-calling protocol (default: native). With a text
@@ -152,10 +177,21 @@ impl RunState {
         self.events.drain(..)
     }
 
-    /// What to do next.
-    pub fn next_step(&self) -> Step<'_> {
+    /// What to do next. Before a model call this readies it, once: the
+    /// conversation is compacted when it no longer fits the context window
+    /// (the step may then be a summary request, see
+    /// [`is_compacting`](Self::is_compacting)), and the budgets are checked
+    /// (the run may end here).
+    pub fn next_step(&mut self) -> Step<'_> {
+        self.prepare_call();
+        self.current_step()
+    }
+
+    /// The step readied by [`next_step`](Self::next_step).
+    pub(crate) fn current_step(&self) -> Step<'_> {
         match &self.phase {
             Phase::NeedsModel { .. } => Step::CallModel(&self.request),
+            Phase::Summarising { summary } => Step::CallModel(&summary.request),
             Phase::NeedsTools { batch } => Step::RunTools(&batch.to_run),
             Phase::Finished { .. } => Step::Finished,
         }
@@ -199,14 +235,20 @@ impl RunState {
         matches!(self.phase, Phase::Finished { .. })
     }
 
-    /// Takes the model's reply.
+    /// Takes the model's reply (to a summary request too).
     pub fn on_model_response(&mut self, mut response: ChatResponse, duration: Duration) -> Result<(), StepError> {
+        if self.is_compacting() {
+            return self.on_summary_response(&response, duration);
+        }
         let Phase::NeedsModel { forced } = &self.phase else {
             return Err(self.unexpected("a model response"));
         };
         let forced = forced.clone();
         self.sent_messages = self.request.messages.len();
         self.last_input_tokens = Some(response.usage.input_tokens);
+        self.calibrate(context::estimate_tokens(&self.request), response.usage.input_tokens);
+        self.context.checked = false;
+        self.context.retried = false;
         // Reasoning is echoed only to the provider that produced it, so a
         // conversation can move to another provider without its signatures.
         for block in &mut response.message.reasoning {
@@ -215,7 +257,7 @@ impl RunState {
             }
         }
         self.iteration += 1;
-        self.account(&response, duration);
+        self.account(&response, duration, CallPurpose::Chat);
         let mut turn = self.protocol.interpret(response.message, self.iteration);
         if !turn.visible().is_empty() || forced.is_some() {
             self.response.clear();
@@ -306,6 +348,7 @@ impl RunState {
         let Phase::NeedsTools { batch } = std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) else {
             return Err(self.unexpected("tool results"));
         };
+        self.prepared = false;
         self.executed_tools += batch.to_run.len() as u32;
         let mut all_failed = true;
         let mut last_error = None;
@@ -370,14 +413,20 @@ impl RunState {
         } else if self.iteration >= self.config.max_iterations {
             self.force_answer(ForcedReason::MaxIterations, None);
         }
-        self.check_next_call();
         Ok(())
     }
 
-    /// Takes a failed model call; the run ends (retries are the client's job).
+    /// Takes a failed model call; the run ends (retries are the client's
+    /// job), except that a chat call refused as too long for the context
+    /// window is compacted and readied again, once.
     pub fn on_model_error(&mut self, error: LlmError) -> Result<(), StepError> {
-        if !matches!(self.phase, Phase::NeedsModel { .. }) {
+        if self.is_compacting() {
+            self.abandon_summary();
+        } else if !matches!(self.phase, Phase::NeedsModel { .. }) {
             return Err(self.unexpected("a model error"));
+        } else if error.kind == LlmErrorKind::ContextLength && self.retry_after_context_error() {
+            tracing::warn!(error = %error, "the request was too long for the context window; compacted, retrying");
+            return Ok(());
         }
         let cause = if error.kind == LlmErrorKind::Cancelled {
             StopCause::Cancelled
@@ -400,6 +449,13 @@ impl RunState {
             Phase::NeedsTools { batch } => self.abandon_with(batch, |_| INTERRUPTED_RESULT.to_owned()),
             Phase::NeedsModel { forced: Some(forced) } => self.request.messages.truncate(forced.instruction_at),
             Phase::NeedsModel { forced: None } => {}
+            summarising @ Phase::Summarising { .. } => {
+                self.phase = summarising;
+                self.abandon_summary();
+                if let Phase::NeedsModel { forced: Some(forced) } = &self.phase {
+                    self.request.messages.truncate(forced.instruction_at);
+                }
+            }
             finished @ Phase::Finished { .. } => {
                 self.phase = finished;
                 return;
@@ -436,56 +492,7 @@ impl RunState {
             provider: self.identity.provider,
             model: self.identity.model,
             messages: self.request.messages,
-        }
-    }
-
-    fn account(&mut self, response: &ChatResponse, duration: Duration) {
-        let cost = self.pricing.map(|pricing| pricing.cost(&response.usage));
-        self.usage += response.usage;
-        self.cost_usd = match (self.cost_usd, cost) {
-            (Some(total), Some(cost)) => Some(total + cost),
-            _ => None,
-        };
-        let model = if response.model.is_empty() {
-            self.identity.model.clone()
-        } else {
-            response.model.clone()
-        };
-        let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-        self.model_calls.push(ModelCallRecord {
-            iteration: self.iteration,
-            model,
-            usage: response.usage,
-            cost_usd: cost,
-            stop_reason: response.stop_reason,
-            duration_ms,
-        });
-        self.emit(AgentEvent::ModelRequestFinished {
-            iteration: self.iteration,
-            usage: response.usage,
-            cost_usd: cost,
-            stop_reason: response.stop_reason,
-            duration_ms,
-        });
-    }
-
-    /// Ends the run before a model call that would exceed a token or cost
-    /// budget (see [`crate::budget`] for the estimate).
-    fn check_next_call(&mut self) {
-        if !matches!(self.phase, Phase::NeedsModel { .. }) {
-            return;
-        }
-        let new_messages = self.request.messages.get(self.sent_messages..).unwrap_or_default();
-        let estimate = Estimate::next_call(self.last_input_tokens, new_messages, self.request.max_tokens);
-        let over = budget::next_call_over(
-            &self.config.budget,
-            self.usage,
-            self.cost_usd,
-            self.pricing.as_ref(),
-            estimate,
-        );
-        if let Some(detail) = over {
-            self.interrupt(StopCause::BudgetExceeded, detail);
+            compactions: self.context.compactions,
         }
     }
 
@@ -585,6 +592,7 @@ impl RunState {
         let expected = match self.phase {
             Phase::NeedsModel { .. } => "is waiting for a model response",
             Phase::NeedsTools { .. } => "is waiting for tool results",
+            Phase::Summarising { .. } => "is waiting for a summary",
             Phase::Finished { .. } => "is finished",
         };
         StepError::new(expected, got)

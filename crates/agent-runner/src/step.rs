@@ -12,7 +12,10 @@ use crate::RunState;
 /// What the driver must do next.
 #[derive(Debug)]
 pub enum Step<'a> {
-    /// Send this request to the model.
+    /// Send this request to the model. While the run compacts its
+    /// conversation ([`RunState::is_compacting`]) it is a summary request:
+    /// its reply goes to [`RunState::on_model_response`] like any other, but
+    /// its text is not the run's answer.
     CallModel(&'a ChatRequest),
     /// Run these tool calls (already deduplicated) and report their outcomes
     /// in the same order.

@@ -388,3 +388,54 @@ fn the_figures_of_the_estimate_survive_saving_and_resuming_a_run() {
     let detail = state.into_result().stop_detail.unwrap_or_default();
     assert!(detail.contains("(604 input + up to 300 output)"), "{detail}");
 }
+
+#[tokio::test]
+async fn a_resumed_run_keeps_the_deadline_it_started_with() {
+    use agent_runner::RunState;
+
+    let client = ScriptedClient::new().respond(response::text("never"));
+    let agent = common::agent(&client)
+        .deadline(std::time::Duration::from_millis(40))
+        .build();
+    let state = agent.start(vec![], "go");
+    let deadline = state.deadline().expect("a deadline");
+    let saved = serde_json::to_string(&state).expect("state serialises");
+    let restored: RunState = serde_json::from_str(&saved).expect("state deserialises");
+    assert_eq!(restored.deadline(), Some(deadline), "the same instant, not a fresh one");
+    let left = deadline
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    assert!(left <= std::time::Duration::from_millis(40), "{left:?}");
+
+    // Resumed after the deadline passed: it stops at once, calling nothing.
+    tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    let started = std::time::Instant::now();
+    let result = agent.resume(restored, &ctx()).await.expect("run");
+    assert!(started.elapsed() < std::time::Duration::from_millis(30));
+    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_detail.as_deref(), Some("the run's deadline passed"));
+    assert!(client.requests().is_empty());
+
+    // A state saved before deadlines were kept in it gets one when resumed.
+    // (Nor compaction: no context figures, no context policy.)
+    let mut old: serde_json::Value = serde_json::from_str(&saved).expect("json");
+    let fields = old.as_object_mut().expect("an object");
+    for field in ["deadline_unix_ms", "context", "prepared"] {
+        assert!(fields.remove(field).is_some(), "{field} is saved");
+    }
+    let config = fields
+        .get_mut("config")
+        .and_then(|c| c.as_object_mut())
+        .expect("a config");
+    assert!(config.remove("context").is_some());
+    let old: RunState = serde_json::from_value(old).expect("an old state deserialises");
+    assert_eq!(old.deadline(), None);
+    let client = ScriptedClient::new().respond(response::text("in time"));
+    let result = common::agent(&client)
+        .deadline(std::time::Duration::from_secs(30))
+        .build()
+        .resume(old, &ctx())
+        .await
+        .expect("run");
+    assert_eq!(result.stop_reason, StopCause::Completed);
+}

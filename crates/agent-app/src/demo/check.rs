@@ -501,6 +501,7 @@ mod tests {
                 provider: "scripted".to_owned(),
                 model: "scripted".to_owned(),
                 messages: Vec::new(),
+                compactions: Vec::new(),
             },
             elapsed: Duration::ZERO,
         }

@@ -120,10 +120,12 @@ impl SessionStore {
         Ok(conversation.map(Session::from))
     }
 
-    /// Stores the turn of a run of `provider` that continued `history`:
-    /// the messages it added (none when it failed: the conversation stays
-    /// as it was and the message can be sent again) and its usage and cost,
-    /// which count either way.
+    /// Stores the turn of a run of `provider` that continued `history`
+    /// (the session's context as loaded): first the summaries that replaced
+    /// its oldest messages, if the run compacted the conversation, then the
+    /// messages the run added (none when it failed: the conversation stays
+    /// as it was and the message can be sent again) with its usage and
+    /// cost, which count either way.
     pub async fn record_turn(
         &self,
         name: &str,
@@ -131,14 +133,22 @@ impl SessionStore {
         history: &[Message],
         result: &AgentRunResult,
     ) -> Result<(), AppError> {
+        let Some(start) = result.added_messages_start(history.len()) else {
+            return Err(AppError::Session(format!(
+                "the run's conversation does not continue the stored session `{name}`; its turn was not stored"
+            )));
+        };
+        for compaction in result.compactions.iter().filter(|c| c.replaced_messages > 0) {
+            let Some(summary) = &compaction.summary else { continue };
+            self.conversations
+                .compact(name, compaction.replaced_messages, summary)
+                .await
+                .map_err(|error| store_error(name, error))?;
+        }
         let added = if result.stop_reason == StopCause::Error {
             &[][..]
         } else {
-            added_messages(history, &result.messages).ok_or_else(|| {
-                AppError::Session(format!(
-                    "the run's conversation does not continue the stored session `{name}`; its turn was not stored"
-                ))
-            })?
+            &result.messages[start..]
         };
         let delta = TurnMeta::new(
             provider,
@@ -187,17 +197,6 @@ impl SessionStore {
             .await
             .map_err(|error| store_error(name, error))
     }
-}
-
-/// The messages `result` added after `history`, when it continues it.
-fn added_messages<'a>(history: &[Message], result: &'a [Message]) -> Option<&'a [Message]> {
-    result.strip_prefix(history).or_else(|| {
-        // The runner closes tool calls a crashed turn left open; only then
-        // does the start differ, and only in length, never in content.
-        let mut repaired = history.to_vec();
-        agent_runner::history::repair_history(&mut repaired);
-        result.strip_prefix(repaired.as_slice())
-    })
 }
 
 /// A store error as the CLI reports it.

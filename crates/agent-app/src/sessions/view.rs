@@ -111,6 +111,8 @@ pub struct SessionSummary {
     pub turns: usize,
     /// Messages.
     pub messages: usize,
+    /// A run was interrupted and can be continued with `agentry resume`.
+    pub interrupted: bool,
 }
 
 impl From<ConversationMeta> for SessionSummary {
@@ -120,6 +122,7 @@ impl From<ConversationMeta> for SessionSummary {
             updated_at: meta.updated_at,
             turns: usize::try_from(meta.user_turns).unwrap_or(usize::MAX),
             messages: usize::try_from(meta.message_count).unwrap_or(usize::MAX),
+            interrupted: meta.has_checkpoint,
         }
     }
 }

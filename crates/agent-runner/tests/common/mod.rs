@@ -1,6 +1,8 @@
 //! Shared fixtures for the runner tests.
 #![allow(dead_code)]
 
+pub mod context;
+
 use std::sync::Arc;
 use std::time::Duration;
 
