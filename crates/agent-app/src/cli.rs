@@ -4,7 +4,9 @@
 //! agentry run [--config F] [--provider P] [--model M] [--base-url URL]
 //!             [--tools a,b] [--max-iterations N] [--session NAME]
 //!             [--stream] [--json] PROMPT
-//! agentry chat [same options]
+//! agentry resume [--config F] [--provider P] [--model M] [--base-url URL]
+//!                [--tools a,b] [--stream] [--json] SESSION
+//! agentry chat [same options as run]
 //! agentry demo [--config F] [--provider P] [--model M] [--base-url URL]
 //! agentry tools [--config F] [--tools a,b] [--json]
 //! agentry sessions list|show NAME|delete NAME
@@ -19,21 +21,19 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agent_core::{AgentEvent, AgentRunResult, CancellationToken, StopCause, ToolContext};
+use agent_core::{AgentRunResult, StopCause};
 use chrono::NaiveDate;
 use clap::{Args, Parser, Subcommand};
-use futures::StreamExt;
 
 use crate::assemble::{build_agent, catalog_for};
 use crate::chat::{ChatSink, Conversation, CtrlC, Rustyline, Unsaved, run_chat};
 use crate::config::{Overrides, Settings};
-use crate::console::{Console, brief, stop_note};
+use crate::console::Console;
 use crate::demo::{DemoOptions, check_demo, run_demo};
 use crate::env::Env;
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
-use crate::output::{RunOutput, is_success};
 use crate::providers::{Progress, build_client};
-use crate::sessions::{SessionLock, SessionStore, not_found, validate_name};
+use crate::sessions::{SessionStore, not_found};
 use crate::tools::ToolBox;
 
 /// Agentry: tool-using LLM agents from the command line.
@@ -53,6 +53,9 @@ pub struct Cli {
 pub enum Command {
     /// Run one prompt and print the answer.
     Run(RunArgs),
+    /// Continue the interrupted run of a session (a crash, or Ctrl-C during
+    /// `run --session`) from its last step.
+    Resume(ResumeArgs),
     /// Talk with the agent: streaming, with history (/help inside).
     Chat(ChatArgs),
     /// The Travel Assistant demo: ten turns of one conversation.
@@ -116,7 +119,7 @@ pub struct AgentOptions {
 }
 
 impl AgentOptions {
-    fn overrides(&self) -> Overrides {
+    pub(crate) fn overrides(&self) -> Overrides {
         Overrides {
             tools: self.tools.as_deref().map(tool_list),
             max_iterations: self.max_iterations,
@@ -149,6 +152,35 @@ pub struct RunArgs {
     /// The prompt ("-" reads it from standard input).
     #[arg(value_name = "PROMPT")]
     pub prompt: String,
+}
+
+/// `agentry resume`.
+#[derive(Debug, Clone, Args)]
+pub struct ResumeArgs {
+    /// Provider and model: they must be those of the interrupted run.
+    #[command(flatten)]
+    pub provider: ProviderOptions,
+    /// Tool domains to enable, comma-separated (replaces [tools] enabled).
+    #[arg(long, value_name = "a,b", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Stream the reply and print text as it arrives.
+    #[arg(long)]
+    pub stream: bool,
+    /// Print one JSON object with the answer, tool calls and usage, as `run --json` does.
+    #[arg(long)]
+    pub json: bool,
+    /// The session whose run to continue.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+}
+
+impl ResumeArgs {
+    pub(crate) fn overrides(&self) -> Overrides {
+        Overrides {
+            tools: self.tools.as_deref().map(tool_list),
+            ..self.provider.overrides()
+        }
+    }
 }
 
 /// `agentry chat`.
@@ -274,7 +306,8 @@ fn init_tracing(verbose: bool, env: &Env) {
 /// reported its own failure, or the error to report.
 pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     match cli.command {
-        Command::Run(args) => run(args, env, cwd).await,
+        Command::Run(args) => crate::runs::run(args, env, cwd).await,
+        Command::Resume(args) => crate::runs::resume(args, env, cwd).await,
         Command::Chat(args) => chat(args, env, cwd).await,
         Command::Demo(args) => demo(args, env, cwd).await,
         Command::Tools(args) => tools(&args, env, cwd),
@@ -282,14 +315,14 @@ pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     }
 }
 
-fn stdout_line(text: &str) -> Result<(), AppError> {
+pub(crate) fn stdout_line(text: &str) -> Result<(), AppError> {
     let mut out = io::stdout().lock();
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
         .map_err(|error| AppError::io("writing to stdout", error))
 }
 
-fn read_prompt(prompt: &str) -> Result<String, AppError> {
+pub(crate) fn read_prompt(prompt: &str) -> Result<String, AppError> {
     let prompt = if prompt == "-" {
         let mut text = String::new();
         io::stdin()
@@ -307,45 +340,9 @@ fn read_prompt(prompt: &str) -> Result<String, AppError> {
     Ok(prompt)
 }
 
-/// A session in use by this process: loaded under its lock, which is held
-/// until this is dropped, after its last turn is stored.
-struct OpenSession {
-    store: SessionStore,
-    name: String,
-    /// The conversation the next run continues.
-    messages: Vec<agent_core::Message>,
-    _lock: SessionLock,
-}
-
-/// The session to continue, if `--session` was given, locked first. When
-/// another process holds it, `wait` waits for it (saying so on stderr);
-/// otherwise this fails.
-async fn open_session(settings: &Settings, name: Option<&str>, wait: bool) -> Result<Option<OpenSession>, AppError> {
-    let Some(name) = name else { return Ok(None) };
-    validate_name(name)?;
-    let store = SessionStore::open(settings.sessions_dir()).await?;
-    let lock = {
-        let (store, name) = (store.clone(), name.to_owned());
-        tokio::task::spawn_blocking(move || {
-            store.lock(&name, wait, || {
-                eprintln!("waiting for the session `{name}`: another agentry process is using it");
-            })
-        })
-        .await
-        .map_err(|error| AppError::Session(format!("locking the session failed: {error}")))??
-    };
-    let conversation = store.load_or_create(name).await?;
-    Ok(Some(OpenSession {
-        store,
-        name: name.to_owned(),
-        messages: conversation.messages,
-        _lock: lock,
-    }))
-}
-
 /// A chat's session: every turn is stored as it ends.
 struct ChatSession {
-    session: OpenSession,
+    session: crate::runs::OpenSession,
     provider: String,
 }
 
@@ -368,107 +365,10 @@ impl ChatSink for ChatSession {
     }
 }
 
-async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
-    let prompt = read_prompt(&args.prompt)?;
-    let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env)?;
-    let session = open_session(&settings, args.agent.session.as_deref(), true).await?;
-    let client = build_client(&settings, env, Progress::Show).await?;
-    let agent = build_agent(&settings, client, &tools);
-    let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
-
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
-    let context = ToolContext::new().with_cancel(cancel);
-    let result = if args.stream {
-        stream_run(&agent, history.clone(), &prompt, context, args.json).await?
-    } else {
-        match agent.run(history.clone(), prompt.as_str(), &context).await {
-            Ok(result) => result,
-            Err(error) => *error.result,
-        }
-    };
-    on_ctrl_c.abort();
-
-    if args.json {
-        let mut output = RunOutput::from_result(&result);
-        settings.provider()?.name().clone_into(&mut output.provider);
-        stdout_line(&output.to_json())?;
-    } else if !args.stream {
-        let mut console = Console::new(io::stdout()).with_notes(io::stderr());
-        for call in &result.tool_calls {
-            let mark = if call.is_error { "✗" } else { "✓" };
-            console
-                .note(&format!(
-                    "  {mark} {} {} → {}",
-                    call.name,
-                    brief(&call.arguments.to_string(), 120),
-                    brief(&call.result, 120)
-                ))
-                .map_err(|error| AppError::io("writing to stderr", error))?;
-        }
-        if !result.response.is_empty() {
-            stdout_line(result.response.trim_end())?;
-        }
-    }
-    // A failed turn adds no messages: the stored conversation stays as it was.
-    if let Some(open) = &session {
-        let provider = settings.provider()?.name();
-        open.store.record_turn(&open.name, provider, &history, &result).await?;
-    }
-    if result.stop_reason == StopCause::Error {
-        eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
-    } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
-        eprintln!("{note}");
-    }
-    Ok(if is_success(result.stop_reason) {
-        EXIT_OK
-    } else {
-        EXIT_FAILURE
-    })
-}
-
-/// A streamed run: text to stdout as it arrives (tool calls to stderr),
-/// or nothing at all with `--json`.
-async fn stream_run(
-    agent: &agent_runner::Agent,
-    history: Vec<agent_core::Message>,
-    prompt: &str,
-    context: ToolContext,
-    json: bool,
-) -> Result<AgentRunResult, AppError> {
-    let write = |error: io::Error| AppError::io("writing to stdout", error);
-    let mut console = (!json).then(|| Console::new(io::stdout()).with_notes(io::stderr()).with_spinners());
-    let mut events = Box::pin(agent.run_stream(history, prompt, context));
-    while let Some(event) = events.next().await {
-        if let AgentEvent::RunFinished { result } = event {
-            if let Some(console) = &mut console {
-                console.clear_spinners();
-                if !console.text_seen() && !result.response.is_empty() {
-                    console.write_text(result.response.trim_end()).map_err(write)?;
-                }
-                console.end_line().map_err(write)?;
-            }
-            return Ok(*result);
-        }
-        if let Some(console) = &mut console {
-            console.event(&event).map_err(write)?;
-        }
-    }
-    Err(AppError::RunFailed("the run ended without a result".to_owned()))
-}
-
 async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let tools = ToolBox::from_settings(&settings, env)?;
-    let session = open_session(&settings, args.agent.session.as_deref(), false).await?;
+    let session = crate::runs::open_session(&settings, args.agent.session.as_deref(), false).await?;
     let client = build_client(&settings, env, Progress::Show).await?;
     let agent = build_agent(&settings, client, &tools);
     let history_file = io::stdin()
@@ -576,8 +476,13 @@ async fn sessions(command: SessionsCommand, env: &Env) -> Result<u8, AppError> {
                 ))?;
             } else {
                 for session in sessions {
+                    let interrupted = if session.interrupted {
+                        format!("  (interrupted run: `agentry resume {}` continues it)", session.name)
+                    } else {
+                        String::new()
+                    };
                     stdout_line(&format!(
-                        "{:<24} {:>3} turns  {}",
+                        "{:<24} {:>3} turns  {}{interrupted}",
                         session.name, session.turns, session.updated_at
                     ))?;
                 }

@@ -13,7 +13,7 @@
 //! - [`catalog`]: model prices shipped in `data/models.toml`, overridable.
 //! - [`output`]: the `run --json` contract.
 //! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts.
-//! - [`cli`]: the commands.
+//! - [`cli`]: the commands (`run` and `resume` live in a module of their own).
 //!
 //! Building an agent from configuration, as the binary does:
 //!
@@ -46,5 +46,6 @@ pub mod error;
 pub mod key_exposure;
 pub mod output;
 pub mod providers;
+mod runs;
 pub mod sessions;
 pub mod tools;

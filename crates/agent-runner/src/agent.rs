@@ -1,6 +1,7 @@
 //! The agent: configuration plus the entry points that run the loop.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agent_core::{
@@ -14,7 +15,7 @@ use crate::cache::{ToolResultCache, caller_scope};
 use crate::driver::{Driver, deadline_instant};
 use crate::state::RunState;
 use crate::step::RunIdentity;
-use crate::{Budget, ContextPolicy, Protocol, RunConfig, ToolProtocol, prompts};
+use crate::{Budget, ContextPolicy, Protocol, RunCheckpoints, RunConfig, ToolProtocol, prompts};
 
 /// Stop sequences of a ReAct run, so the model cannot write an Observation.
 pub const REACT_STOP_SEQUENCES: &[&str] = &["\nObservation:"];
@@ -52,6 +53,9 @@ struct Inner {
     capture_content: bool,
     forced_answer_instruction: Option<String>,
     tool_cache: Option<ToolResultCache>,
+    /// The calibration factor of the context estimate its runs learned
+    /// (`f64` bits): a new run starts from it instead of from 1.
+    calibration: AtomicU64,
 }
 
 impl std::fmt::Debug for Agent {
@@ -151,6 +155,15 @@ impl Agent {
         RunState::new(identity, config, request, pricing)
             .with_protocol(protocol)
             .with_forced_answer(inner.forced_answer_instruction.clone())
+            .with_calibration(f64::from_bits(inner.calibration.load(Ordering::Relaxed)))
+    }
+
+    /// Keeps what `state` learned of the provider's token counts for the
+    /// next runs.
+    fn learn_from(&self, state: &RunState) {
+        self.inner
+            .calibration
+            .store(state.calibration().to_bits(), Ordering::Relaxed);
     }
 
     /// Runs one user turn to the end. `context` says who is asking and
@@ -169,7 +182,20 @@ impl Agent {
     }
 
     /// Drives a run from a saved or hand-stepped state to the end.
-    pub async fn resume(&self, mut state: RunState, context: &ToolContext) -> Result<AgentRunResult, RunError> {
+    pub async fn resume(&self, state: RunState, context: &ToolContext) -> Result<AgentRunResult, RunError> {
+        self.resume_with_checkpoints(state, context, None).await
+    }
+
+    /// Drives a run from `state` to the end like [`resume`](Self::resume),
+    /// saving the state with `checkpoints` (when given) after every step and
+    /// every finished tool call, so that a crash or an interruption can be
+    /// resumed from there without running finished calls again.
+    pub async fn resume_with_checkpoints(
+        &self,
+        mut state: RunState,
+        context: &ToolContext,
+        checkpoints: Option<Arc<dyn RunCheckpoints>>,
+    ) -> Result<AgentRunResult, RunError> {
         // The run's own token: reaching the deadline cancels it (and so the
         // tools' and the model's work), never the caller's.
         let context = ToolContext {
@@ -178,7 +204,10 @@ impl Agent {
             ..context.clone()
         };
         let deadline = state.start_deadline();
-        self.driver(&context, None, deadline).drive(&mut state).await;
+        self.driver(&context, None, deadline, checkpoints.as_deref())
+            .drive(&mut state)
+            .await;
+        self.learn_from(&state);
         finish(state)
     }
 
@@ -191,7 +220,20 @@ impl Agent {
         user_message: impl Into<String>,
         context: ToolContext,
     ) -> impl Stream<Item = AgentEvent> + Send + 'static {
-        let state = self.start(history, user_message);
+        self.stream_from(self.start(history, user_message), context, None)
+    }
+
+    /// Drives a run from `state` (new, saved or hand-stepped) as a stream of
+    /// [`AgentEvent`]s, like [`run_stream`](Self::run_stream), saving the
+    /// state with `checkpoints` (when given) as
+    /// [`resume_with_checkpoints`](Self::resume_with_checkpoints) does.
+    /// Dropping the stream cancels the run.
+    pub fn stream_from(
+        &self,
+        state: RunState,
+        context: ToolContext,
+        checkpoints: Option<Arc<dyn RunCheckpoints>>,
+    ) -> impl Stream<Item = AgentEvent> + Send + 'static {
         let agent = self.clone();
         let (sender, receiver) = mpsc::unbounded_channel();
         let cancel = context.cancel.child_token();
@@ -210,7 +252,11 @@ impl Agent {
                 model: agent.inner.client.model().to_owned(),
             });
             let deadline = state.start_deadline();
-            agent.driver(&context, Some(&sender), deadline).drive(&mut state).await;
+            agent
+                .driver(&context, Some(&sender), deadline, checkpoints.as_deref())
+                .drive(&mut state)
+                .await;
+            agent.learn_from(&state);
             let result = state.into_result();
             let _ = sender.send(AgentEvent::RunFinished {
                 result: Box::new(result),
@@ -228,6 +274,7 @@ impl Agent {
         context: &'a ToolContext,
         events: Option<&'a mpsc::UnboundedSender<AgentEvent>>,
         deadline: Option<std::time::SystemTime>,
+        checkpoints: Option<&'a dyn RunCheckpoints>,
     ) -> Driver<'a> {
         let inner = &self.inner;
         Driver {
@@ -241,6 +288,7 @@ impl Agent {
             // One run, one driver: without a shared cache each run starts empty.
             cache: inner.tool_cache.clone().unwrap_or_default(),
             cache_scope: caller_scope(context),
+            checkpoints,
         }
     }
 
@@ -541,6 +589,7 @@ impl AgentBuilder {
                 capture_content: self.capture_content,
                 forced_answer_instruction: self.forced_answer_instruction,
                 tool_cache: self.tool_cache,
+                calibration: AtomicU64::new(1.0_f64.to_bits()),
             }),
         }
     }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::call_key;
 use crate::loops::Cycle;
+use crate::step::ToolOutcome;
 
 /// What happens to one call of a reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +53,10 @@ pub(crate) struct Batch {
     pub loop_cycle: Option<Cycle>,
     /// The calls came back structured (results go back as tool messages).
     pub structured: bool,
+    /// Outcomes of calls of `to_run` (same index) that finished before the
+    /// others: a saved state resumed later does not run them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finished: Vec<Option<ToolOutcome>>,
 }
 
 /// How a reply's calls are planned.
@@ -142,7 +147,13 @@ impl Batch {
             to_run,
             loop_cycle: None,
             structured,
+            finished: Vec::new(),
         }
+    }
+
+    /// The outcome recorded for call `index` of `to_run`, if it finished.
+    pub(crate) fn finished(&self, index: usize) -> Option<&ToolOutcome> {
+        self.finished.get(index).and_then(Option::as_ref)
     }
 
     /// The sorted keys of the calls that run: two replies with the same

@@ -9,7 +9,7 @@ use agent_core::{
     ToolContext, ToolError, ToolExecution, ToolRegistry,
 };
 use agent_parse::StreamingToolCallFilter;
-use futures::stream::FuturesOrdered;
+use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
@@ -17,8 +17,9 @@ use tracing::Instrument;
 
 use crate::Protocol;
 use crate::cache::{ToolResultCache, cache_key};
+use crate::checkpoint::RunCheckpoints;
 use crate::state::RunState;
-use crate::step::{Step, ToolOutcome};
+use crate::step::{Step, StepError, ToolOutcome};
 use crate::telemetry;
 
 /// Everything the driver needs besides the state.
@@ -36,6 +37,8 @@ pub(crate) struct Driver<'a> {
     pub cache: ToolResultCache,
     /// Who is asking, as the cache keys it ([`crate::cache::caller_scope`]).
     pub cache_scope: String,
+    /// Where the state is saved after every step, when it is.
+    pub checkpoints: Option<&'a dyn RunCheckpoints>,
 }
 
 /// Why a step was cut short.
@@ -62,6 +65,7 @@ impl Driver<'_> {
         state.record_events(self.events.is_some());
         let hide_tool_calls = matches!(state.protocol(), Protocol::Text { .. });
         let metrics = telemetry::ChatMetrics::new(self.client.provider(), self.client.model());
+        self.save(state).await;
         loop {
             state.prepare_call();
             // A compaction's event comes before the call it made room for.
@@ -113,18 +117,34 @@ impl Driver<'_> {
                         }
                     }
                 }
-                Step::RunTools(calls) => match self.guard(self.run_tools(calls)).await {
-                    Ok(outcomes) => state.on_tool_results(&outcomes),
-                    Err(interrupted) => {
-                        state.interrupt(interrupted.cause, interrupted.detail);
-                        Ok(())
+                Step::RunTools(calls) => {
+                    let calls = calls.to_vec();
+                    match self.guard(self.run_tools(&calls, state)).await {
+                        Ok(outcomes) => outcomes.and_then(|outcomes| state.on_tool_results(&outcomes)),
+                        Err(interrupted) => {
+                            state.interrupt(interrupted.cause, interrupted.detail);
+                            Ok(())
+                        }
                     }
-                },
+                }
             };
             if let Err(error) = outcome {
                 state.interrupt(StopCause::Error, error.to_string());
             }
             self.forward(state);
+            self.save(state).await;
+        }
+    }
+
+    /// Saves `state` where the run is saved, unless it is over (the caller
+    /// stores the result). A failed save is logged: the run goes on.
+    async fn save(&self, state: &RunState) {
+        let Some(checkpoints) = self.checkpoints else { return };
+        if state.is_finished() {
+            return;
+        }
+        if let Err(error) = checkpoints.save(state).await {
+            tracing::warn!(%error, "the run's state could not be saved; it can only be resumed from an earlier step");
         }
     }
 
@@ -202,26 +222,35 @@ impl Driver<'_> {
         accumulator.finish()
     }
 
-    async fn run_tools(&self, calls: &[ToolCall]) -> Vec<ToolOutcome> {
-        // Bounded concurrency with results in call order. Written as a plain
-        // loop (not `stream::iter(..).buffered(..)`) so the future stays `Send`
-        // without higher-ranked closure bounds.
+    /// Runs the calls that have no outcome in `state` yet, at most
+    /// `max_concurrent_tools` at a time, handing each outcome to `state` (and
+    /// saving it) as soon as it finishes; returns every outcome in call order.
+    async fn run_tools(&self, calls: &[ToolCall], state: &mut RunState) -> Result<Vec<ToolOutcome>, StepError> {
+        let mut outcomes: Vec<Option<ToolOutcome>> = (0..calls.len())
+            .map(|index| state.finished_tool_outcome(index).cloned())
+            .collect();
+        let pending: Vec<usize> = (0..calls.len()).filter(|index| outcomes[*index].is_none()).collect();
+        let mut pending = pending.into_iter();
+        // Written as a plain loop (not `stream::iter(..).buffer_unordered(..)`)
+        // so the future stays `Send` without higher-ranked closure bounds.
         let limit = self.max_concurrent_tools.max(1);
-        let mut running = FuturesOrdered::new();
-        let mut next = 0;
-        while next < calls.len() && running.len() < limit {
-            running.push_back(self.run_tool(&calls[next]));
-            next += 1;
+        let mut running = FuturesUnordered::new();
+        for index in pending.by_ref().take(limit) {
+            running.push(self.run_indexed(index, &calls[index]));
         }
-        let mut outcomes = Vec::with_capacity(calls.len());
-        while let Some(outcome) = running.next().await {
-            outcomes.push(outcome);
-            if next < calls.len() {
-                running.push_back(self.run_tool(&calls[next]));
-                next += 1;
+        while let Some((index, outcome)) = running.next().await {
+            state.on_tool_outcome(index, outcome.clone())?;
+            self.save(state).await;
+            outcomes[index] = Some(outcome);
+            if let Some(next) = pending.next() {
+                running.push(self.run_indexed(next, &calls[next]));
             }
         }
-        outcomes
+        Ok(outcomes.into_iter().flatten().collect())
+    }
+
+    async fn run_indexed(&self, index: usize, call: &ToolCall) -> (usize, ToolOutcome) {
+        (index, self.run_tool(call).await)
     }
 
     async fn run_tool(&self, call: &ToolCall) -> ToolOutcome {

@@ -45,6 +45,7 @@ mod agent;
 mod batch;
 mod budget;
 mod cache;
+mod checkpoint;
 mod config;
 pub mod context;
 mod driver;
@@ -60,6 +61,7 @@ mod telemetry;
 
 pub use agent::{Agent, AgentBuilder, RunError};
 pub use cache::ToolResultCache;
+pub use checkpoint::RunCheckpoints;
 pub use config::{
     Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig,
     ToolProtocol,

@@ -13,6 +13,7 @@
 
 mod budgets;
 mod compaction;
+mod progress;
 
 use std::time::Duration;
 
@@ -345,7 +346,8 @@ impl RunState {
     /// Takes the outcomes of the calls of [`Step::RunTools`], in that order.
     /// Missing outcomes count as interrupted.
     pub fn on_tool_results(&mut self, outcomes: &[ToolOutcome]) -> Result<(), StepError> {
-        let Phase::NeedsTools { batch } = std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) else {
+        let Phase::NeedsTools { mut batch } = std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None })
+        else {
             return Err(self.unexpected("tool results"));
         };
         self.prepared = false;
@@ -354,11 +356,18 @@ impl RunState {
         let mut last_error = None;
         let mut results = Vec::with_capacity(batch.entries.len());
         let mut stop_answer = None;
+        // Outcomes reported one at a time stand in for missing ones.
+        let finished = std::mem::take(&mut batch.finished);
+        let outcome_of = |index: usize| {
+            outcomes
+                .get(index)
+                .or_else(|| finished.get(index).and_then(Option::as_ref))
+        };
         for (call, slot) in batch.entries {
             let in_history = slot.in_history();
             let mut cached = false;
             let (content, is_error, duration, duplicate_of) = match slot {
-                Slot::Run { index } => match outcomes.get(index) {
+                Slot::Run { index } => match outcome_of(index) {
                     Some(outcome) => {
                         cached = outcome.cached;
                         (outcome.content.clone(), outcome.is_error, outcome.duration, None)
@@ -366,7 +375,7 @@ impl RunState {
                     None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, None),
                 },
                 // A collapsed call shares the outcome, not the time spent.
-                Slot::Collapsed { index, of } => match outcomes.get(index) {
+                Slot::Collapsed { index, of } => match outcome_of(index) {
                     Some(outcome) => (outcome.content.clone(), outcome.is_error, Duration::ZERO, Some(of)),
                     None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, Some(of)),
                 },
@@ -521,17 +530,29 @@ impl RunState {
         self.abandon_with(batch, |_| format!("Not run: {reason}."));
     }
 
-    /// Answers every call of `batch` with `message(call)` (a dropped call
-    /// keeps its own reason) and appends the results of the calls in the
-    /// history.
-    fn abandon_with(&mut self, batch: Batch, message: impl Fn(&ToolCall) -> String) {
+    /// Answers every call of `batch` that has not finished with
+    /// `message(call)` (a dropped call keeps its own reason; a finished one
+    /// its outcome) and appends the results of the calls in the history.
+    fn abandon_with(&mut self, mut batch: Batch, message: impl Fn(&ToolCall) -> String) {
         let mut results = Vec::with_capacity(batch.entries.len());
+        let finished = std::mem::take(&mut batch.finished);
         for (call, slot) in batch.entries {
-            let content = match &slot {
-                Slot::Dropped { message } => message.clone(),
-                _ => message(&call),
+            // Calls that finished keep their outcome; the others get `message`.
+            let outcome = match &slot {
+                Slot::Run { index } | Slot::Collapsed { index, .. } => finished.get(*index).cloned().flatten(),
+                Slot::Rejected { .. } | Slot::Dropped { .. } => None,
             };
-            let result = self.record_call(call, content, true, Duration::ZERO, None, false);
+            let (content, is_error, duration, cached) = match (outcome, &slot) {
+                (Some(outcome), _) => (
+                    crate::history::cap_tool_result(outcome.content, self.config.max_tool_result_bytes),
+                    outcome.is_error,
+                    outcome.duration,
+                    outcome.cached,
+                ),
+                (None, Slot::Dropped { message }) => (message.clone(), true, Duration::ZERO, false),
+                (None, _) => (message(&call), true, Duration::ZERO, false),
+            };
+            let result = self.record_call(call, content, is_error, duration, None, cached);
             if slot.in_history() {
                 results.push(result);
             }

@@ -385,3 +385,54 @@ async fn a_forced_final_answer_is_compacted_with_its_instruction_kept_last() {
     assert!(is_sendable(&result.messages));
     assert_eq!(result.added_messages_start(32), Some(1));
 }
+
+#[tokio::test]
+async fn an_agent_keeps_the_calibration_its_runs_learned_for_the_next_run() {
+    // One run whose single request the provider counts at three times the
+    // estimate; the next run of the same agent is estimated with that
+    // factor before its first call, and compacted before it is sent.
+    let tools = || TestTools::new("kb").with(TestTool::new("lookup", ToolBehaviour::Reply("42".into())));
+    let probe = agent_runner::Agent::builder(Arc::new(ScriptedClient::new()))
+        .name("tester")
+        .system_prompt("You are a test agent.")
+        .tools(common::registry(tools()))
+        .build();
+    let raw = estimate_tokens(probe.start(history(6, 2000), "And now?").request());
+    let window = raw * 2;
+    let router = Router::new(
+        ScriptedClient::new()
+            .respond(response::with_usage(response::text("first"), Usage::new(raw * 3, 5)))
+            .respond(response::text("second")),
+        summaries(5, 10, Usage::default()),
+    );
+    let agent = agent_runner::Agent::builder(Arc::new(router.clone()))
+        .name("tester")
+        .system_prompt("You are a test agent.")
+        .tools(common::registry(tools()))
+        .context_window(window)
+        .build();
+    let first = agent
+        .run(history(6, 2000), "And now?", &ToolContext::new())
+        .await
+        .unwrap();
+    assert!(
+        first.compactions.is_empty(),
+        "the first estimate fits: {:?}",
+        first.compactions
+    );
+    assert!((agent.start(Vec::new(), "x").calibration() - 3.0).abs() < 0.01);
+
+    let second = agent
+        .run(history(6, 2000), "And now?", &ToolContext::new())
+        .await
+        .unwrap();
+    let [record] = second.compactions.as_slice() else {
+        panic!(
+            "the second run is compacted before its first call: {:?}",
+            second.compactions
+        );
+    };
+    assert_eq!(record.iteration, 1);
+    let sent = router.requests();
+    assert_fits(sent.last().unwrap(), window);
+}

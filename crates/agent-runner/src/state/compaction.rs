@@ -178,6 +178,22 @@ impl RunState {
         }
     }
 
+    /// The factor the context estimate is scaled by: what the provider
+    /// counted for the requests so far, per estimated token (1 before any).
+    pub fn calibration(&self) -> f64 {
+        self.context.ratio
+    }
+
+    /// Starts from the calibration factor an earlier run learned (see
+    /// [`calibration`](Self::calibration)); values outside the allowed
+    /// range are clamped into it.
+    pub fn with_calibration(mut self, ratio: f64) -> Self {
+        if ratio.is_finite() {
+            self.context.ratio = ratio.clamp(context::RATIO_RANGE.0, context::RATIO_RANGE.1);
+        }
+        self
+    }
+
     /// Scales later estimates after a call whose request was estimated at
     /// `raw` tokens and counted by the provider as `reported` input tokens.
     pub(super) fn calibrate(&mut self, raw: u64, reported: u64) {

@@ -1,0 +1,306 @@
+//! `agentry run` and `agentry resume`: one user turn, optionally continuing
+//! a stored session, saved as it goes so an interrupted run can be resumed.
+//!
+//! With `--session NAME`, the run's state is saved in the session store
+//! after every step (each model reply and each finished tool call). When
+//! the run ends its turn is appended, which drops the saved state in the
+//! same transaction. When it does not end (the process is killed, or
+//! Ctrl-C cancels it), the saved state stays and `agentry resume NAME`
+//! continues the run from there: tool calls that had finished are not run
+//! again, and the run's deadline is the one it started with.
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use agent_core::{
+    AgentEvent, AgentRunResult, CancellationToken, ConversationStore, Message, StopCause, StoreError, ToolContext,
+};
+use agent_runner::{Agent, RunCheckpoints, RunState};
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use crate::assemble::build_agent;
+use crate::cli::{ResumeArgs, RunArgs, read_prompt, stdout_line};
+use crate::config::Settings;
+use crate::console::{Console, brief, stop_note};
+use crate::env::Env;
+use crate::error::{AppError, EXIT_FAILURE, EXIT_OK};
+use crate::output::{RunOutput, is_success};
+use crate::providers::{Progress, build_client};
+use crate::sessions::{SessionLock, SessionStore, validate_name};
+use crate::tools::ToolBox;
+
+/// A session in use by this process: loaded under its lock, which is held
+/// until this is dropped, after its last turn is stored.
+pub(crate) struct OpenSession {
+    pub store: SessionStore,
+    pub name: String,
+    /// The conversation the next run continues.
+    pub messages: Vec<Message>,
+    /// A run of the session was interrupted and can be resumed.
+    pub interrupted: bool,
+    _lock: SessionLock,
+}
+
+/// The session to continue, if `--session` was given, locked first. When
+/// another process holds it, `wait` waits for it (saying so on stderr);
+/// otherwise this fails.
+pub(crate) async fn open_session(
+    settings: &Settings,
+    name: Option<&str>,
+    wait: bool,
+) -> Result<Option<OpenSession>, AppError> {
+    let Some(name) = name else { return Ok(None) };
+    validate_name(name)?;
+    let store = SessionStore::open(settings.sessions_dir()).await?;
+    let lock = {
+        let (store, name) = (store.clone(), name.to_owned());
+        tokio::task::spawn_blocking(move || {
+            store.lock(&name, wait, || {
+                eprintln!("waiting for the session `{name}`: another agentry process is using it");
+            })
+        })
+        .await
+        .map_err(|error| AppError::Session(format!("locking the session failed: {error}")))??
+    };
+    let conversation = store.load_or_create(name).await?;
+    Ok(Some(OpenSession {
+        store,
+        name: name.to_owned(),
+        messages: conversation.messages,
+        interrupted: conversation.meta.has_checkpoint,
+        _lock: lock,
+    }))
+}
+
+/// What is saved of a run in progress: the version of this format and the
+/// runner's state.
+#[derive(Debug, Serialize, Deserialize)]
+struct SavedRun {
+    format: u32,
+    state: RunState,
+}
+
+/// The format of [`SavedRun`] this version writes and reads.
+const SAVED_RUN_FORMAT: u32 = 1;
+
+/// Saves a session's run state in its store after every step.
+struct SessionCheckpoints {
+    store: Arc<dyn ConversationStore>,
+    name: String,
+}
+
+#[async_trait::async_trait]
+impl RunCheckpoints for SessionCheckpoints {
+    async fn save(&self, state: &RunState) -> Result<(), StoreError> {
+        let saved = SavedRun {
+            format: SAVED_RUN_FORMAT,
+            state: state.clone(),
+        };
+        let value = serde_json::to_value(&saved)
+            .map_err(|error| StoreError::backend(format!("the run state could not be encoded: {error}")))?;
+        self.store.save_checkpoint(&self.name, &value).await
+    }
+}
+
+/// `agentry run`.
+pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    let prompt = read_prompt(&args.prompt)?;
+    let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
+    let tools = ToolBox::from_settings(&settings, env)?;
+    let session = open_session(&settings, args.agent.session.as_deref(), true).await?;
+    if let Some(open) = session.as_ref().filter(|open| open.interrupted) {
+        eprintln!(
+            "note: the session `{}` had an interrupted run; this run replaces it \
+             (`agentry resume {}` would have continued it)",
+            open.name, open.name
+        );
+    }
+    let client = build_client(&settings, env, Progress::Show).await?;
+    let agent = build_agent(&settings, client, &tools);
+    let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
+    let state = agent.start(history.clone(), prompt.as_str());
+    let output = Output {
+        stream: args.stream,
+        json: args.json,
+    };
+    finish(&settings, &agent, state, session.as_ref(), &history, output).await
+}
+
+/// `agentry resume`.
+pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    let settings = Settings::load(&args.overrides(), env, cwd)?;
+    let tools = ToolBox::from_settings(&settings, env)?;
+    let session = open_session(&settings, Some(&args.session), true).await?;
+    let Some(session) = session else {
+        return Err(AppError::Session(format!("no session named `{}`", args.session)));
+    };
+    let name = &session.name;
+    let saved = session
+        .store
+        .conversations()
+        .checkpoint(name)
+        .await
+        .map_err(|error| crate::sessions::store_error(name, error))?
+        .ok_or_else(|| {
+            AppError::Session(format!(
+                "the session `{name}` has no interrupted run to resume; `agentry run --session {name} PROMPT` \
+                 starts a new one"
+            ))
+        })?;
+    let saved: SavedRun = serde_json::from_value(saved).map_err(|error| {
+        AppError::Session(format!(
+            "the interrupted run of `{name}` cannot be read ({error}); `agentry run --session {name} PROMPT` \
+             starts a new one"
+        ))
+    })?;
+    if saved.format != SAVED_RUN_FORMAT {
+        return Err(AppError::Session(format!(
+            "the interrupted run of `{name}` was saved by another version of agentry (format {}, this one reads {})",
+            saved.format, SAVED_RUN_FORMAT
+        )));
+    }
+    let client = build_client(&settings, env, Progress::Show).await?;
+    let identity = saved.state.identity();
+    if identity.provider != client.provider() || identity.model != client.model() {
+        return Err(AppError::Usage(format!(
+            "the interrupted run of `{name}` used {}/{}, not {}/{}; resume it with --provider and --model \
+             naming the same model",
+            identity.provider,
+            identity.model,
+            client.provider(),
+            client.model()
+        )));
+    }
+    let agent = build_agent(&settings, client, &tools);
+    let history = session.messages.clone();
+    let output = Output {
+        stream: args.stream,
+        json: args.json,
+    };
+    finish(&settings, &agent, saved.state, Some(&session), &history, output).await
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Output {
+    stream: bool,
+    json: bool,
+}
+
+/// Drives `state` to its end (saving it after every step when it belongs to
+/// `session`), prints the result, stores the turn, and returns the exit
+/// status.
+async fn finish(
+    settings: &Settings,
+    agent: &Agent,
+    state: RunState,
+    session: Option<&OpenSession>,
+    history: &[Message],
+    output: Output,
+) -> Result<u8, AppError> {
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let context = ToolContext::new().with_cancel(cancel);
+    let checkpoints = session.map(|open| {
+        Arc::new(SessionCheckpoints {
+            store: Arc::clone(open.store.conversations()),
+            name: open.name.clone(),
+        }) as Arc<dyn RunCheckpoints>
+    });
+    let result = if output.stream {
+        stream_run(agent, state, context, checkpoints, output.json).await?
+    } else {
+        match agent.resume_with_checkpoints(state, &context, checkpoints).await {
+            Ok(result) => result,
+            Err(error) => *error.result,
+        }
+    };
+    on_ctrl_c.abort();
+    report(settings, &result, output)?;
+
+    if let Some(open) = session {
+        if result.stop_reason == StopCause::Cancelled {
+            // The saved state stays: the run can go on from its last step.
+            eprintln!("the run was interrupted; `agentry resume {}` continues it", open.name);
+        } else {
+            // A failed turn adds no messages: the stored conversation stays as it was.
+            let provider = settings.provider()?.name();
+            open.store.record_turn(&open.name, provider, history, &result).await?;
+        }
+    }
+    if result.stop_reason == StopCause::Error {
+        eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
+    } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
+        eprintln!("{note}");
+    }
+    Ok(if is_success(result.stop_reason) {
+        EXIT_OK
+    } else {
+        EXIT_FAILURE
+    })
+}
+
+/// Prints a finished run: the `--json` object, or the tool calls (stderr)
+/// and the answer (stdout) unless they were streamed.
+fn report(settings: &Settings, result: &AgentRunResult, output: Output) -> Result<(), AppError> {
+    if output.json {
+        let mut json = RunOutput::from_result(result);
+        settings.provider()?.name().clone_into(&mut json.provider);
+        stdout_line(&json.to_json())?;
+    } else if !output.stream {
+        let mut console = Console::new(io::stdout()).with_notes(io::stderr());
+        for call in &result.tool_calls {
+            let mark = if call.is_error { "✗" } else { "✓" };
+            console
+                .note(&format!(
+                    "  {mark} {} {} → {}",
+                    call.name,
+                    brief(&call.arguments.to_string(), 120),
+                    brief(&call.result, 120)
+                ))
+                .map_err(|error| AppError::io("writing to stderr", error))?;
+        }
+        if !result.response.is_empty() {
+            stdout_line(result.response.trim_end())?;
+        }
+    }
+    Ok(())
+}
+
+/// A streamed run: text to stdout as it arrives (tool calls to stderr),
+/// or nothing at all with `--json`.
+async fn stream_run(
+    agent: &Agent,
+    state: RunState,
+    context: ToolContext,
+    checkpoints: Option<Arc<dyn RunCheckpoints>>,
+    json: bool,
+) -> Result<AgentRunResult, AppError> {
+    let write = |error: io::Error| AppError::io("writing to stdout", error);
+    let mut console = (!json).then(|| Console::new(io::stdout()).with_notes(io::stderr()).with_spinners());
+    let mut events = Box::pin(agent.stream_from(state, context, checkpoints));
+    while let Some(event) = events.next().await {
+        if let AgentEvent::RunFinished { result } = event {
+            if let Some(console) = &mut console {
+                console.clear_spinners();
+                if !console.text_seen() && !result.response.is_empty() {
+                    console.write_text(result.response.trim_end()).map_err(write)?;
+                }
+                console.end_line().map_err(write)?;
+            }
+            return Ok(*result);
+        }
+        if let Some(console) = &mut console {
+            console.event(&event).map_err(write)?;
+        }
+    }
+    Err(AppError::RunFailed("the run ended without a result".to_owned()))
+}
