@@ -303,6 +303,59 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_run_that_compacted_the_conversation_leaves_its_summary_in_the_session() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = store(dir.path()).await;
+        let old = vec![
+            Message::user("one"),
+            Message::assistant("1"),
+            Message::user("two"),
+            Message::assistant("2"),
+        ];
+        store.load_or_create("trip").await.unwrap_or_else(|e| panic!("{e}"));
+        store
+            .record_turn("trip", "llama", &[], &result("completed", &old, 1))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let history = store
+            .load_or_create("trip")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .messages;
+
+        // The run replaced the first turn by a summary, then added its own.
+        let summary = format!("{}The user counted to one.", agent_runner::context::SUMMARY_PREFIX);
+        let mut messages = vec![Message::system(summary.clone())];
+        messages.extend(old[2..].iter().cloned());
+        messages.extend([Message::user("three"), Message::assistant("3")]);
+        let mut compacted = result("completed", &messages, 1);
+        compacted.compactions = vec![
+            serde_json::from_value(json!({
+                "trigger": "threshold", "iteration": 1, "estimated_tokens_before": 900,
+                "estimated_tokens_after": 300, "elided_results": 0, "elided_bytes": 0,
+                "replaced_messages": 2, "summary": summary, "summary_calls": 1,
+            }))
+            .unwrap_or_else(|e| panic!("{e}")),
+        ];
+        store
+            .record_turn("trip", "llama", &history, &compacted)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+
+        let context = store.load_or_create("trip").await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(context.messages, messages, "the next run starts from the summary");
+        assert_eq!(context.summarised, 2);
+        let shown = store
+            .show("trip")
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("stored"));
+        assert_eq!(shown.messages.len(), 6, "the transcript keeps every message");
+        assert_eq!(shown.messages[..4], old[..]);
+    }
+
+    #[tokio::test]
     async fn reset_empties_and_delete_removes_a_session() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let store = store(dir.path()).await;
