@@ -3,7 +3,7 @@
 //! ```text
 //! agentry run [--config F] [--provider P] [--model M] [--base-url URL]
 //!             [--tools a,b] [--max-iterations N] [--session NAME]
-//!             [--stream] [--json] PROMPT
+//!             [--stream | --schema FILE] [--json] PROMPT
 //! agentry resume [--config F] [--provider P] [--model M] [--base-url URL]
 //!                [--tools a,b] [--stream] [--json] SESSION
 //! agentry chat [same options as run]
@@ -149,6 +149,11 @@ pub struct RunArgs {
     /// Print one JSON object with the answer, tool calls and usage (only that, even with --stream).
     #[arg(long)]
     pub json: bool,
+    /// The answer must be JSON matching this JSON Schema file: it is asked
+    /// for in that format, validated (retried once), and printed as JSON
+    /// (with --json: as the object's `output` key).
+    #[arg(long, value_name = "FILE", conflicts_with = "stream")]
+    pub schema: Option<PathBuf>,
     /// The prompt ("-" reads it from standard input).
     #[arg(value_name = "PROMPT")]
     pub prompt: String,

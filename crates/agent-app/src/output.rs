@@ -21,7 +21,8 @@
 //! `budget_exceeded`, `cancelled`, `error`. `cost_usd` is `null` when the
 //! model's price is not in the catalog. `provider` is the configured
 //! provider (`agent.provider`, e.g. `azure-openai`); `model` the model the
-//! requests went to.
+//! requests went to. With `run --schema FILE` the object has one more key,
+//! `output`: the validated JSON answer.
 
 use agent_core::{AgentRunResult, StopCause, ToolCallRecord};
 use serde::Serialize;
@@ -44,6 +45,10 @@ pub struct RunOutput {
     pub provider: String,
     /// The model.
     pub model: String,
+    /// With `run --schema`: the validated JSON answer. Absent otherwise
+    /// (and when the answer did not validate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
 }
 
 /// One tool call of [`RunOutput`].
@@ -98,6 +103,7 @@ impl RunOutput {
             },
             provider: result.provider.clone(),
             model: result.model.clone(),
+            output: None,
         }
     }
 

@@ -1,5 +1,7 @@
 //! `agentry run` and `agentry resume`: one user turn, optionally continuing
 //! a stored session, saved as it goes so an interrupted run can be resumed.
+//! `run --schema FILE` is a typed run: the answer must be JSON matching the
+//! schema (see [`Agent::run_json`]).
 //!
 //! With `--session NAME`, the run's state is saved in the session store
 //! after every step (each model reply and each finished tool call). When
@@ -16,9 +18,10 @@ use std::sync::Arc;
 use agent_core::{
     AgentEvent, AgentRunResult, CancellationToken, ConversationStore, Message, StopCause, StoreError, ToolContext,
 };
-use agent_runner::{Agent, RunCheckpoints, RunState};
+use agent_runner::{Agent, RunCheckpoints, RunState, TypedError, check_schema};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::assemble::build_agent;
 use crate::cli::{ResumeArgs, RunArgs, read_prompt, stdout_line};
@@ -107,6 +110,7 @@ impl RunCheckpoints for SessionCheckpoints {
 /// `agentry run`.
 pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let prompt = read_prompt(&args.prompt)?;
+    let schema = args.schema.as_deref().map(|path| read_schema(path, cwd)).transpose()?;
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let tools = ToolBox::from_settings(&settings, env)?;
     let session = open_session(&settings, args.agent.session.as_deref(), true).await?;
@@ -120,12 +124,117 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppE
     let client = build_client(&settings, env, Progress::Show).await?;
     let agent = build_agent(&settings, client, &tools);
     let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
+    if let Some(schema) = schema {
+        return typed_run(&settings, &agent, prompt, schema, session.as_ref(), &history, args.json).await;
+    }
     let state = agent.start(history.clone(), prompt.as_str());
     let output = Output {
         stream: args.stream,
         json: args.json,
     };
     finish(&settings, &agent, state, session.as_ref(), &history, output).await
+}
+
+/// The JSON Schema of `run --schema FILE` (relative to `cwd`): a file that
+/// cannot be read, is not JSON or is not a usable schema is a usage error
+/// naming the file.
+fn read_schema(path: &Path, cwd: &Path) -> Result<Value, AppError> {
+    let full = cwd.join(path);
+    let shown = path.display();
+    let text = std::fs::read_to_string(&full)
+        .map_err(|error| AppError::Usage(format!("cannot read the schema file {shown}: {error}")))?;
+    let schema: Value = serde_json::from_str(&text)
+        .map_err(|error| AppError::Usage(format!("the schema file {shown} is not valid JSON: {error}")))?;
+    check_schema(&schema)
+        .map_err(|error| AppError::Usage(format!("the schema file {shown} is not a usable JSON Schema: {error}")))?;
+    Ok(schema)
+}
+
+/// `agentry run --schema`: a typed run ([`Agent::run_json`]). The
+/// validated answer is printed as pretty JSON on stdout, or as the `output`
+/// key of the `--json` object. An answer that fails validation twice is a
+/// failure (exit 1) with the violations on stderr. With `--session` the
+/// turn (both attempts) is stored as a plain run's is; no checkpoints are
+/// saved during it.
+async fn typed_run(
+    settings: &Settings,
+    agent: &Agent,
+    prompt: String,
+    schema: Value,
+    session: Option<&OpenSession>,
+    history: &[Message],
+    json: bool,
+) -> Result<u8, AppError> {
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let context = ToolContext::new().with_cancel(cancel);
+    let outcome = agent.run_json(history.to_vec(), prompt, schema, &context).await;
+    on_ctrl_c.abort();
+    let (result, output, error) = match outcome {
+        Ok(run) => (run.result, Some(run.value), None),
+        Err(TypedError::Schema(message)) => {
+            return Err(AppError::Usage(format!("the schema is not usable: {message}")));
+        }
+        Err(error) => match error.result().cloned() {
+            Some(result) => (result, None, Some(error)),
+            None => return Err(AppError::RunFailed(error.to_string())),
+        },
+    };
+
+    if json {
+        let mut object = RunOutput::from_result(&result);
+        settings.provider()?.name().clone_into(&mut object.provider);
+        object.output.clone_from(&output);
+        stdout_line(&object.to_json())?;
+    } else if let Some(output) = &output {
+        let pretty = serde_json::to_string_pretty(output)
+            .map_err(|error| AppError::RunFailed(format!("the answer could not be printed: {error}")))?;
+        stdout_line(&pretty)?;
+    }
+
+    if let Some(open) = session {
+        if result.stop_reason != StopCause::Cancelled {
+            let provider = settings.provider()?.name();
+            open.store.record_turn(&open.name, provider, history, &result).await?;
+        }
+    }
+    match &error {
+        Some(TypedError::Invalid {
+            violations, attempts, ..
+        }) => {
+            eprintln!("error: the answer does not match the schema after {attempts} attempts:");
+            for violation in violations {
+                eprintln!("  - {violation}");
+            }
+        }
+        Some(_) if result.stop_reason == StopCause::Error => {
+            eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
+        }
+        Some(error) => {
+            if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
+                eprintln!("{note}");
+            } else {
+                eprintln!("error: {error}");
+            }
+        }
+        None => {
+            if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
+                eprintln!("{note}");
+            }
+        }
+    }
+    Ok(if error.is_none() && is_success(result.stop_reason) {
+        EXIT_OK
+    } else {
+        EXIT_FAILURE
+    })
 }
 
 /// `agentry resume`.

@@ -18,6 +18,11 @@
 //! [`Agent::run`] drives it. A run can therefore be saved between steps and
 //! resumed ([`Agent::resume`]), or stepped by hand.
 //!
+//! Typed output: [`Agent::run_typed`] (a `serde` + `schemars` type) and
+//! [`Agent::run_json`] (a JSON Schema value) send the schema as the
+//! requests' response format, validate the answer and retry once with the
+//! violations ([`typed`]).
+//!
 //! ```
 //! use std::sync::Arc;
 //! use agent_core::{StopCause, ToolContext, ToolRegistry};
@@ -58,6 +63,7 @@ mod react;
 mod state;
 mod step;
 mod telemetry;
+pub mod typed;
 
 pub use agent::{Agent, AgentBuilder, RunError};
 pub use cache::ToolResultCache;
@@ -70,6 +76,7 @@ pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
 pub use state::RunState;
 pub use step::{RunIdentity, Step, StepError, ToolOutcome};
+pub use typed::{SchemaViolation, TypedError, TypedRun, check_schema, schema_of};
 
 /// The workspace README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use agent_core::{
     AgentEvent, AgentRunResult, CallPurpose, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Message,
-    ModelCallRecord, Pricing, StopCause, ToolCall, ToolCallRecord, ToolChoice, ToolResult, Usage,
+    ModelCallRecord, Pricing, ResponseFormat, StopCause, ToolCall, ToolCallRecord, ToolChoice, ToolResult, Usage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -152,6 +152,14 @@ impl RunState {
     /// The tool-calling protocol.
     pub fn protocol(&self) -> &Protocol {
         &self.protocol
+    }
+
+    /// Asks for answers in this JSON-schema format: it is sent with every
+    /// model call of the run (tools stay available), `None` sends none.
+    /// [`Agent::run_json`](crate::Agent::run_json) sets it.
+    pub fn with_response_format(mut self, format: Option<ResponseFormat>) -> Self {
+        self.request.response_format = format;
+        self
     }
 
     /// Replaces the instruction sent with a forced final answer.

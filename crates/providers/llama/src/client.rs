@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
-    StopReason, StreamAccumulator, StreamEvent, ToolDefinition, Usage,
+    ResponseFormat, StopReason, StreamAccumulator, StreamEvent, ToolDefinition, Usage,
 };
 use agent_parse::{StreamingToolCallFilter, ToolCallParser};
 use async_trait::async_trait;
@@ -38,6 +38,8 @@ pub struct LlamaClient {
     config: LlamaConfig,
     next_call: Arc<AtomicU64>,
     grammars: Arc<Mutex<Option<CachedGrammar>>>,
+    /// The grammar of the last response format seen: (schema, grammar).
+    format_grammars: Arc<Mutex<Option<CachedGrammar>>>,
 }
 
 /// The grammar of the last tool set seen: (serialised tools, grammar).
@@ -84,6 +86,7 @@ impl LlamaClient {
             config,
             next_call: Arc::new(AtomicU64::new(1)),
             grammars: Arc::default(),
+            format_grammars: Arc::default(),
         })
     }
 
@@ -133,11 +136,48 @@ impl LlamaClient {
         }
     }
 
+    /// The grammar of a reply in `format`, built once per schema.
+    fn format_grammar(&self, format: &ResponseFormat) -> Result<Arc<str>, LlmError> {
+        self.cached_format_grammar(format.schema.to_string(), || {
+            crate::grammar::response_format_grammar(format)
+        })
+    }
+
+    /// The grammar of a reply that is calls of `tools` or an answer in
+    /// `format`, built once per tool set and schema.
+    fn call_or_answer_grammar(&self, tools: &[ToolDefinition], format: &ResponseFormat) -> Result<Arc<str>, LlmError> {
+        let tools_key = serde_json::to_string(tools).map_err(|error| LlmError::invalid_request(error.to_string()))?;
+        self.cached_format_grammar(format!("{tools_key}\n{}", format.schema), || {
+            crate::grammar::tool_call_or_answer_grammar(tools, format)
+        })
+    }
+
+    /// The last format grammar, when it was built for `key`; else a new one.
+    fn cached_format_grammar(
+        &self,
+        key: String,
+        build: impl FnOnce() -> Result<String, LlmError>,
+    ) -> Result<Arc<str>, LlmError> {
+        let mut cache = self
+            .format_grammars
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((cached_key, grammar)) = cache.as_ref() {
+            if *cached_key == key {
+                return Ok(Arc::clone(grammar));
+            }
+        }
+        let grammar: Arc<str> = Arc::from(build()?);
+        *cache = Some((key, Arc::clone(&grammar)));
+        Ok(grammar)
+    }
+
     fn job(
         &self,
         request: &ChatRequest,
         plan: &CallPlan,
         grammar: Option<Arc<str>>,
+        grammar_from_start: bool,
         prefill: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> {
@@ -154,7 +194,7 @@ impl LlamaClient {
             stop: request.stop.clone(),
             suppress_tool_calls: plan.suppress_tool_calls,
             grammar,
-            grammar_from_start: plan.required,
+            grammar_from_start,
             cancel: cancel.child_token(),
             out,
         })?;
@@ -165,6 +205,24 @@ impl LlamaClient {
     fn plan(&self, request: &ChatRequest) -> Result<CallPlan, LlmError> {
         CallPlan::for_request(request, self.tagged_calls)
     }
+}
+
+/// `request` with its system prompt asking for answers in `format`: for a
+/// reply that may be a tool call, so the model knows when the answer's
+/// part of the grammar applies (or the format at all, should there be no
+/// grammar for it).
+fn with_format_instruction(request: &ChatRequest, format: &ResponseFormat) -> ChatRequest {
+    let instruction = format!(
+        "When you give your final answer (not a tool call), reply with only a JSON value, \
+         without prose or code fence, matching this JSON Schema:\n{}",
+        format.schema
+    );
+    let mut request = request.clone();
+    request.system = Some(match request.system.take() {
+        Some(system) if !system.is_empty() => format!("{system}\n\n{instruction}"),
+        _ => instruction,
+    });
+    request
 }
 
 /// Where the model file is, and its display name.
@@ -230,7 +288,8 @@ impl LlmClient for LlamaClient {
             parallel_tool_calls: true,
             streaming: true,
             prompt_caching: true,
-            json_schema: false,
+            // Through a grammar from the schema (see `stream`).
+            json_schema: true,
         }
     }
 
@@ -245,14 +304,40 @@ impl LlmClient for LlamaClient {
 
     async fn stream(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<EventStream, LlmError> {
         let plan = self.plan(request)?;
-        // A required call always runs under the grammar; otherwise it is opt-in.
-        let grammar = if plan.required || self.config.grammar {
-            self.grammar_for(&plan.callable)
+        // A reply in a JSON-schema format is generated under a grammar from
+        // the first token: the schema's when no call can be made (no tools,
+        // or `tool_choice = none`); with callable tools, one that accepts
+        // either calls or the answer in the format (a required call keeps
+        // the call grammar alone).
+        let format = request.response_format.as_ref();
+        let answer_only = format.filter(|_| plan.callable.is_empty());
+        let call_or_answer = format.filter(|_| !plan.callable.is_empty() && !plan.required);
+        // With tools the model is also told the format in so many words.
+        let described;
+        let request = match format.filter(|_| !plan.callable.is_empty()) {
+            Some(format) => {
+                described = with_format_instruction(request, format);
+                &described
+            }
+            None => request,
+        };
+        let call_or_answer = call_or_answer.and_then(|format| {
+            self.call_or_answer_grammar(&plan.callable, format)
+                .inspect_err(|error| tracing::warn!(%error, "the response format is not enforced on this request"))
+                .ok()
+        });
+        let (grammar, from_start) = if let Some(format) = answer_only {
+            (Some(self.format_grammar(format)?), true)
+        } else if let Some(grammar) = call_or_answer {
+            (Some(grammar), true)
+        } else if plan.required || self.config.grammar {
+            // A required call always runs under the grammar; otherwise it is opt-in.
+            (self.grammar_for(&plan.callable), plan.required)
         } else {
-            None
+            (None, false)
         };
         let prefill = plan.prefill.as_deref().filter(|_| grammar.is_none());
-        let receiver = self.job(request, &plan, grammar, prefill, cancel)?;
+        let receiver = self.job(request, &plan, grammar, from_start, prefill, cancel)?;
         let mut calls = ToolCallExtractor::new(plan.callable_names());
         // The prefilled opening of a forced call is part of the reply.
         let opening = prefill.map(|prefill| calls.push(prefill)).unwrap_or_default();
@@ -573,6 +658,27 @@ mod tests {
         );
         assert_eq!(shown, "Let me check.");
         assert_eq!(calls.len(), 1);
+    }
+
+    #[test]
+    fn an_unenforced_format_is_described_in_the_system_prompt() {
+        let format = ResponseFormat {
+            name: "answer".into(),
+            schema: serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            strict: false,
+        };
+        let mut request = ChatRequest::new(vec![agent_core::Message::user("hi")]);
+        request.system = Some("Be brief.".into());
+        let described = with_format_instruction(&request, &format);
+        let system = described.system.expect("a system prompt");
+        assert!(
+            system.starts_with("Be brief.\n\nWhen you give your final answer"),
+            "{system}"
+        );
+        assert!(system.ends_with(&format.schema.to_string()), "{system}");
+        request.system = None;
+        let described = with_format_instruction(&request, &format);
+        assert!(described.system.expect("a system prompt").starts_with("When you give"));
     }
 
     #[test]

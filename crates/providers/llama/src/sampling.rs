@@ -176,6 +176,33 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn llama_cpp_accepts_a_response_format_grammar_with_refs() {
+        let Some(model) = fetched_model() else { return };
+        let format = agent_core::ResponseFormat {
+            name: "report".into(),
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "kind": {"enum": ["a", "b"]},
+                    "inner": {"$ref": "#/$defs/Inner"}
+                },
+                "required": ["kind", "inner"],
+                "$defs": {"Inner": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}
+            }),
+            strict: false,
+        };
+        let grammar = crate::grammar::response_format_grammar(&format).expect("grammar");
+        grammar_sampler(&model, &grammar, true, &[]).expect("the response grammar");
+        let tools = [ToolDefinition::new(
+            "clock",
+            "Time.",
+            json!({"type": "object", "properties": {}}),
+        )];
+        let grammar = crate::grammar::tool_call_or_answer_grammar(&tools, &format).expect("grammar");
+        grammar_sampler(&model, &grammar, true, &[]).expect("the call-or-answer grammar");
+    }
+
+    #[test]
     fn control_tokens_but_the_call_opening_end_the_turn() {
         let Some(model) = fetched_model() else { return };
         let vocab = model.vocab();
