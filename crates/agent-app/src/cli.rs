@@ -34,6 +34,7 @@ use crate::env::Env;
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::providers::{Progress, build_client};
 use crate::sessions::{SessionStore, not_found};
+use crate::telemetry::Telemetry;
 use crate::tools::ToolBox;
 
 /// Agentry: tool-using LLM agents from the command line.
@@ -266,7 +267,7 @@ pub fn main() -> ExitCode {
         }
     };
     let env = Env::from_process();
-    init_tracing(cli.verbose, &env);
+    let telemetry = init_tracing(&cli, &env);
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(error) => {
@@ -291,20 +292,78 @@ pub fn main() -> ExitCode {
     // Do not wait for a model download or a tool still running on a
     // blocking thread after a cancelled run.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     ExitCode::from(code)
 }
 
-fn init_tracing(verbose: bool, env: &Env) {
-    let filter = match (env.get("RUST_LOG"), verbose) {
-        (Some(filter), _) => filter,
+/// Installs the tracing subscriber: the stderr log when `RUST_LOG` is set
+/// or `--verbose` is given, and, when the configuration has
+/// `[telemetry] otlp_endpoint`, the OTLP export of spans and a `metrics`
+/// recorder (returned, to be shut down before exit). A configuration that
+/// does not load is left to the command to report.
+fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let filter = match (env.get("RUST_LOG"), cli.verbose) {
+        (Some(filter), _) => Some(filter),
         // llama.cpp logs every load step at info level: only its warnings by default.
-        (None, true) => "info,llama-cpp-2=warn".to_owned(),
-        (None, false) => return,
+        (None, true) => Some("info,llama-cpp-2=warn".to_owned()),
+        (None, false) => None,
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(io::stderr)
-        .try_init();
+    let fmt = filter.map(|filter| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(io::stderr)
+            .with_filter(tracing_subscriber::EnvFilter::new(filter))
+    });
+    let config = match &cli.command {
+        Command::Run(args) => args.agent.provider.config.clone(),
+        Command::Chat(args) => args.agent.provider.config.clone(),
+        Command::Resume(args) => args.provider.config.clone(),
+        Command::Demo(args) => args.provider.config.clone(),
+        Command::Tools(_) | Command::Sessions(_) => None,
+    };
+    let started = match &cli.command {
+        Command::Tools(_) | Command::Sessions(_) => None,
+        _ => std::env::current_dir()
+            .ok()
+            .and_then(|cwd| {
+                let overrides = Overrides {
+                    config,
+                    ..Overrides::default()
+                };
+                Settings::load(&overrides, env, &cwd).ok()
+            })
+            .and_then(|settings| match Telemetry::start(&settings.config.telemetry) {
+                Ok(started) => started,
+                Err(error) => {
+                    eprintln!("warning: {error}; nothing is exported");
+                    None
+                }
+            }),
+    };
+    let Some((telemetry, tracer)) = started else {
+        if let Some(fmt) = fmt {
+            let _ = tracing_subscriber::registry().with(fmt).try_init();
+        }
+        return None;
+    };
+    // The exporter's own HTTP client logs through tracing too: never export those.
+    let otel = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_filter(tracing_subscriber::EnvFilter::new(
+            "info,llama-cpp-2=warn,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,opentelemetry_http=off,reqwest=off,hyper=off,hyper_util=off,h2=off",
+        ));
+    if tracing_subscriber::registry().with(fmt).with(otel).try_init().is_err() {
+        return Some(telemetry);
+    }
+    if metrics::set_global_recorder(telemetry.recorder()).is_ok() {
+        agent_tools::telemetry::describe_metrics();
+    }
+    Some(telemetry)
 }
 
 /// Runs a parsed command; returns the exit status of a command that

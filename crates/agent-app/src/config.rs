@@ -183,6 +183,55 @@ impl fmt::Debug for ProviderTables {
     }
 }
 
+/// The `[telemetry]` table: OpenTelemetry (OTLP) export of the GenAI spans
+/// and metrics. Nothing is exported, and no exporter thread started, unless
+/// `otlp_endpoint` is set. `Debug` shows header names only: a header may
+/// hold a token.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// The collector's base URL, e.g. `http://localhost:4318`; spans go to
+    /// `{otlp_endpoint}/v1/traces`, metrics to `{otlp_endpoint}/v1/metrics`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
+    /// The OTLP transport: `http/protobuf` (the only one supported).
+    pub protocol: String,
+    /// The `service.name` resource attribute.
+    pub service_name: String,
+    /// Extra HTTP headers sent with every export (e.g. an API key).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// How often metrics are exported, in seconds (and once at exit).
+    pub metrics_interval_secs: f64,
+}
+
+/// The OTLP protocols `telemetry.protocol` accepts.
+pub const TELEMETRY_PROTOCOLS: &[&str] = &["http/protobuf"];
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            protocol: "http/protobuf".to_owned(),
+            service_name: "agentry".to_owned(),
+            headers: BTreeMap::new(),
+            metrics_interval_secs: 60.0,
+        }
+    }
+}
+
+impl fmt::Debug for TelemetrySettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelemetrySettings")
+            .field("otlp_endpoint", &self.otlp_endpoint)
+            .field("protocol", &self.protocol)
+            .field("service_name", &self.service_name)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("metrics_interval_secs", &self.metrics_interval_secs)
+            .finish()
+    }
+}
+
 /// The whole file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -196,6 +245,8 @@ pub struct Config {
     pub tools: ToolSettings,
     /// `[catalog."model-name"]`, merged over the shipped catalog.
     pub catalog: BTreeMap<String, CatalogEntry>,
+    /// `[telemetry]`.
+    pub telemetry: TelemetrySettings,
 }
 
 fn is_empty_tables(tables: &ProviderTables) -> bool {
@@ -209,6 +260,7 @@ impl Default for Config {
             providers: ProviderTables::default(),
             tools: ToolSettings::default(),
             catalog: catalog::shipped_entries(),
+            telemetry: TelemetrySettings::default(),
         }
     }
 }
@@ -393,10 +445,61 @@ impl Settings {
                 });
             }
         }
+        self.validate_telemetry()?;
         for (name, entry) in &self.config.catalog {
             if !entry.prices_are_valid() {
                 return Err(self.invalid(&format!("catalog.{name}"), "prices must be non-negative numbers"));
             }
+        }
+        Ok(())
+    }
+
+    /// Checks the `[telemetry]` table.
+    fn validate_telemetry(&self) -> Result<(), ConfigError> {
+        let telemetry = &self.config.telemetry;
+        if let Some(endpoint) = &telemetry.otlp_endpoint {
+            let parsed = url::Url::parse(endpoint.trim());
+            if !parsed.is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host()) {
+                return Err(self.invalid(
+                    "telemetry.otlp_endpoint",
+                    "must be an http:// or https:// URL, e.g. \"http://localhost:4318\"",
+                ));
+            }
+        }
+        if !TELEMETRY_PROTOCOLS.contains(&telemetry.protocol.as_str()) {
+            return Err(self.invalid(
+                "telemetry.protocol",
+                &format!(
+                    "unsupported OTLP protocol \"{}\"; supported: {}",
+                    telemetry.protocol,
+                    TELEMETRY_PROTOCOLS.join(", ")
+                ),
+            ));
+        }
+        if telemetry.service_name.trim().is_empty() {
+            return Err(self.invalid("telemetry.service_name", "must not be empty"));
+        }
+        for (name, value) in &telemetry.headers {
+            let valid_name = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !valid_name {
+                return Err(self.invalid("telemetry.headers", &format!("\"{name}\" is not a valid header name")));
+            }
+            if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+                return Err(self.invalid(
+                    &format!("telemetry.headers.{name}"),
+                    "must not contain control characters",
+                ));
+            }
+        }
+        let interval = telemetry.metrics_interval_secs;
+        if !(interval > 0.0 && std::time::Duration::try_from_secs_f64(interval).is_ok()) {
+            return Err(self.invalid(
+                "telemetry.metrics_interval_secs",
+                "must be a positive number of seconds",
+            ));
         }
         Ok(())
     }
@@ -654,6 +757,51 @@ mod tests {
 
     fn tempdir() -> tempfile::TempDir {
         tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn telemetry_is_off_by_default_and_read_from_its_table() {
+        let dir = tempdir();
+        let settings = load_in(dir.path(), None, &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(settings.config.telemetry, TelemetrySettings::default());
+        assert_eq!(settings.config.telemetry.otlp_endpoint, None);
+        let toml = "[telemetry]\notlp_endpoint = \"http://localhost:4318\"\nservice_name = \"bot\"\n\
+                    [telemetry.headers]\nauthorization = \"Bearer t0ken\"\n";
+        let settings = load_in(dir.path(), Some(toml), &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        let telemetry = &settings.config.telemetry;
+        assert_eq!(telemetry.otlp_endpoint.as_deref(), Some("http://localhost:4318"));
+        assert_eq!(telemetry.protocol, "http/protobuf");
+        assert_eq!(telemetry.service_name, "bot");
+        assert_eq!(telemetry.headers["authorization"], "Bearer t0ken");
+        assert!(!format!("{telemetry:?}").contains("t0ken"), "Debug hides header values");
+    }
+
+    #[test]
+    fn bad_telemetry_values_name_their_key() {
+        for (toml, key) in [
+            (
+                "[telemetry]\notlp_endpoint = \"localhost:4318\"\n",
+                "telemetry.otlp_endpoint",
+            ),
+            (
+                "[telemetry]\notlp_endpoint = \"ftp://collector\"\n",
+                "telemetry.otlp_endpoint",
+            ),
+            ("[telemetry]\nprotocol = \"grpc\"\n", "telemetry.protocol"),
+            ("[telemetry]\nservice_name = \" \"\n", "telemetry.service_name"),
+            ("[telemetry.headers]\n\"bad header\" = \"x\"\n", "telemetry.headers"),
+            (
+                "[telemetry]\nmetrics_interval_secs = 0\n",
+                "telemetry.metrics_interval_secs",
+            ),
+            ("[telemetry]\nendpoint = \"http://localhost:4318\"\n", "endpoint"),
+        ] {
+            let dir = tempdir();
+            let error = load_in(dir.path(), Some(toml), &[], &Overrides::default())
+                .err()
+                .unwrap_or_else(|| panic!("{toml} must be rejected"));
+            assert!(error.to_string().contains(key), "{toml}: {error}");
+        }
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! - [`output`]: the `run --json` contract.
 //! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts.
 //! - [`cli`]: the commands (`run` and `resume` live in a module of their own).
+//! - [`telemetry`]: `[telemetry]`, OTLP/HTTP export of the GenAI spans and
+//!   metrics (tracing-opentelemetry and a `metrics` recorder).
 //!
 //! Building an agent from configuration, as the binary does:
 //!
@@ -48,4 +50,5 @@ pub mod output;
 pub mod providers;
 mod runs;
 pub mod sessions;
+pub mod telemetry;
 pub mod tools;

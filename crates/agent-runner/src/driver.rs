@@ -53,12 +53,12 @@ impl Driver<'_> {
         let identity = state.identity().clone();
         let span = telemetry::run_span(&identity.agent, &identity.provider, &identity.model);
         self.drive_steps(state).instrument(span.clone()).await;
-        span.record("gen_ai.usage.input_tokens", state.usage().input_tokens);
-        span.record("gen_ai.usage.output_tokens", state.usage().output_tokens);
-        span.record("agentry.iterations", state.iteration());
-        if let Some(cause) = state.stop_cause() {
-            span.record("agentry.stop_reason", cause.as_str());
-        }
+        telemetry::record_run(
+            &span,
+            &state.usage(),
+            state.iteration(),
+            state.stop_cause().map(StopCause::as_str),
+        );
     }
 
     async fn drive_steps(&self, state: &mut RunState) {

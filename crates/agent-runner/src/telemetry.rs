@@ -1,11 +1,24 @@
 //! Spans and metrics named after the OpenTelemetry GenAI semantic conventions.
+//!
+//! Attribute names follow the conventions exactly (`gen_ai.usage.input_tokens`,
+//! `gen_ai.usage.cache_read.input_tokens`,
+//! `gen_ai.usage.cache_creation.input_tokens`, ...); chat spans have the span
+//! kind client (`otel.kind = "client"`). Tracing fields are scalars, so
+//! `gen_ai.response.finish_reasons` is recorded as the reasons joined with
+//! `,` (one reason per call today); an OpenTelemetry exporter turns it into
+//! the string array the conventions ask for (see `FINISH_REASONS`).
 
 use std::time::Duration;
 
-use agent_core::{ChatRequest, ChatResponse, LlmError, StopReason};
+use agent_core::{ChatRequest, ChatResponse, LlmError, StopReason, Usage};
 use metrics::Histogram;
 use tracing::Span;
 use tracing::field::Empty;
+
+/// The span field holding the finish reasons of a chat call, joined with
+/// `,`. Exporters that can (the `agentry` CLI's OTLP export) split it into
+/// an array attribute.
+pub(crate) const FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
 
 /// The span of a whole run: `invoke_agent {agent}`.
 pub(crate) fn run_span(agent: &str, provider: &str, model: &str) -> Span {
@@ -23,23 +36,42 @@ pub(crate) fn run_span(agent: &str, provider: &str, model: &str) -> Span {
     )
 }
 
+/// Records a finished run's totals on its span.
+pub(crate) fn record_run(span: &Span, usage: &Usage, iterations: u32, stop_reason: Option<&str>) {
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
+    span.record("agentry.iterations", i64::from(iterations));
+    if let Some(stop_reason) = stop_reason {
+        span.record("agentry.stop_reason", stop_reason);
+    }
+}
+
+/// A count as a signed integer: `tracing-opentelemetry` exports `i64`
+/// fields as integers but `u64` ones as strings.
+fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
 /// The span of one model call: `chat {model}`.
 pub(crate) fn chat_span(provider: &str, model: &str, request: &ChatRequest, iteration: u32) -> Span {
     tracing::info_span!(
         "chat",
         otel.name = %format_args!("chat {model}"),
+        otel.kind = "client",
+        otel.status_code = Empty,
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider,
         gen_ai.request.model = model,
-        gen_ai.request.max_tokens = request.max_tokens,
+        gen_ai.request.max_tokens = request.max_tokens.map(i64::from),
         gen_ai.request.temperature = request.temperature,
-        agentry.iteration = iteration,
+        agentry.iteration = i64::from(iteration),
         gen_ai.response.model = Empty,
         gen_ai.response.id = Empty,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
-        gen_ai.usage.cache_read_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
         error.type = Empty,
     )
 }
@@ -95,10 +127,17 @@ pub(crate) fn record_chat(
             if let Some(id) = &response.id {
                 span.record("gen_ai.response.id", id.as_str());
             }
-            span.record("gen_ai.response.finish_reasons", finish_reason(response.stop_reason));
-            span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-            span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
-            span.record("gen_ai.usage.cache_read_tokens", response.usage.cache_read_tokens);
+            span.record(FINISH_REASONS, finish_reason(response.stop_reason));
+            span.record("gen_ai.usage.input_tokens", int(response.usage.input_tokens));
+            span.record("gen_ai.usage.output_tokens", int(response.usage.output_tokens));
+            span.record(
+                "gen_ai.usage.cache_read.input_tokens",
+                int(response.usage.cache_read_tokens),
+            );
+            span.record(
+                "gen_ai.usage.cache_creation.input_tokens",
+                int(response.usage.cache_write_tokens),
+            );
             metrics.input_tokens.record(response.usage.input_tokens as f64);
             metrics.output_tokens.record(response.usage.output_tokens as f64);
             if capture_content {
@@ -117,6 +156,7 @@ pub(crate) fn record_chat(
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
             span.record("error.type", kind.as_str());
+            span.record("otel.status_code", "ERROR");
             Some(kind)
         }
     };

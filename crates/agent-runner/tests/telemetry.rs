@@ -25,10 +25,17 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
         let mut visitor = Visitor::default();
         attrs.record(&mut visitor);
         let name = visitor.name.unwrap_or_else(|| attrs.metadata().name().to_owned());
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(name);
+        let mut names = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if attrs.metadata().name() == "chat" {
+            // The declared fields of a chat span, and its kind.
+            for field in attrs.metadata().fields() {
+                names.push(format!("chat field {}", field.name()));
+            }
+            if let Some(kind) = visitor.kind {
+                names.push(format!("chat kind {kind}"));
+            }
+        }
+        names.push(name);
     }
 
     fn on_record(
@@ -39,11 +46,12 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
     ) {
         let mut visitor = Visitor::default();
         values.record(&mut visitor);
+        let mut names = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(call_id) = visitor.call_id {
-            self.0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(format!("gen_ai.tool.call.id={call_id}"));
+            names.push(format!("gen_ai.tool.call.id={call_id}"));
+        }
+        if let Some(reasons) = visitor.finish_reasons {
+            names.push(format!("gen_ai.response.finish_reasons={reasons}"));
         }
     }
 }
@@ -53,6 +61,8 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
 struct Visitor {
     name: Option<String>,
     call_id: Option<String>,
+    kind: Option<String>,
+    finish_reasons: Option<String>,
 }
 
 impl tracing::field::Visit for Visitor {
@@ -65,10 +75,11 @@ impl tracing::field::Visit for Visitor {
     }
 
     fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "gen_ai.tool.call.id" {
-            self.call_id = Some(value.to_owned());
-        } else {
-            self.record_debug(field, &value);
+        match field.name() {
+            "gen_ai.tool.call.id" => self.call_id = Some(value.to_owned()),
+            "otel.kind" => self.kind = Some(value.to_owned()),
+            "gen_ai.response.finish_reasons" => self.finish_reasons = Some(value.to_owned()),
+            _ => self.record_debug(field, &value),
         }
     }
 }
@@ -114,6 +125,33 @@ fn a_run_opens_agent_chat_and_tool_spans_and_records_genai_metrics() {
     assert!(
         names.contains(&format!("gen_ai.tool.call.id={call_id}")),
         "the tool span carries the call id {call_id}: {names:?}"
+    );
+
+    // Attribute names of the GenAI semantic conventions, exactly.
+    for field in [
+        "gen_ai.operation.name",
+        "gen_ai.provider.name",
+        "gen_ai.request.model",
+        "gen_ai.response.finish_reasons",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cache_creation.input_tokens",
+    ] {
+        assert!(names.contains(&format!("chat field {field}")), "{field}: {names:?}");
+    }
+    assert!(
+        !names.iter().any(|n| n == "chat field gen_ai.usage.cache_read_tokens"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"chat kind client".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"gen_ai.response.finish_reasons=tool_calls".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"gen_ai.response.finish_reasons=stop".to_owned()),
+        "{names:?}"
     );
 
     let metrics: Vec<String> = snapshotter
