@@ -165,16 +165,7 @@ async fn typed_run(
     history: &[Message],
     json: bool,
 ) -> Result<u8, AppError> {
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
-    let context = ToolContext::new().with_cancel(cancel);
+    let (context, on_ctrl_c) = cancel_on_ctrl_c();
     let outcome = agent.run_json(history.to_vec(), prompt, schema, &context).await;
     on_ctrl_c.abort();
     let (result, output, error) = match outcome {
@@ -308,16 +299,7 @@ async fn finish(
     history: &[Message],
     output: Output,
 ) -> Result<u8, AppError> {
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
-    let context = ToolContext::new().with_cancel(cancel);
+    let (context, on_ctrl_c) = cancel_on_ctrl_c();
     let checkpoints = session.map(|open| {
         Arc::new(SessionCheckpoints {
             store: Arc::clone(open.store.conversations()),
@@ -412,4 +394,19 @@ async fn stream_run(
         }
     }
     Err(AppError::RunFailed("the run ended without a result".to_owned()))
+}
+
+/// A context whose run Ctrl-C cancels, and the task watching for it (abort
+/// it when the run is over).
+fn cancel_on_ctrl_c() -> (ToolContext, tokio::task::JoinHandle<()>) {
+    let cancel = CancellationToken::new();
+    let watcher = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    (ToolContext::new().with_cancel(cancel), watcher)
 }
