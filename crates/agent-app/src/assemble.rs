@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use agent_core::{LlmClient, ModelCatalog, ModelInfo, Pricing};
-use agent_runner::{Agent, RunConfig};
+use agent_runner::{Agent, AgentBuilder, RunConfig};
 use chrono::NaiveDate;
 
 use crate::config::Settings;
@@ -43,11 +43,17 @@ pub fn catalog_for(settings: &Settings, client: &dyn LlmClient) -> Arc<ModelCata
     Arc::new(catalog)
 }
 
-/// The agent for `run` and `chat`.
-pub fn build_agent(settings: &Settings, client: Arc<dyn LlmClient>, tools: &ToolBox) -> Agent {
-    let agent = &settings.config.agent;
-    let catalog = catalog_for(settings, client.as_ref());
-    let window = crate::providers::configured_context_window(settings, client.as_ref());
+/// The `[agent]` and `[tools]` settings of every agent built from
+/// `settings` for `client` (loop policies, budgets, tokens, temperature,
+/// prompt caching, context window, prices), as a step of an
+/// [`AgentBuilder`]: the agent of `run` and `chat`, and each scene's.
+pub fn configure_agent(
+    settings: &Settings,
+    client: &dyn LlmClient,
+) -> impl Fn(AgentBuilder) -> AgentBuilder + Send + Sync + 'static {
+    let agent = settings.config.agent.clone();
+    let catalog = catalog_for(settings, client);
+    let window = crate::providers::configured_context_window(settings, client);
     let config = RunConfig {
         max_iterations: agent.max_iterations,
         tool_protocol: agent.tool_protocol,
@@ -55,28 +61,39 @@ pub fn build_agent(settings: &Settings, client: Arc<dyn LlmClient>, tools: &Tool
         max_tool_result_bytes: settings.config.tools.max_result_bytes,
         ..RunConfig::default()
     };
-    let mut builder = Agent::builder(client)
+    move |builder: AgentBuilder| {
+        let mut builder = builder
+            .config(config.clone())
+            .prompt_caching(agent.prompt_caching)
+            .catalog(Arc::clone(&catalog));
+        if let Some(window) = window {
+            builder = builder.context_window(window);
+        }
+        if let Some(max_tokens) = agent.max_tokens {
+            builder = builder.max_tokens(max_tokens);
+        }
+        if let Some(temperature) = agent.temperature {
+            builder = builder.temperature(temperature);
+        }
+        builder
+    }
+}
+
+/// The agent for `run` and `chat`.
+pub fn build_agent(settings: &Settings, client: Arc<dyn LlmClient>, tools: &ToolBox) -> Agent {
+    let configure = configure_agent(settings, client.as_ref());
+    configure(Agent::builder(client))
         .name("agentry")
         .system_prompt(
-            agent
+            settings
+                .config
+                .agent
                 .system_prompt
                 .clone()
                 .unwrap_or_else(|| default_system_prompt(today())),
         )
         .tools(tools.registry())
-        .config(config)
-        .prompt_caching(agent.prompt_caching)
-        .catalog(catalog);
-    if let Some(window) = window {
-        builder = builder.context_window(window);
-    }
-    if let Some(max_tokens) = agent.max_tokens {
-        builder = builder.max_tokens(max_tokens);
-    }
-    if let Some(temperature) = agent.temperature {
-        builder = builder.temperature(temperature);
-    }
-    builder.build()
+        .build()
 }
 
 #[cfg(test)]
@@ -89,8 +106,8 @@ mod tests {
     use crate::config::{CONFIG_FILE_NAME, Overrides};
     use crate::env::Env;
 
-    #[test]
-    fn the_tool_result_cap_and_budgets_of_the_file_reach_the_loop() {
+    #[tokio::test]
+    async fn the_tool_result_cap_and_budgets_of_the_file_reach_the_loop() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(
             dir.path().join(CONFIG_FILE_NAME),
@@ -99,7 +116,9 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         let env = Env::from_pairs([("AGENTRY_HOME", dir.path().to_string_lossy().into_owned())]);
         let settings = Settings::load(&Overrides::default(), &env, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let tools = ToolBox::from_settings(&settings, &env).unwrap_or_else(|e| panic!("{e}"));
+        let tools = ToolBox::from_settings(&settings, &env)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let agent = build_agent(&settings, Arc::new(ScriptedClient::new()), &tools);
         assert_eq!(agent.config().max_tool_result_bytes, 100);
         assert_eq!(agent.config().max_iterations, 4);

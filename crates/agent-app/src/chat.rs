@@ -4,20 +4,26 @@
 //! driven by a test as well as by a terminal: a [`LineReader`] (rustyline in
 //! the binary) and [`Interrupts`] (Ctrl-C in the binary). Ctrl-C during a
 //! run cancels it and keeps the conversation; a second Ctrl-C, or Ctrl-C
-//! twice at the prompt, or Ctrl-D, exits.
+//! twice at the prompt, or Ctrl-D, exits. A call of a tool that requires
+//! approval is shown and asked about (`[y/N]`) before the reply's tools run;
+//! anything but `y`/`yes` denies it, and the model reads that it was refused.
 
 use std::fmt::Write as _;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, StopCause, ToolContext, Usage};
-use agent_runner::Agent;
+use agent_core::{
+    AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, StopCause, ToolApprover, ToolCall,
+    ToolContext, Usage,
+};
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::console::{Console, brief, count, stop_note};
 use crate::error::AppError;
+use crate::scenes::TurnRunner;
 
 /// What the user typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,7 +260,7 @@ impl ChatSink for Unsaved {
 
 /// Runs the chat until the user leaves.
 pub async fn run_chat(
-    agent: &Agent,
+    agent: &dyn TurnRunner,
     reader: &mut dyn LineReader,
     console: &mut Console,
     interrupts: &dyn Interrupts,
@@ -328,7 +334,7 @@ pub async fn run_chat(
             .map_err(write)?;
             continue;
         }
-        match turn(agent, line, console, interrupts, conversation).await? {
+        match turn(agent, line, reader, console, interrupts, conversation).await? {
             TurnEnd::Finished { history, result } => sink.turn_finished(&history, &result).await?,
             TurnEnd::NoResult => {}
             TurnEnd::Quit => return Ok(ChatEnd::Interrupted),
@@ -345,17 +351,62 @@ enum TurnEnd {
     Quit,
 }
 
+/// A question to the user about a call that needs approval, and where the
+/// answer goes.
+type ApprovalQuestion = (ToolCall, oneshot::Sender<ApprovalDecision>);
+
+/// Asks the chat loop (which owns the terminal) to ask the user.
+struct AskTheUser(mpsc::UnboundedSender<ApprovalQuestion>);
+
+#[async_trait::async_trait]
+impl ToolApprover for AskTheUser {
+    async fn decide(&self, call: &ToolCall) -> ApprovalDecision {
+        let (reply, answer) = oneshot::channel();
+        if self.0.send((call.clone(), reply)).is_err() {
+            return ApprovalDecision::deny();
+        }
+        answer.await.unwrap_or_else(|_| ApprovalDecision::deny())
+    }
+}
+
+/// Shows `call` and reads y/N: only `y` or `yes` approves.
+fn ask_approval(call: &ToolCall, reader: &mut dyn LineReader, console: &mut Console) -> io::Result<ApprovalDecision> {
+    console.clear_spinners();
+    console.end_line()?;
+    console.note(&format!(
+        "  ? {} {} needs your approval",
+        call.name,
+        brief(&call.arguments.to_string(), 200)
+    ))?;
+    let approved = match reader.read_line("  allow it? [y/N] ")? {
+        Input::Line(answer) => matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"),
+        Input::Interrupted | Input::Eof => false,
+    };
+    console.note(if approved { "  (approved)" } else { "  (denied)" })?;
+    Ok(if approved {
+        ApprovalDecision::Approve
+    } else {
+        ApprovalDecision::Deny {
+            reason: Some("the user said no".to_owned()),
+        }
+    })
+}
+
 /// One user turn, streamed; Ctrl-C cancels it, a second Ctrl-C quits.
 async fn turn(
-    agent: &Agent,
+    agent: &dyn TurnRunner,
     line: &str,
+    reader: &mut dyn LineReader,
     console: &mut Console,
     interrupts: &dyn Interrupts,
     conversation: &mut Conversation,
 ) -> Result<TurnEnd, AppError> {
     let write = |error: io::Error| AppError::io("writing to the terminal", error);
     let cancel = CancellationToken::new();
-    let context = ToolContext::new().with_cancel(cancel.clone());
+    let (questions, mut asked) = mpsc::unbounded_channel();
+    let context = ToolContext::new()
+        .with_cancel(cancel.clone())
+        .with_approver(Arc::new(AskTheUser(questions)));
     let history = conversation.messages.clone();
     let mut events = Box::pin(agent.run_stream(history.clone(), line, context));
     let mut interrupt = interrupts.next();
@@ -372,6 +423,10 @@ async fn turn(
                 Some(event) => console.event(&event).map_err(write)?,
                 None => break None,
             },
+            Some((call, reply)) = asked.recv() => {
+                let decision = ask_approval(&call, reader, console).map_err(write)?;
+                let _ = reply.send(decision);
+            }
             () = &mut interrupt => {
                 if cancelling {
                     console.clear_spinners();
@@ -410,7 +465,7 @@ async fn turn(
     })
 }
 
-fn tool_list(agent: &Agent) -> String {
+fn tool_list(agent: &dyn TurnRunner) -> String {
     let tools = agent.registry().definitions();
     if tools.is_empty() {
         return "no tools are enabled (see [tools] enabled in agentry.toml, or --tools)".to_owned();
@@ -435,6 +490,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    use agent_runner::Agent;
     use agent_testing::{ScriptedClient, response};
     use agent_tools::Registry;
     use serde_json::json;
@@ -569,6 +625,48 @@ mod tests {
         assert_eq!(conversation, Conversation::default());
         // Two turns and one reset were saved.
         assert_eq!(saves, 3);
+    }
+
+    #[tokio::test]
+    async fn a_call_that_needs_approval_is_asked_about_and_runs_only_on_yes() {
+        for (answer, ran) in [("y", true), ("n", false)] {
+            let client = ScriptedClient::new()
+                .respond(response::tool_calls([("calculator", json!({"expression": "6*7"}))]))
+                .respond(response::text("Done."));
+            let client = Arc::new(client.with_model("m"));
+            let registry = Registry::builder()
+                .provider(Arc::new(agent_tools_math::tool_set()))
+                .require_approval(["calculator"])
+                .build()
+                .unwrap_or_else(|e| panic!("{e}"));
+            let agent = Agent::builder(client.clone()).tools(Arc::new(registry)).build();
+            let mut reader = Script::lines(&["What is 6*7?", answer]);
+            let (out, conversation, end, _) = chat(&agent, &mut reader, &NoInterrupts).await;
+            assert_eq!(end, ChatEnd::Exit);
+            assert!(
+                out.contains("? calculator {\"expression\":\"6*7\"} needs your approval"),
+                "{out}"
+            );
+            assert!(out.contains("Done."), "{out}");
+            let result = conversation
+                .messages
+                .iter()
+                .find_map(|message| match message {
+                    Message::Tool(result) => Some(result.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("no tool result in {:?}", conversation.messages));
+            if ran {
+                assert!(out.contains("(approved)"), "{out}");
+                assert!(!result.is_error && result.content.contains("42"), "{result:?}");
+            } else {
+                assert!(out.contains("(denied)"), "{out}");
+                assert!(
+                    result.is_error && result.content.contains("did not approve"),
+                    "{result:?}"
+                );
+            }
+        }
     }
 
     #[tokio::test]

@@ -5,12 +5,21 @@
 //!             [--tools a,b] [--max-iterations N] [--session NAME]
 //!             [--stream | --schema FILE] [--json] PROMPT
 //! agentry resume [--config F] [--provider P] [--model M] [--base-url URL]
-//!                [--tools a,b] [--stream] [--json] SESSION
+//!                [--tools a,b] [--stream] [--json]
+//!                [--approve ID]... [--deny ID]... [--reason TEXT] SESSION
 //! agentry chat [same options as run]
 //! agentry demo [--config F] [--provider P] [--model M] [--base-url URL]
 //! agentry tools [--config F] [--tools a,b] [--json]
 //! agentry sessions list|show NAME|delete NAME
+//! agentry mcp [--config F] [--tools a,b]
 //! ```
+//!
+//! `agentry mcp` is an MCP server on stdio: `tools/list` gives the enabled
+//! tools, `tools/call` runs one through the registry (validated, checked,
+//! traced) and answers with its text, or `isError` and the error. Only MCP
+//! messages go to stdout; logs (`--verbose`, `RUST_LOG`) go to stderr.
+//! MCP servers configured as `[mcp.servers.NAME]` are tool domains NAME
+//! for every command (see [`crate::mcp`]).
 //!
 //! Exit status: 0 success, 2 bad usage or configuration, 1 any other
 //! failure (including a run that ends with `stop_reason` `error`,
@@ -55,7 +64,8 @@ pub enum Command {
     /// Run one prompt and print the answer.
     Run(RunArgs),
     /// Continue the interrupted run of a session (a crash, or Ctrl-C during
-    /// `run --session`) from its last step.
+    /// `run --session`) from its last step, or a run paused for approval
+    /// (--approve / --deny the waiting calls).
     Resume(ResumeArgs),
     /// Talk with the agent: streaming, with history (/help inside).
     Chat(ChatArgs),
@@ -66,6 +76,9 @@ pub enum Command {
     /// Stored conversations (see --session).
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Serve the enabled tools as an MCP server over stdio (for Claude
+    /// Desktop, IDEs, other agents).
+    Mcp(crate::mcp::McpArgs),
 }
 
 /// Options that choose the provider and model (shared by `run`, `chat` and `demo`).
@@ -175,6 +188,17 @@ pub struct ResumeArgs {
     /// Print one JSON object with the answer, tool calls and usage, as `run --json` does.
     #[arg(long)]
     pub json: bool,
+    /// Approve the waiting tool call ID (of a run paused with stop reason
+    /// `awaiting_approval`); repeat for several.
+    #[arg(long, value_name = "ID")]
+    pub approve: Vec<String>,
+    /// Deny the waiting tool call ID: it does not run, the model is told the
+    /// user refused it; repeat for several.
+    #[arg(long, value_name = "ID")]
+    pub deny: Vec<String>,
+    /// Why the calls given with --deny were refused (the model reads it).
+    #[arg(long, value_name = "TEXT", requires = "deny")]
+    pub reason: Option<String>,
     /// The session whose run to continue.
     #[arg(value_name = "SESSION")]
     pub session: String,
@@ -324,6 +348,7 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
         Command::Chat(args) => args.agent.provider.config.clone(),
         Command::Resume(args) => args.provider.config.clone(),
         Command::Demo(args) => args.provider.config.clone(),
+        Command::Mcp(args) => args.config.clone(),
         Command::Tools(_) | Command::Sessions(_) => None,
     };
     let started = match &cli.command {
@@ -374,8 +399,9 @@ pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         Command::Resume(args) => crate::runs::resume(args, env, cwd).await,
         Command::Chat(args) => chat(args, env, cwd).await,
         Command::Demo(args) => demo(args, env, cwd).await,
-        Command::Tools(args) => tools(&args, env, cwd),
+        Command::Tools(args) => tools(&args, env, cwd).await,
         Command::Sessions(command) => sessions(command, env).await,
+        Command::Mcp(args) => crate::mcp::serve(&args, env, cwd).await,
     }
 }
 
@@ -431,10 +457,15 @@ impl ChatSink for ChatSession {
 
 async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env)?;
+    let tools = ToolBox::from_settings(&settings, env).await?;
     let session = crate::runs::open_session(&settings, args.agent.session.as_deref(), false).await?;
     let client = build_client(&settings, env, Progress::Show).await?;
+    let router = crate::scenes::router_for(&settings, &client, &tools)?;
     let agent = build_agent(&settings, client, &tools);
+    let runner: &dyn crate::scenes::TurnRunner = match &router {
+        Some(router) => router,
+        None => &agent,
+    };
     let history_file = io::stdin()
         .is_terminal()
         .then(|| settings.home.join("chat_history.txt"));
@@ -451,7 +482,7 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     };
     // Leaving with Ctrl-C is as deliberate as /exit: both end with status 0.
     run_chat(
-        &agent,
+        runner,
         &mut reader,
         &mut console,
         &CtrlC,
@@ -479,6 +510,7 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         // Only small local models need an example to copy.
         worked_example: client.provider() == "llama",
         today: args.today.unwrap_or(defaults.today),
+        scenes: crate::scenes::specs(&settings)?,
         ..defaults
     };
     let mut console = Console::stdout().with_text_prefix("assistant> ");
@@ -509,14 +541,14 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     Ok(EXIT_OK)
 }
 
-fn tools(args: &ToolsArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+async fn tools(args: &ToolsArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let overrides = Overrides {
         config: args.config.clone(),
         tools: args.tools.as_deref().map(tool_list),
         ..Overrides::default()
     };
     let settings = Settings::load(&overrides, env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env)?;
+    let tools = ToolBox::from_settings(&settings, env).await?;
     if args.json {
         let value = serde_json::json!({"domains": tools.domains(), "tools": tools.listing()});
         stdout_line(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
@@ -621,6 +653,7 @@ mod tests {
             vec!["agentry", "sessions", "show", "x"],
             vec!["agentry", "sessions", "delete", "x"],
             vec!["agentry", "--verbose", "tools"],
+            vec!["agentry", "mcp", "--config", "a.toml", "--tools", "math,time"],
         ] {
             Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         }

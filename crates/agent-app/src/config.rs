@@ -138,6 +138,11 @@ pub struct ToolSettings {
     /// The longest tool result kept in the conversation, in bytes; longer
     /// ones are cut with a marker saying so. 0: no cap.
     pub max_result_bytes: usize,
+    /// Tools whose calls wait for the user's approval before they run:
+    /// `chat` asks y/N, `run` pauses (stop reason `awaiting_approval`) and
+    /// `agentry resume NAME --approve ID|--deny ID` continues.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub require_approval: Vec<String>,
     /// `[tools.sql]`, passed to `agent_tools_sql::SqlConfig`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sql: Option<RawTable>,
@@ -164,6 +169,7 @@ impl Default for ToolSettings {
             enabled: vec!["math".to_owned(), "travel".to_owned()],
             timeout_secs: None,
             max_result_bytes: agent_runner::DEFAULT_MAX_TOOL_RESULT_BYTES,
+            require_approval: Vec::new(),
             sql: None,
             web: None,
         }
@@ -247,6 +253,12 @@ pub struct Config {
     pub catalog: BTreeMap<String, CatalogEntry>,
     /// `[telemetry]`.
     pub telemetry: TelemetrySettings,
+    /// `[mcp]`: MCP servers, each a tool domain (see [`crate::mcp`]).
+    #[serde(skip_serializing_if = "crate::mcp::McpSettings::is_empty")]
+    pub mcp: crate::mcp::McpSettings,
+    /// `[scenes]`: named sub-agents (see [`crate::scenes`]).
+    #[serde(skip_serializing_if = "crate::scenes::SceneTables::is_empty")]
+    pub scenes: crate::scenes::SceneTables,
 }
 
 fn is_empty_tables(tables: &ProviderTables) -> bool {
@@ -261,6 +273,8 @@ impl Default for Config {
             tools: ToolSettings::default(),
             catalog: catalog::shipped_entries(),
             telemetry: TelemetrySettings::default(),
+            mcp: crate::mcp::McpSettings::default(),
+            scenes: crate::scenes::SceneTables::default(),
         }
     }
 }
@@ -423,14 +437,17 @@ impl Settings {
                 return Err(self.invalid("tools.timeout_secs", "must be a positive number of seconds"));
             }
         }
+        crate::mcp::validate(self)?;
+        crate::scenes::validate(self)?;
         for name in &self.config.tools.enabled {
-            if !TOOL_DOMAINS.iter().any(|(domain, _)| domain == name) {
+            if !TOOL_DOMAINS.iter().any(|(domain, _)| domain == name) && !self.config.mcp.has(name) {
                 return Err(ConfigError::UnknownToolDomain {
                     origin: self.origin("tools.enabled"),
                     name: name.clone(),
                     available: TOOL_DOMAINS
                         .iter()
                         .map(|(domain, _)| *domain)
+                        .chain(self.config.mcp.servers.keys().map(String::as_str))
                         .collect::<Vec<_>>()
                         .join(", "),
                 });
@@ -576,6 +593,18 @@ impl Settings {
             .extract_inner(&key)
             .map(Some)
             .map_err(|error| from_figment_at(error, &key))
+    }
+
+    /// The table at the dotted `key` (e.g. `mcp.servers.time`) as `T`;
+    /// `None` when there is no such table.
+    pub fn table<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, ConfigError> {
+        if !self.figment.contains(key) {
+            return Ok(None);
+        }
+        self.figment
+            .extract_inner(key)
+            .map(Some)
+            .map_err(|error| from_figment_at(error, key))
     }
 
     /// `path` (the value of `key`) made absolute: a relative path written in

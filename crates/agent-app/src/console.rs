@@ -128,6 +128,7 @@ impl Console {
     /// Renders one event.
     pub fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
         match event {
+            AgentEvent::SceneEntered { scene, .. } => self.note(&format!("  ⇢ scene {scene}")),
             AgentEvent::TextDelta { text } => {
                 self.text_seen = true;
                 if self.prefix_due && !text.is_empty() {
@@ -242,6 +243,7 @@ pub fn stop_note(cause: StopCause, detail: Option<&str>) -> Option<String> {
         StopCause::BudgetExceeded => "a budget ran out".to_owned(),
         StopCause::Cancelled => "cancelled".to_owned(),
         StopCause::Error => "the run failed".to_owned(),
+        StopCause::AwaitingApproval => "tool calls wait for the user's approval".to_owned(),
     };
     Some(format!("[stop: {} — {text}]", cause.as_str()))
 }

@@ -148,6 +148,10 @@ pub enum AppError {
         /// The error.
         source: std::io::Error,
     },
+    /// An MCP server could not be started, or serving MCP failed (exit 1;
+    /// exit 2 for a bad `[mcp.servers.NAME]` table).
+    #[error(transparent)]
+    Mcp(#[from] agent_tools_mcp::McpError),
 }
 
 impl AppError {
@@ -155,7 +159,8 @@ impl AppError {
     /// configuration errors, 1 for everything else.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Config(_) | Self::Usage(_) => EXIT_USAGE,
+            Self::Config(_) | Self::Usage(_) | Self::Mcp(agent_tools_mcp::McpError::Config { .. }) => EXIT_USAGE,
+            Self::Mcp(_) => EXIT_FAILURE,
             Self::Llm(_) | Self::ModelFetch(_) | Self::Session(_) | Self::RunFailed(_) | Self::Io { .. } => {
                 EXIT_FAILURE
             }

@@ -10,8 +10,11 @@
 //! - [`providers`]: one factory from configuration to `Arc<dyn LlmClient>`,
 //!   each provider crate behind a cargo feature (`llama`, `openai`).
 //! - [`tools`]: the tool domains (`math`, `travel`, `sql`, `web`).
+//! - [`mcp`]: MCP servers as tool domains (`[mcp.servers.NAME]`), and
+//!   `agentry mcp`, which serves the enabled tools over stdio.
 //! - [`catalog`]: model prices shipped in `data/models.toml`, overridable.
 //! - [`output`]: the `run --json` contract.
+//! - [`scenes`]: `[scenes]`, named sub-agents the model routes each request to.
 //! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts.
 //! - [`cli`]: the commands (`run` and `resume` live in a module of their own).
 //! - [`telemetry`]: `[telemetry]`, OTLP/HTTP export of the GenAI spans and
@@ -27,7 +30,7 @@
 //! # async fn main() -> Result<(), agent_app::error::AppError> {
 //! let env = Env::from_process();
 //! let settings = Settings::load(&Overrides::default(), &env, &std::env::current_dir().unwrap())?;
-//! let tools = ToolBox::from_settings(&settings, &env)?;
+//! let tools = ToolBox::from_settings(&settings, &env).await?;
 //! let client = providers::build_client(&settings, &env, providers::Progress::Show).await?;
 //! let agent = assemble::build_agent(&settings, client, &tools);
 //! let result = agent.run(Vec::new(), "What is 17 * 23?", &ToolContext::new()).await;
@@ -46,9 +49,11 @@ pub mod demo;
 pub mod env;
 pub mod error;
 pub mod key_exposure;
+pub mod mcp;
 pub mod output;
 pub mod providers;
 mod runs;
+pub mod scenes;
 pub mod sessions;
 pub mod telemetry;
 pub mod tools;

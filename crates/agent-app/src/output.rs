@@ -18,10 +18,15 @@
 //! ```
 //!
 //! `stop_reason` is one of `completed`, `max_iterations`, `loop_detected`,
-//! `budget_exceeded`, `cancelled`, `error`. `cost_usd` is `null` when the
+//! `budget_exceeded`, `cancelled`, `error`, `awaiting_approval`. A run that
+//! paused for the user's approval (`awaiting_approval`) has one more key,
+//! `pending_approvals`: the calls waiting (`id`, `name`, `arguments`), which
+//! `agentry resume NAME --approve ID` or `--deny ID` decides; its
+//! `tool_calls` list the calls of that reply as not run. `cost_usd` is `null` when the
 //! model's price is not in the catalog. `provider` is the configured
 //! provider (`agent.provider`, e.g. `azure-openai`); `model` the model the
-//! requests went to. With `run --schema FILE` the object has one more key,
+//! requests went to. With `[scenes]` configured it has one more key,
+//! `scene`: the scene that ran (see [`crate::scenes`]). With `run --schema FILE` the object has one more key,
 //! `output`: the validated JSON answer.
 
 use agent_core::{AgentRunResult, StopCause, ToolCallRecord};
@@ -49,6 +54,25 @@ pub struct RunOutput {
     /// (and when the answer did not validate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
+    /// The calls waiting for the user's approval (`awaiting_approval`
+    /// only; absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending_approvals: Vec<PendingApprovalOutput>,
+    /// The scene that ran the request, when `[scenes]` is configured
+    /// (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scene: Option<String>,
+}
+
+/// A call of [`RunOutput::pending_approvals`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PendingApprovalOutput {
+    /// The call id, for `agentry resume NAME --approve ID` or `--deny ID`.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// The arguments as the model sent them.
+    pub arguments: Value,
 }
 
 /// One tool call of [`RunOutput`].
@@ -104,6 +128,16 @@ impl RunOutput {
             provider: result.provider.clone(),
             model: result.model.clone(),
             output: None,
+            pending_approvals: result
+                .pending_approvals
+                .iter()
+                .map(|call| PendingApprovalOutput {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                })
+                .collect(),
+            scene: result.scene.clone(),
         }
     }
 
@@ -127,11 +161,12 @@ impl ToolCallOutput {
 }
 
 /// Whether a run that stopped for `cause` counts as a success for the exit
-/// status: it produced an answer (possibly forced by a limit).
+/// status: it produced an answer (possibly forced by a limit), or paused,
+/// as configured, for the user's approval.
 pub fn is_success(cause: StopCause) -> bool {
     matches!(
         cause,
-        StopCause::Completed | StopCause::MaxIterations | StopCause::LoopDetected
+        StopCause::Completed | StopCause::MaxIterations | StopCause::LoopDetected | StopCause::AwaitingApproval
     )
 }
 
@@ -158,6 +193,7 @@ mod tests {
                 duplicate_of: None,
                 cached: false,
                 iteration: 1,
+                delegated_usage: None,
             }],
             model_calls: Vec::new(),
             usage: Usage {
@@ -172,6 +208,8 @@ mod tests {
             model: "gpt-4o-mini".into(),
             messages: vec![Message::user("Weather in Tokyo?")],
             compactions: Vec::new(),
+            pending_approvals: Vec::new(),
+            scene: None,
         }
     }
 

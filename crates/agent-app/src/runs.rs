@@ -10,13 +10,20 @@
 //! Ctrl-C cancels it), the saved state stays and `agentry resume NAME`
 //! continues the run from there: tool calls that had finished are not run
 //! again, and the run's deadline is the one it started with.
+//!
+//! A run that reaches calls of tools that require approval (`[tools]
+//! require_approval`) pauses before them with stop reason
+//! `awaiting_approval`: its state stays saved in the session and
+//! `agentry resume NAME --approve ID` / `--deny ID` decides the waiting calls
+//! and continues it (a denied call is an error result the model reads).
 
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, CancellationToken, ConversationStore, Message, StopCause, StoreError, ToolContext,
+    AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, ConversationStore, Message, StopCause, StoreError,
+    ToolContext,
 };
 use agent_runner::{Agent, RunCheckpoints, RunState, TypedError, check_schema};
 use futures::StreamExt;
@@ -112,7 +119,7 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppE
     let prompt = read_prompt(&args.prompt)?;
     let schema = args.schema.as_deref().map(|path| read_schema(path, cwd)).transpose()?;
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env)?;
+    let tools = ToolBox::from_settings(&settings, env).await?;
     let session = open_session(&settings, args.agent.session.as_deref(), true).await?;
     if let Some(open) = session.as_ref().filter(|open| open.interrupted) {
         eprintln!(
@@ -122,6 +129,14 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppE
         );
     }
     let client = build_client(&settings, env, Progress::Show).await?;
+    if let Some(router) = crate::scenes::router_for(&settings, &client, &tools)? {
+        if schema.is_some() {
+            return Err(AppError::Usage(
+                "--schema does not apply when [scenes] are configured; use another configuration file".to_owned(),
+            ));
+        }
+        return crate::scenes::run(&settings, &router, prompt, session.as_ref(), args.stream, args.json).await;
+    }
     let agent = build_agent(&settings, client, &tools);
     let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
     if let Some(schema) = schema {
@@ -231,7 +246,7 @@ async fn typed_run(
 /// `agentry resume`.
 pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let settings = Settings::load(&args.overrides(), env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env)?;
+    let tools = ToolBox::from_settings(&settings, env).await?;
     let session = open_session(&settings, Some(&args.session), true).await?;
     let Some(session) = session else {
         return Err(AppError::Session(format!("no session named `{}`", args.session)));
@@ -273,13 +288,38 @@ pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8
             client.model()
         )));
     }
+    let mut state = saved.state;
+    decide(&mut state, &args)?;
     let agent = build_agent(&settings, client, &tools);
     let history = session.messages.clone();
     let output = Output {
         stream: args.stream,
         json: args.json,
     };
-    finish(&settings, &agent, saved.state, Some(&session), &history, output).await
+    finish(&settings, &agent, state, Some(&session), &history, output).await
+}
+
+/// Applies `resume --approve/--deny` to the saved run: an id that is not
+/// waiting is a usage error naming the waiting ones.
+fn decide(state: &mut RunState, args: &ResumeArgs) -> Result<(), AppError> {
+    let decisions = args
+        .approve
+        .iter()
+        .map(|id| (id, ApprovalDecision::Approve))
+        .chain(args.deny.iter().map(|id| {
+            (
+                id,
+                ApprovalDecision::Deny {
+                    reason: args.reason.clone(),
+                },
+            )
+        }));
+    for (id, decision) in decisions {
+        state
+            .decide(id, decision)
+            .map_err(|error| AppError::Usage(format!("{error} (the session `{}` is unchanged)", args.session)))?;
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -317,7 +357,9 @@ async fn finish(
     on_ctrl_c.abort();
     report(settings, &result, output)?;
 
-    if let Some(open) = session {
+    if result.stop_reason == StopCause::AwaitingApproval {
+        awaiting_note(&result, session.map(|open| open.name.as_str()));
+    } else if let Some(open) = session {
         if result.stop_reason == StopCause::Cancelled {
             // The saved state stays: the run can go on from its last step.
             eprintln!("the run was interrupted; `agentry resume {}` continues it", open.name);
@@ -329,6 +371,8 @@ async fn finish(
     }
     if result.stop_reason == StopCause::Error {
         eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
+    } else if result.stop_reason == StopCause::AwaitingApproval {
+        // Said by `awaiting_note`.
     } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
         eprintln!("{note}");
     }
@@ -337,6 +381,26 @@ async fn finish(
     } else {
         EXIT_FAILURE
     })
+}
+
+/// Says on stderr which calls wait for approval and how to decide them. The
+/// paused state stays saved in the session (nothing of the turn is stored in
+/// the conversation yet).
+fn awaiting_note(result: &AgentRunResult, session: Option<&str>) {
+    eprintln!("the run paused: these tool calls wait for your approval:");
+    for call in &result.pending_approvals {
+        eprintln!(
+            "  {} {}({})",
+            call.id,
+            call.name,
+            brief(&call.arguments.to_string(), 200)
+        );
+    }
+    if let Some(name) = session {
+        eprintln!("`agentry resume {name} --approve ID` runs a call, `--deny ID` refuses it (repeat for several)");
+    } else {
+        eprintln!("without --session the paused run is not kept; run it with --session NAME to approve and resume it");
+    }
 }
 
 /// Prints a finished run: the `--json` object, or the tool calls (stderr)

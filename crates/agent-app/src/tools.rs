@@ -55,16 +55,36 @@ pub struct ToolListing {
     pub input_schema: serde_json::Value,
 }
 
+/// `[tools] require_approval` must name enabled tools: a typo would
+/// silently let the call run unapproved.
+fn check_approval_names(names: &[String], registry: &Registry) -> Result<(), ConfigError> {
+    let available: Vec<String> = registry
+        .shared_definitions()
+        .iter()
+        .map(|tool| tool.name.clone())
+        .collect();
+    match names.iter().find(|name| !available.contains(name)) {
+        Some(unknown) => Err(ConfigError::Tool {
+            domain: "require_approval".to_owned(),
+            message: format!(
+                "`{unknown}` in [tools] require_approval is not an enabled tool; enabled tools: {}",
+                available.join(", ")
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 impl ToolBox {
     /// The domains of `settings.config.tools.enabled`, built from their tables.
-    pub fn from_settings(settings: &Settings, env: &Env) -> Result<Self, AppError> {
+    pub async fn from_settings(settings: &Settings, env: &Env) -> Result<Self, AppError> {
         let tools = &settings.config.tools;
         let mut providers: Vec<Arc<dyn ToolProvider>> = Vec::new();
         for domain in &tools.enabled {
             if providers.iter().any(|provider| provider.name() == domain) {
                 continue;
             }
-            providers.push(build_domain(domain, settings, env)?);
+            providers.push(build_domain(domain, settings, env).await?);
         }
         let mut builder = Registry::builder();
         if let Some(timeout) = tools
@@ -76,10 +96,14 @@ impl ToolBox {
         for provider in &providers {
             builder = builder.provider(Arc::clone(provider));
         }
-        let registry = builder.build().map_err(|error| ConfigError::Tool {
-            domain: tools.enabled.join(", "),
-            message: error.to_string(),
-        })?;
+        let registry = builder
+            .require_approval(tools.require_approval.iter().cloned())
+            .build()
+            .map_err(|error| ConfigError::Tool {
+                domain: tools.enabled.join(", "),
+                message: error.to_string(),
+            })?;
+        check_approval_names(&tools.require_approval, &registry)?;
         Ok(Self {
             registry: Arc::new(registry),
             providers,
@@ -100,6 +124,11 @@ impl ToolBox {
             registry: Arc::new(registry),
             providers,
         })
+    }
+
+    /// The enabled providers, in order (the tool domains scenes choose from).
+    pub fn providers(&self) -> &[Arc<dyn ToolProvider>] {
+        &self.providers
     }
 
     /// The registry, for an agent.
@@ -180,7 +209,7 @@ fn first_sentence(text: &str) -> &str {
     }
 }
 
-fn build_domain(domain: &str, settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
+async fn build_domain(domain: &str, settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
     match domain {
         "math" => Ok(Arc::new(agent_tools_math::tool_set())),
         "travel" => Ok(Arc::new(TravelTools::new().tool_set())),
@@ -209,6 +238,7 @@ fn build_domain(domain: &str, settings: &Settings, env: &Env) -> Result<Arc<dyn 
             })?;
             Ok(Arc::new(tools.tool_set()))
         }
+        mcp if settings.config.mcp.has(mcp) => crate::mcp::build_domain(mcp, settings, env).await,
         other => Err(ConfigError::UnknownToolDomain {
             origin: settings.origin("tools.enabled"),
             name: other.to_owned(),
@@ -234,11 +264,12 @@ mod tests {
         Settings::load(&Overrides::default(), &Env::default(), dir).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    #[test]
-    fn the_default_domains_are_math_and_travel() {
+    #[tokio::test]
+    async fn the_default_domains_are_math_and_travel() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let tools =
-            ToolBox::from_settings(&settings("", dir.path()), &Env::default()).unwrap_or_else(|e| panic!("{e}"));
+        let tools = ToolBox::from_settings(&settings("", dir.path()), &Env::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(tools.domains(), ["math", "travel"]);
         let names: Vec<String> = tools.listing().into_iter().map(|tool| tool.name).collect();
         assert!(names.contains(&"calculator".to_owned()) && names.contains(&"get_weather".to_owned()));
@@ -249,10 +280,11 @@ mod tests {
         );
     }
 
-    #[test]
-    fn sql_without_a_table_says_what_to_add() {
+    #[tokio::test]
+    async fn sql_without_a_table_says_what_to_add() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let error = ToolBox::from_settings(&settings("[tools]\nenabled = [\"sql\"]\n", dir.path()), &Env::default())
+            .await
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
@@ -264,6 +296,7 @@ mod tests {
             ),
             &Env::default(),
         )
+        .await
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
@@ -273,8 +306,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn web_is_built_from_its_table() {
+    #[tokio::test]
+    async fn web_is_built_from_its_table() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let tools = ToolBox::from_settings(
             &settings(
@@ -283,6 +316,7 @@ mod tests {
             ),
             &Env::default(),
         )
+        .await
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(tools.listing()[0].name, "fetch_url");
         let error = ToolBox::from_settings(
@@ -292,6 +326,7 @@ mod tests {
             ),
             &Env::default(),
         )
+        .await
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();

@@ -52,7 +52,7 @@ fn thirty_turns_fit_a_4096_token_context_by_compaction() {
         .unwrap();
     runtime.block_on(async {
         let settings = Settings::load(&overrides, &env, dir.path()).unwrap();
-        let tools = ToolBox::from_settings(&settings, &env).unwrap();
+        let tools = ToolBox::from_settings(&settings, &env).await.unwrap();
         let client = build_client(&settings, &env, Progress::Hide).await.unwrap();
         let agent = assemble::build_agent(&settings, client, &tools);
         assert_eq!(

@@ -51,6 +51,14 @@ pub enum AgentEvent {
         /// The call.
         call: ToolCall,
     },
+    /// The run waits for the user's approval of these calls before it runs
+    /// any tool of the reply (see [`ToolApprover`](crate::ToolApprover)).
+    ApprovalRequested {
+        /// 1-based iteration.
+        iteration: u32,
+        /// The calls that need approval.
+        calls: Vec<ToolCall>,
+    },
     /// A tool began to run.
     ToolStarted {
         /// The call id.
@@ -107,6 +115,16 @@ pub enum AgentEvent {
     IterationFinished {
         /// 1-based iteration.
         iteration: u32,
+    },
+    /// A scene router (`agent_runner::SceneRouter`) chose the scene that
+    /// runs the request; the events of the scene's own run follow.
+    SceneEntered {
+        /// The scene that runs.
+        scene: String,
+        /// The name the model asked for (as it wrote it); `None` when it
+        /// named no scene and the router's default scene was used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<String>,
     },
     /// Something failed; the run ends with `RunFinished` after it.
     Error {

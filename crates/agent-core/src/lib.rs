@@ -23,8 +23,10 @@
 //! assert_eq!(cost, Some(0.15));
 //! ```
 
+mod approval;
 mod catalog;
 mod client;
+mod delegated;
 mod error;
 mod event;
 mod memory_store;
@@ -37,8 +39,10 @@ mod stream;
 mod tool;
 mod usage;
 
+pub use approval::{ApprovalDecision, ToolApprover};
 pub use catalog::{ModelCatalog, ModelInfo, Pricing};
 pub use client::{Capabilities, EventStream, LlmClient};
+pub use delegated::{DelegatedUsage, UsageSink};
 pub use error::{LlmError, LlmErrorKind};
 pub use event::AgentEvent;
 pub use memory_store::InMemoryStore;

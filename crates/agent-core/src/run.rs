@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Message, StopReason, Usage};
+use crate::{Message, StopReason, ToolCall, Usage};
 
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -21,6 +21,10 @@ pub enum StopCause {
     Cancelled,
     /// The run failed (model error, repeated tool failures).
     Error,
+    /// The run paused before calls that need the user's approval; they are
+    /// in [`AgentRunResult::pending_approvals`], and its saved state
+    /// continues once they are approved or denied.
+    AwaitingApproval,
 }
 
 impl StopCause {
@@ -33,6 +37,7 @@ impl StopCause {
             Self::BudgetExceeded => "budget_exceeded",
             Self::Cancelled => "cancelled",
             Self::Error => "error",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 }
@@ -65,6 +70,11 @@ pub struct ToolCallRecord {
     /// [`CachePolicy`](crate::CachePolicy)); the duration is 0.
     #[serde(default, skip_serializing_if = "is_false")]
     pub cached: bool,
+    /// Tokens and cost of the tool's own model calls (a handed-off
+    /// sub-agent's run), counted in the run's usage and cost; `None` (not
+    /// written in JSON) for tools that call no model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegated_usage: Option<crate::DelegatedUsage>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -103,6 +113,9 @@ pub enum CallPurpose {
     /// A summary of the oldest messages, made to fit the conversation in the
     /// model's context window (see [`CompactionRecord`]). Not an iteration.
     Summary,
+    /// The choice of the scene that runs the request (a scene router's
+    /// call, made before the scene's run). Not an iteration.
+    Routing,
 }
 
 impl CallPurpose {
@@ -211,6 +224,19 @@ pub struct AgentRunResult {
     /// fitted; not written in JSON then).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compactions: Vec<CompactionRecord>,
+    /// The calls waiting for the user's approval when the run paused
+    /// ([`StopCause::AwaitingApproval`]; empty, and not written in JSON,
+    /// otherwise). They are in [`tool_calls`](Self::tool_calls) and
+    /// [`messages`](Self::messages) as not run, so the messages stay
+    /// sendable; resuming the saved state runs or denies them instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_approvals: Vec<ToolCall>,
+    /// The scene that ran the request, when a scene router chose one (not
+    /// written in JSON otherwise). Its routing call is in
+    /// [`model_calls`](Self::model_calls) as [`CallPurpose::Routing`] and
+    /// counts in the usage and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scene: Option<String>,
 }
 
 impl AgentRunResult {

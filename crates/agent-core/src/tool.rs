@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::UserWords;
+use crate::{ToolApprover, UserWords};
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,7 +172,7 @@ fn list(items: &[String]) -> String {
 
 /// Who is asking, and the run's cancellation signal. Tools use it for
 /// permission checks and to stop early.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ToolContext {
     /// The end user, when known.
     pub user_id: Option<String>,
@@ -189,6 +189,29 @@ pub struct ToolContext {
     /// an argument came from the user ([`user_said`](Self::user_said)). The
     /// runner fills it from the conversation when it is unset.
     pub user_words: Option<UserWords>,
+    /// Who decides, while the run waits, on calls of tools that require
+    /// approval; without one such a run pauses
+    /// ([`StopCause::AwaitingApproval`](crate::StopCause::AwaitingApproval)).
+    pub approver: Option<Arc<dyn ToolApprover>>,
+    /// Where a tool reports the usage of its own model calls (a handed-off
+    /// sub-agent's run, [`report_usage`](Self::report_usage)); the runner
+    /// sets a fresh one for each call and adds what was reported to the run.
+    pub usage_sink: Option<crate::UsageSink>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("user_id", &self.user_id)
+            .field("roles", &self.roles)
+            .field("attributes", &self.attributes)
+            .field("cancel", &self.cancel)
+            .field("call_id", &self.call_id)
+            .field("user_words", &self.user_words)
+            .field("approver", &self.approver.as_ref().map(|_| "set"))
+            .field("usage_sink", &self.usage_sink)
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -231,6 +254,22 @@ impl ToolContext {
     pub fn with_user_words(mut self, words: UserWords) -> Self {
         self.user_words = Some(words);
         self
+    }
+
+    /// Lets `approver` decide on calls that require approval, while the run
+    /// waits.
+    pub fn with_approver(mut self, approver: Arc<dyn ToolApprover>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Reports tokens (and their cost) the running tool spent on its own
+    /// model calls, e.g. a sub-agent it handed a task to, so the calling run
+    /// counts them. Does nothing outside a runner's tool call.
+    pub fn report_usage(&self, usage: crate::Usage, cost_usd: Option<f64>) {
+        if let Some(sink) = &self.usage_sink {
+            sink.report(crate::DelegatedUsage::new(usage, cost_usd));
+        }
     }
 
     /// Whether the user wrote `phrase` in this conversation (whole words,
@@ -278,6 +317,13 @@ pub trait ToolProvider: Send + Sync {
     fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
         let _ = tool;
         None
+    }
+
+    /// Whether a call of `tool` must be approved by the user before it runs
+    /// (see [`ToolApprover`]); default: no.
+    fn requires_approval(&self, tool: &str) -> bool {
+        let _ = tool;
+        false
     }
 
     /// Runs `tool` with arguments already validated against its schema.
@@ -355,6 +401,13 @@ pub trait ToolRegistry: Send + Sync {
     fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
         let _ = tool;
         None
+    }
+
+    /// Whether calls of the enabled tool `tool` wait for the user's approval
+    /// (its provider declares it, or the registry was told so); default: no.
+    fn requires_approval(&self, tool: &str) -> bool {
+        let _ = tool;
+        false
     }
 
     /// Runs a tool by name on the first enabled provider that has it, after

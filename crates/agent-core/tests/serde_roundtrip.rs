@@ -140,6 +140,7 @@ fn responses_events_errors_and_records_round_trip() {
             duplicate_of: Some("a".into()),
             cached: true,
             iteration: 1,
+            delegated_usage: Some(agent_core::DelegatedUsage::new(Usage::new(7, 3), Some(0.01))),
         }],
         model_calls: vec![ModelCallRecord {
             iteration: 1,
@@ -156,6 +157,8 @@ fn responses_events_errors_and_records_round_trip() {
         model: "m".into(),
         messages: conversation(),
         compactions: Vec::new(),
+        pending_approvals: Vec::new(),
+        scene: None,
     };
     round_trip(&result);
     let compacted = AgentRunResult {
@@ -164,6 +167,8 @@ fn responses_events_errors_and_records_round_trip() {
             ..result.model_calls[0].clone()
         }],
         compactions: vec![compaction()],
+        pending_approvals: Vec::new(),
+        scene: None,
         ..result.clone()
     };
     round_trip(&compacted);
@@ -297,6 +302,8 @@ fn the_added_messages_are_found_after_compactions() {
         model: "m".into(),
         messages: run_messages.clone(),
         compactions,
+        pending_approvals: Vec::new(),
+        scene: None,
     };
     // A history of 9: the first summary left 1 + 4, the second replaced
     // that summary and 2 more, leaving 1 + 2; the run's messages start at 3.

@@ -108,6 +108,11 @@ impl Agent {
         let mut messages = history;
         messages.push(Message::user(user_message));
         let tools = inner.registry.definitions();
+        let approval_required: Vec<String> = tools
+            .iter()
+            .filter(|tool| inner.registry.requires_approval(&tool.name))
+            .map(|tool| tool.name.clone())
+            .collect();
         let protocol = self.protocol(&tools);
         let mut stop = inner.stop.clone();
         let (system, tools) = match &protocol {
@@ -156,6 +161,7 @@ impl Agent {
             .with_protocol(protocol)
             .with_forced_answer(inner.forced_answer_instruction.clone())
             .with_calibration(f64::from_bits(inner.calibration.load(Ordering::Relaxed)))
+            .with_approval_required(approval_required)
     }
 
     /// Keeps what `state` learned of the provider's token counts for the

@@ -117,6 +117,32 @@ impl Driver<'_> {
                         }
                     }
                 }
+                Step::AwaitApproval(calls) => {
+                    // Nobody to ask: the run stops here, waiting; its saved
+                    // state is decided and resumed later.
+                    let Some(approver) = self.context.approver.clone() else {
+                        break;
+                    };
+                    let calls = calls.to_vec();
+                    let decide = async {
+                        let mut decisions = Vec::with_capacity(calls.len());
+                        for call in &calls {
+                            decisions.push(approver.decide(call).await);
+                        }
+                        decisions
+                    };
+                    match self.guard(decide).await {
+                        Ok(decisions) => {
+                            for (call, decision) in calls.iter().zip(decisions) {
+                                if let Err(error) = state.decide(&call.id, decision) {
+                                    tracing::warn!(%error, "an approval decision was not taken");
+                                }
+                            }
+                        }
+                        Err(interrupted) => state.interrupt(interrupted.cause, interrupted.detail),
+                    }
+                    Ok(())
+                }
                 Step::RunTools(calls) => {
                     let calls = calls.to_vec();
                     match self.guard(self.run_tools(&calls, state)).await {
@@ -266,7 +292,10 @@ impl Driver<'_> {
             return self.answer_from_cache(call, content);
         }
         let started = Instant::now();
-        let context = self.context.clone().with_call_id(call.id.clone());
+        let mut context = self.context.clone().with_call_id(call.id.clone());
+        // A fresh sink per call: what this call's tool reports, and only that.
+        let usage_sink = agent_core::UsageSink::new();
+        context.usage_sink = Some(usage_sink.clone());
         let execution = AssertUnwindSafe(self.registry.execute(&call.name, &call.arguments, &context))
             .catch_unwind()
             .await
@@ -306,6 +335,7 @@ impl Driver<'_> {
             is_error,
             duration,
             cached: false,
+            delegated_usage: usage_sink.total(),
         }
     }
 
@@ -335,6 +365,7 @@ impl Driver<'_> {
             is_error: false,
             duration: Duration::ZERO,
             cached: true,
+            delegated_usage: None,
         }
     }
 

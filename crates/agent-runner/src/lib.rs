@@ -18,6 +18,12 @@
 //! [`Agent::run`] drives it. A run can therefore be saved between steps and
 //! resumed ([`Agent::resume`]), or stepped by hand.
 //!
+//! Scenes and handoffs ([`scenes`]): a [`SceneRouter`] lets the model pick
+//! one of several named sub-agents ([`Scene`]s, each with its own prompt,
+//! tools and context-adding actors) through a function call, matching the
+//! name forgivingly; an [`AgentTool`] offers an agent as another agent's
+//! tool, its usage counted in the caller's run.
+//!
 //! Typed output: [`Agent::run_typed`] (a `serde` + `schemars` type) and
 //! [`Agent::run_json`] (a JSON Schema value) send the schema as the
 //! requests' response format, validate the answer and retry once with the
@@ -60,6 +66,7 @@ mod loops;
 mod prompts;
 mod protocol;
 mod react;
+pub mod scenes;
 mod state;
 mod step;
 mod telemetry;
@@ -74,7 +81,8 @@ pub use config::{
 };
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
-pub use state::RunState;
+pub use scenes::{AgentTool, Scene, SceneActor, SceneError, SceneRouter};
+pub use state::{ApprovalError, RunState};
 pub use step::{RunIdentity, Step, StepError, ToolOutcome};
 pub use typed::{SchemaViolation, TypedError, TypedRun, check_schema, schema_of};
 

@@ -3,6 +3,11 @@
 use agent_core::ToolDefinition;
 use agent_prompts::{builtin, render_tool_list, tool_names};
 
+/// The result of a call left unrun because the run paused for the user's
+/// approval (the record of a paused run; resuming runs or denies it instead).
+pub(crate) const AWAITING_APPROVAL_RESULT: &str =
+    "Not run: the run paused for the user's approval of this reply's calls.";
+
 /// The instruction sent with a forced final answer.
 pub(crate) fn forced_answer_instruction() -> String {
     render(builtin::FORCED_FINAL_ANSWER, &[])

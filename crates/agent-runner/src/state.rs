@@ -11,8 +11,10 @@
 //! context window (`compaction`, [`crate::context`]): a summary request is
 //! then a [`Step::CallModel`] of its own ([`RunState::is_compacting`]).
 
+mod approval;
 mod budgets;
 mod compaction;
+mod delegated;
 mod progress;
 
 use std::time::Duration;
@@ -23,6 +25,8 @@ use agent_core::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use self::approval::ApprovalError;
+use self::approval::ApprovalGate;
 use self::compaction::{ContextTracker, Summarising};
 use crate::RunConfig;
 use crate::batch::{Batch, BatchPolicy, Slot};
@@ -82,6 +86,9 @@ pub struct RunState {
     /// deadline when the run started; kept across saving and resuming.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     deadline_unix_ms: Option<u64>,
+    /// Tools that need the user's approval; calls waiting for it.
+    #[serde(default)]
+    approval: ApprovalGate,
     response: String,
     #[serde(skip)]
     error: Option<LlmError>,
@@ -134,6 +141,7 @@ impl RunState {
             context: ContextTracker::default(),
             prepared: false,
             deadline_unix_ms,
+            approval: ApprovalGate::default(),
             response: String::new(),
             error: None,
             record_events: false,
@@ -201,6 +209,9 @@ impl RunState {
         match &self.phase {
             Phase::NeedsModel { .. } => Step::CallModel(&self.request),
             Phase::Summarising { summary } => Step::CallModel(&summary.request),
+            Phase::NeedsTools { .. } if !self.approval.pending().is_empty() => {
+                Step::AwaitApproval(self.approval.pending())
+            }
             Phase::NeedsTools { batch } => Step::RunTools(&batch.to_run),
             Phase::Finished { .. } => Step::Finished,
         }
@@ -344,6 +355,7 @@ impl RunState {
             }
         }
         let nothing_to_run = batch.to_run.is_empty();
+        self.hold_for_approval(&batch);
         self.phase = Phase::NeedsTools { batch };
         if nothing_to_run {
             self.on_tool_results(&[])?;
@@ -359,6 +371,7 @@ impl RunState {
             return Err(self.unexpected("tool results"));
         };
         self.prepared = false;
+        self.approval.take_pending();
         self.executed_tools += batch.to_run.len() as u32;
         let mut all_failed = true;
         let mut last_error = None;
@@ -374,10 +387,12 @@ impl RunState {
         for (call, slot) in batch.entries {
             let in_history = slot.in_history();
             let mut cached = false;
+            let mut delegated = None;
             let (content, is_error, duration, duplicate_of) = match slot {
                 Slot::Run { index } => match outcome_of(index) {
                     Some(outcome) => {
                         cached = outcome.cached;
+                        delegated = outcome.delegated_usage;
                         (outcome.content.clone(), outcome.is_error, outcome.duration, None)
                     }
                     None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, None),
@@ -399,6 +414,7 @@ impl RunState {
                 }
             }
             let result = self.record_call(call, content, is_error, duration, duplicate_of, cached);
+            self.attach_delegated(delegated);
             if in_history {
                 results.push(result);
             }
@@ -462,6 +478,7 @@ impl RunState {
     /// Ends the run now (cancellation, deadline). Calls that were waiting get
     /// an "interrupted" result, so the history stays sendable.
     pub fn interrupt(&mut self, cause: StopCause, detail: impl Into<String>) {
+        self.approval.take_pending();
         match std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
             Phase::NeedsTools { batch } => self.abandon_with(batch, |_| INTERRUPTED_RESULT.to_owned()),
             Phase::NeedsModel { forced: Some(forced) } => self.request.messages.truncate(forced.instruction_at),
@@ -484,6 +501,7 @@ impl RunState {
     /// The run's record. Call once [`Step::Finished`] is reached; an
     /// unfinished run is reported as interrupted.
     pub fn into_result(mut self) -> AgentRunResult {
+        let pending_approvals = self.pause_for_approval();
         if !self.is_finished() {
             self.interrupt(StopCause::Error, "the run was stopped before it finished");
         }
@@ -510,7 +528,31 @@ impl RunState {
             model: self.identity.model,
             messages: self.request.messages,
             compactions: self.context.compactions,
+            pending_approvals,
+            scene: None,
         }
+    }
+
+    /// Ends a run that waits for approval with
+    /// [`StopCause::AwaitingApproval`]: the calls of the batch are answered
+    /// as not run, so the record and the history are complete; returns the
+    /// waiting calls. Does nothing (and returns none) otherwise.
+    fn pause_for_approval(&mut self) -> Vec<ToolCall> {
+        if !self.is_awaiting_approval() {
+            return Vec::new();
+        }
+        let pending = self.approval.take_pending();
+        if let Phase::NeedsTools { batch } = std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
+            self.abandon_with(batch, |_| crate::prompts::AWAITING_APPROVAL_RESULT.to_owned());
+        }
+        let names: Vec<&str> = pending.iter().map(|call| call.name.as_str()).collect();
+        let detail = format!(
+            "{} call(s) wait for the user's approval: {}",
+            pending.len(),
+            names.join(", ")
+        );
+        self.finish(StopCause::AwaitingApproval, Some(detail));
+        pending
     }
 
     fn force_answer(&mut self, reason: ForcedReason, cycle: Option<Cycle>) {
@@ -550,6 +592,11 @@ impl RunState {
                 Slot::Run { index } | Slot::Collapsed { index, .. } => finished.get(*index).cloned().flatten(),
                 Slot::Rejected { .. } | Slot::Dropped { .. } => None,
             };
+            // A collapsed call shares the outcome of the one that ran, not its usage.
+            let delegated = outcome
+                .as_ref()
+                .filter(|_| matches!(slot, Slot::Run { .. }))
+                .and_then(|outcome| outcome.delegated_usage);
             let (content, is_error, duration, cached) = match (outcome, &slot) {
                 (Some(outcome), _) => (
                     crate::history::cap_tool_result(outcome.content, self.config.max_tool_result_bytes),
@@ -561,6 +608,7 @@ impl RunState {
                 (None, _) => (message(&call), true, Duration::ZERO, false),
             };
             let result = self.record_call(call, content, is_error, duration, None, cached);
+            self.attach_delegated(delegated);
             if slot.in_history() {
                 results.push(result);
             }
@@ -596,6 +644,7 @@ impl RunState {
             iteration: self.iteration,
             duplicate_of,
             cached,
+            delegated_usage: None,
         });
         result
     }

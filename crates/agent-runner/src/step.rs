@@ -20,12 +20,20 @@ pub enum Step<'a> {
     /// Run these tool calls (already deduplicated) and report their outcomes
     /// in the same order.
     RunTools(&'a [ToolCall]),
+    /// These calls of the batch need the user's approval before any tool of
+    /// the batch runs: report each decision with
+    /// [`RunState::decide`]. A driver that cannot ask anybody stops here;
+    /// the run's record then says [`StopCause::AwaitingApproval`], and its
+    /// saved state can be decided and resumed later.
+    ///
+    /// [`StopCause::AwaitingApproval`]: agent_core::StopCause::AwaitingApproval
+    AwaitApproval(&'a [ToolCall]),
     /// The run is over; take the result with [`RunState::into_result`].
     Finished,
 }
 
 /// The outcome of one tool execution, as reported by the driver.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutcome {
     /// What the model will be told.
     pub content: String,
@@ -37,6 +45,11 @@ pub struct ToolOutcome {
     /// [`ToolResultCache`](crate::ToolResultCache).
     #[serde(default, skip_serializing_if = "is_false")]
     pub cached: bool,
+    /// What the tool reported of its own model calls (a handed-off
+    /// sub-agent's run, [`ToolContext::report_usage`](agent_core::ToolContext::report_usage));
+    /// the run adds it to its usage and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegated_usage: Option<agent_core::DelegatedUsage>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference

@@ -381,6 +381,7 @@ fn the_figures_of_the_estimate_survive_saving_and_resuming_a_run() {
             is_error: false,
             duration: std::time::Duration::ZERO,
             cached: false,
+            delegated_usage: None,
         }])
         .expect("in phase");
     assert!(matches!(state.next_step(), Step::Finished));

@@ -210,6 +210,7 @@ fn the_rounds_seen_so_far_survive_saving_and_resuming_a_run() {
         is_error: false,
         duration: std::time::Duration::ZERO,
         cached: false,
+        delegated_usage: None,
     };
     for (round, city) in ["Paris", "London", "Paris", "London"].into_iter().enumerate() {
         // Save and restore between every step: the loop detector's rounds

@@ -80,6 +80,8 @@ async fn a_streamed_run_reports_events_in_order_and_ends_with_the_result() {
             AgentEvent::LoopDetected { .. } => "loop",
             AgentEvent::IterationFinished { .. } => "iteration_finished",
             AgentEvent::ContextCompacted { .. } => "context_compacted",
+            AgentEvent::SceneEntered { .. } => "scene_entered",
+            AgentEvent::ApprovalRequested { .. } => "approval_requested",
             AgentEvent::Error { .. } => "error",
             AgentEvent::RunFinished { .. } => "run_finished",
         })

@@ -35,6 +35,9 @@ use crate::validate::{ArgumentValidator, SchemaError};
 pub struct Registry {
     state: RwLock<State>,
     timeout: Option<Duration>,
+    /// Tools whose calls wait for the user's approval, besides those whose
+    /// provider declares it.
+    approval_required: HashSet<String>,
 }
 
 #[derive(Default)]
@@ -84,6 +87,7 @@ impl Registry {
         Self {
             state: RwLock::new(State::default()),
             timeout: None,
+            approval_required: HashSet::new(),
         }
     }
 
@@ -277,6 +281,20 @@ impl ToolRegistry for Registry {
         provider.cache_policy(tool)
     }
 
+    fn requires_approval(&self, tool: &str) -> bool {
+        if self.approval_required.contains(tool) {
+            return true;
+        }
+        let provider = {
+            let state = self.read();
+            let Some(&(provider_index, _)) = state.enabled.routes.get(tool) else {
+                return false;
+            };
+            Arc::clone(&state.providers[provider_index].provider)
+        };
+        provider.requires_approval(tool)
+    }
+
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution {
         crate::execution::execute(self, tool, arguments, context).await
     }
@@ -338,6 +356,7 @@ fn rebuild(state: &mut State) {
 pub struct RegistryBuilder {
     providers: Vec<(Arc<dyn ToolProvider>, bool)>,
     timeout: Option<Duration>,
+    approval_required: HashSet<String>,
 }
 
 impl RegistryBuilder {
@@ -368,11 +387,24 @@ impl RegistryBuilder {
         self
     }
 
+    /// Calls of these tools wait for the user's approval (see
+    /// [`ToolApprover`](agent_core::ToolApprover)), whatever their provider
+    /// declares.
+    pub fn require_approval<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.approval_required.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
     /// Registers the providers in order; the first error wins.
     pub fn build(self) -> Result<Registry, RegistryError> {
         let registry = Registry {
             state: RwLock::new(State::default()),
             timeout: self.timeout,
+            approval_required: self.approval_required,
         };
         for (provider, enabled) in self.providers {
             registry.register(provider, enabled)?;
@@ -393,6 +425,7 @@ impl fmt::Debug for RegistryBuilder {
                     .collect::<Vec<_>>(),
             )
             .field("timeout", &self.timeout)
+            .field("approval_required", &self.approval_required)
             .finish()
     }
 }

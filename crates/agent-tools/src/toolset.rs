@@ -40,6 +40,7 @@ pub struct ToolSet {
     tools: Vec<TypedTool>,
     required_roles: Vec<String>,
     cache_policies: Vec<(String, CachePolicy)>,
+    approval_required: Vec<String>,
     span_attributes: Option<Arc<SpanAttributesFn>>,
     completion_attributes: Option<Arc<CompletionAttributesFn>>,
 }
@@ -53,6 +54,7 @@ impl ToolSet {
             tools: Vec::new(),
             required_roles: Vec::new(),
             cache_policies: Vec::new(),
+            approval_required: Vec::new(),
             span_attributes: None,
             completion_attributes: None,
         }
@@ -84,6 +86,16 @@ impl ToolSet {
         let tool = tool.into();
         self.cache_policies.retain(|(name, _)| *name != tool);
         self.cache_policies.push((tool, CachePolicy::new(ttl)));
+        self
+    }
+
+    /// Calls of `tool` wait for the user's approval before they run (see
+    /// [`ToolProvider::requires_approval`]).
+    pub fn require_approval(mut self, tool: impl Into<String>) -> Self {
+        let tool = tool.into();
+        if !self.approval_required.contains(&tool) {
+            self.approval_required.push(tool);
+        }
         self
     }
 
@@ -135,6 +147,7 @@ impl fmt::Debug for ToolSet {
             .field("tools", &self.tools.iter().map(TypedTool::name).collect::<Vec<_>>())
             .field("required_roles", &self.required_roles)
             .field("cache_policies", &self.cache_policies)
+            .field("approval_required", &self.approval_required)
             .finish_non_exhaustive()
     }
 }
@@ -166,6 +179,10 @@ impl ToolProvider for ToolSet {
             .iter()
             .find(|(name, _)| name == tool)
             .map(|(_, policy)| *policy)
+    }
+
+    fn requires_approval(&self, tool: &str) -> bool {
+        self.approval_required.iter().any(|name| name == tool)
     }
 
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -254,6 +271,10 @@ impl ToolProvider for RequireRoles {
 
     fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
         self.inner.cache_policy(tool)
+    }
+
+    fn requires_approval(&self, tool: &str) -> bool {
+        self.inner.requires_approval(tool)
     }
 
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -483,6 +483,7 @@ mod tests {
             iteration: 1,
             duplicate_of: None,
             cached: false,
+            delegated_usage: None,
         }
     }
 
@@ -502,6 +503,8 @@ mod tests {
                 model: "scripted".to_owned(),
                 messages: Vec::new(),
                 compactions: Vec::new(),
+                pending_approvals: Vec::new(),
+                scene: None,
             },
             elapsed: Duration::ZERO,
         }

@@ -10,7 +10,7 @@ mod check;
 use agent_core::{
     AgentEvent, AgentRunResult, LlmClient, Message, ModelCatalog, StopCause, ToolContext, ToolRegistry, Usage,
 };
-use agent_runner::{Agent, ToolProtocol};
+use agent_runner::{Agent, SceneRouter, ToolProtocol};
 use agent_tools_travel::{NaiveDate, TravelTools};
 use futures::StreamExt;
 
@@ -18,6 +18,7 @@ pub use check::{CheckReport, TurnVerdict, check_demo};
 
 use crate::console::{Console, count, stop_note};
 use crate::error::AppError;
+use crate::scenes::{SceneSpecs, TurnRunner};
 use crate::tools::ToolBox;
 
 /// One scripted turn.
@@ -97,6 +98,9 @@ pub struct DemoOptions {
     pub worked_example: bool,
     /// Native tool calls or the text protocol.
     pub tool_protocol: ToolProtocol,
+    /// Run every turn through these scenes (the `[scenes]` of the
+    /// configuration) over the travel and math tools, instead of one agent.
+    pub scenes: Option<SceneSpecs>,
 }
 
 impl Default for DemoOptions {
@@ -110,6 +114,7 @@ impl Default for DemoOptions {
             system_prompt: None,
             worked_example: true,
             tool_protocol: ToolProtocol::Auto,
+            scenes: None,
         }
     }
 }
@@ -181,6 +186,41 @@ fn agent(
         .build()
 }
 
+/// The demo's scene router of `specs` over the travel tools of `tools` and
+/// the math tools, its scenes' agents set up as [`agent`] sets up the demo's.
+fn scene_router(
+    specs: &SceneSpecs,
+    client: &Arc<dyn LlmClient>,
+    catalog: &Arc<ModelCatalog>,
+    tools: &ToolBox,
+    options: &DemoOptions,
+    max_iterations: u32,
+) -> Result<SceneRouter, AppError> {
+    let mut providers = tools.providers().to_vec();
+    providers.push(Arc::new(agent_tools_math::tool_set()));
+    let base = options
+        .system_prompt
+        .clone()
+        .unwrap_or_else(|| system_prompt(options.today));
+    let (max_tokens, temperature, protocol) = (options.max_tokens, options.temperature, options.tool_protocol);
+    let shared_catalog = Arc::clone(catalog);
+    crate::scenes::router_builder(specs, Arc::clone(client), &providers, &base)?
+        .catalog(Arc::clone(catalog))
+        .routing_max_tokens(max_tokens)
+        .routing_temperature(temperature)
+        .configure(move |builder| {
+            builder
+                .catalog(Arc::clone(&shared_catalog))
+                .max_iterations(max_iterations)
+                .max_tokens(max_tokens)
+                .temperature(temperature)
+                .prompt_caching(true)
+                .tool_protocol(protocol)
+        })
+        .build()
+        .map_err(|error| AppError::RunFailed(format!("the demo's scenes cannot be used: {error}")))
+}
+
 /// The worked example: "What's the weather in Rome?", a `get_weather` call,
 /// the tool's real result, and an answer giving its figures. (An example of
 /// asking back was tried as well: after it, the 0.5B model stopped calling
@@ -228,6 +268,20 @@ pub async fn run_demo(
     let tools = ToolBox::from_providers(vec![Arc::new(TravelTools::with_today(options.today).tool_set())])?;
     let regular = agent(&client, &catalog, &tools, options, options.max_iterations);
     let limited = agent(&client, &catalog, &tools, options, options.limit_turn_max_iterations);
+    let routers = match &options.scenes {
+        Some(specs) => Some((
+            scene_router(specs, &client, &catalog, &tools, options, options.max_iterations)?,
+            scene_router(
+                specs,
+                &client,
+                &catalog,
+                &tools,
+                options,
+                options.limit_turn_max_iterations,
+            )?,
+        )),
+        None => None,
+    };
     console
         .line(&format!(
             "Travel Assistant demo · {}/{} · today is {} · {} turns",
@@ -249,7 +303,12 @@ pub async fn run_demo(
     };
     let mut reports = Vec::with_capacity(TURNS.len());
     for (index, turn) in TURNS.iter().enumerate() {
-        let agent = if index == LIMIT_TURN { &limited } else { &regular };
+        let agent: &dyn TurnRunner = match (&routers, index == LIMIT_TURN) {
+            (Some((_, limited)), true) => limited,
+            (Some((regular, _)), false) => regular,
+            (None, true) => &limited,
+            (None, false) => &regular,
+        };
         console.line("").map_err(write)?;
         console
             .line(&format!("━━ {}/{} · {} ━━", index + 1, TURNS.len(), turn.shows))
@@ -346,6 +405,76 @@ mod tests {
             prompt.contains("call get_weather, e.g. {\"location\": \"Rome\"}"),
             "{prompt}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_demo_runs_its_turns_through_the_configured_scenes() {
+        let entry = |description: &str, tools: &[&str]| crate::scenes::SceneEntry {
+            description: description.to_owned(),
+            system_prompt: None,
+            prompt_template: None,
+            tools: tools.iter().map(|tool| (*tool).to_owned()).collect(),
+            context: std::collections::BTreeMap::new(),
+            current_date: false,
+        };
+        let specs = SceneSpecs {
+            scenes: vec![
+                crate::scenes::SceneSpec {
+                    name: "weather".into(),
+                    entry: entry("Weather in a city", &["get_weather"]),
+                    template: None,
+                },
+                crate::scenes::SceneSpec {
+                    name: "math".into(),
+                    entry: entry("Arithmetic", &["math", "divide_by_secret_number"]),
+                    template: None,
+                },
+            ],
+            default: Some("weather".into()),
+        };
+        let mut client = ScriptedClient::new().with_model("scripted");
+        for index in 0..TURNS.len() {
+            client = match index {
+                1 => client
+                    .respond(response::tool_calls([("Weather", json!({}))]))
+                    .respond(response::tool_calls([("get_weather", json!({"location": "Tokyo"}))]))
+                    .respond(response::text("Sunny in Tokyo.")),
+                9 => client
+                    .respond(response::tool_calls([("math_scene", json!({}))]))
+                    .respond(response::text("The secret number is 0.")),
+                _ => client
+                    .respond(response::text("nothing fits"))
+                    .respond(response::text(format!("Answer {}.", index + 1))),
+            };
+        }
+        let client = Arc::new(client);
+        let buffer = SharedBuffer::new();
+        let mut console = Console::new(buffer.clone());
+        let options = DemoOptions {
+            today: today(),
+            worked_example: false,
+            scenes: Some(specs),
+            ..DemoOptions::default()
+        };
+        let reports = run_demo(client.clone(), Arc::new(ModelCatalog::new()), &options, &mut console)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reports.len(), 10);
+        assert_eq!(reports[1].result.scene.as_deref(), Some("weather"));
+        assert_eq!(reports[1].tools_called(), ["get_weather"]);
+        assert_eq!(reports[9].result.scene.as_deref(), Some("math"));
+        // Unmatched answers went to the default scene.
+        assert_eq!(reports[0].result.scene.as_deref(), Some("weather"));
+        let requests = client.requests();
+        let names = |request: &agent_core::ChatRequest| -> Vec<String> {
+            request.tools.iter().map(|tool| tool.name.clone()).collect()
+        };
+        assert_eq!(names(&requests[0]), ["weather", "math"]);
+        assert_eq!(names(&requests[1]), ["get_weather"]);
+        let math = requests.last().map(names).unwrap_or_default();
+        assert_eq!(math, ["divide_by_secret_number", "calculator", "arithmetic"]);
+        let out = buffer.contents();
+        assert!(out.contains("⇢ scene weather") && out.contains("⇢ scene math"), "{out}");
     }
 
     #[tokio::test]

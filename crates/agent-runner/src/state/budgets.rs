@@ -44,7 +44,7 @@ impl RunState {
         let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
         let iteration = match purpose {
             CallPurpose::Chat => self.iteration,
-            CallPurpose::Summary => self.iteration + 1,
+            CallPurpose::Summary | CallPurpose::Routing => self.iteration + 1,
         };
         self.model_calls.push(ModelCallRecord {
             iteration,

@@ -1,0 +1,555 @@
+//! `[scenes]`: scenes declared in `agentry.toml`, and how `run`, `chat`
+//! and `demo` use them.
+//!
+//! ```toml
+//! [scenes]
+//! default = "general"            # optional: the scene for requests no scene fits
+//!
+//! [scenes.math]
+//! description = "Arithmetic and unit conversions."   # what the routing model reads
+//! system_prompt = "You calculate. Use the calculator for every number."
+//! tools = ["math"]               # tool domains, or single tools ("get_weather")
+//!
+//! [scenes.weather]
+//! description = "The current weather in a city."
+//! prompt_template = "prompts/weather.md"   # a {{var}} template, relative to this file
+//! tools = ["get_weather"]
+//! current_date = true            # adds `date` and `weekday` (UTC)
+//! context = { home = "Lisbon" }  # fixed values (a user profile, ...)
+//! ```
+//!
+//! When the file has scenes, every request first goes to the model with one
+//! function per scene (in the order of their names); the name it picks is
+//! matched forgivingly (case, separators, small typos), else the default
+//! scene runs, else the request fails naming the scenes. Then the scene's
+//! own loop runs with its prompt and only its tools, under the `[agent]`
+//! settings. A scene without a prompt gets the agent's system prompt and a
+//! line naming the scene. Template variables come from `context`,
+//! `current_date`, and `scene` / `description`; values the template does
+//! not use are appended under `Context:`.
+//!
+//! `run --json` then has one more key, `scene`: the scene that ran (its
+//! routing call counts in `usage`). Without `[scenes]` nothing changes.
+//! Scene runs are not saved step by step: `agentry resume` cannot continue
+//! one, and `--schema` does not apply.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{
+    AgentEvent, AgentRunResult, CancellationToken, LlmClient, Message, StopCause, ToolContext, ToolProvider,
+    ToolRegistry,
+};
+use agent_prompts::PromptTemplate;
+use agent_runner::Agent;
+use agent_runner::scenes::{
+    CurrentDate, Scene, SceneContext, SceneError, SceneRouter, SceneRouterBuilder, StaticContext,
+};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::stdout_line;
+use crate::config::{RawTable, Settings};
+use crate::console::{Console, brief, stop_note};
+use crate::error::{AppError, ConfigError, EXIT_FAILURE, EXIT_OK};
+use crate::output::{RunOutput, is_success};
+use crate::runs::OpenSession;
+use crate::tools::ToolBox;
+
+/// The `[scenes]` table as read: `default`, and one raw table per scene,
+/// checked by [`specs`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SceneTables {
+    /// The scene that runs when the model names none of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// `[scenes.NAME]`.
+    #[serde(flatten)]
+    pub scenes: BTreeMap<String, RawTable>,
+}
+
+impl SceneTables {
+    /// Whether no scene (and no default) is configured.
+    pub fn is_empty(&self) -> bool {
+        self.default.is_none() && self.scenes.is_empty()
+    }
+}
+
+/// One `[scenes.NAME]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SceneEntry {
+    /// What the scene is for, written for the routing model.
+    pub description: String,
+    /// The scene's system prompt.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// A `{{var}}` prompt template file, relative to the configuration file.
+    #[serde(default)]
+    pub prompt_template: Option<PathBuf>,
+    /// Tool domains and single tools the scene may use.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Fixed values added to the prompt.
+    #[serde(default)]
+    pub context: BTreeMap<String, String>,
+    /// Add today's date (`date`, `weekday`, UTC) to the prompt.
+    #[serde(default)]
+    pub current_date: bool,
+}
+
+/// A configured scene, its template file read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SceneSpec {
+    /// The scene's name (its table's key).
+    pub name: String,
+    /// The table.
+    pub entry: SceneEntry,
+    /// The template's text, when `prompt_template` is set.
+    pub template: Option<String>,
+}
+
+/// Every configured scene, in the order of their names, and the default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SceneSpecs {
+    /// The scenes.
+    pub scenes: Vec<SceneSpec>,
+    /// `[scenes] default`.
+    pub default: Option<String>,
+}
+
+/// The configured scenes; `None` when there are none. Errors name the key.
+pub fn specs(settings: &Settings) -> Result<Option<SceneSpecs>, ConfigError> {
+    let tables = &settings.config.scenes;
+    if tables.is_empty() {
+        return Ok(None);
+    }
+    let invalid = |key: &str, message: String| ConfigError::InvalidValue {
+        origin: settings.origin(key),
+        key: key.to_owned(),
+        message,
+    };
+    if tables.scenes.is_empty() {
+        return Err(invalid(
+            "scenes.default",
+            "there are no scenes: add a `[scenes.NAME]` table with a `description`".to_owned(),
+        ));
+    }
+    let mut scenes = Vec::with_capacity(tables.scenes.len());
+    for name in tables.scenes.keys() {
+        let key = format!("scenes.{name}");
+        let Some(entry) = settings.table::<SceneEntry>(&key)? else {
+            return Err(invalid(&key, "must be a table".to_owned()));
+        };
+        if entry.description.trim().is_empty() {
+            return Err(invalid(&format!("{key}.description"), "must not be empty".to_owned()));
+        }
+        let template = match (&entry.system_prompt, &entry.prompt_template) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    &key,
+                    "set either `system_prompt` or `prompt_template`, not both".to_owned(),
+                ));
+            }
+            (_, Some(path)) => {
+                let template_key = format!("{key}.prompt_template");
+                let full = settings.resolve_path(&template_key, path);
+                let text = std::fs::read_to_string(&full)
+                    .map_err(|error| invalid(&template_key, format!("cannot read {}: {error}", full.display())))?;
+                PromptTemplate::parse(text.as_str())
+                    .map_err(|error| invalid(&template_key, format!("{}: {error}", full.display())))?;
+                Some(text)
+            }
+            _ => None,
+        };
+        scenes.push(SceneSpec {
+            name: name.clone(),
+            entry,
+            template,
+        });
+    }
+    Ok(Some(SceneSpecs {
+        scenes,
+        default: tables.default.clone(),
+    }))
+}
+
+/// Checks `[scenes]` when the configuration loads (the tools are checked
+/// when the router is built).
+pub(crate) fn validate(settings: &Settings) -> Result<(), ConfigError> {
+    specs(settings).map(|_| ())
+}
+
+/// A router builder for `specs` over `client` and `providers`; scenes
+/// without a prompt of their own get `base_prompt` and a line naming them.
+pub fn router_builder(
+    specs: &SceneSpecs,
+    client: Arc<dyn LlmClient>,
+    providers: &[Arc<dyn ToolProvider>],
+    base_prompt: &str,
+) -> Result<SceneRouterBuilder, ConfigError> {
+    let mut builder = SceneRouter::builder(client).providers(providers.iter().cloned());
+    for spec in &specs.scenes {
+        let entry = &spec.entry;
+        let mut scene = Scene::new(spec.name.clone(), entry.description.clone()).tools(entry.tools.iter().cloned());
+        scene = match (&entry.system_prompt, &spec.template) {
+            (Some(prompt), _) => scene.system_prompt(prompt.clone()),
+            (None, Some(text)) => {
+                let template = PromptTemplate::parse(text.as_str()).map_err(|error| ConfigError::InvalidValue {
+                    origin: format!("scene `{}`", spec.name),
+                    key: format!("scenes.{}.prompt_template", spec.name),
+                    message: error.to_string(),
+                })?;
+                scene.prompt_template(template)
+            }
+            (None, None) => scene.system_prompt(format!(
+                "{base_prompt}\n\nIn this conversation you are the {} scene: {}",
+                spec.name, entry.description
+            )),
+        };
+        if entry.current_date {
+            scene = scene.actor(Arc::new(CurrentDate::new()));
+        }
+        if !entry.context.is_empty() {
+            let values = entry
+                .context
+                .iter()
+                .fold(SceneContext::new(), |values, (name, value)| values.with(name, value));
+            scene = scene.actor(Arc::new(StaticContext::new("context", values)));
+        }
+        builder = builder.scene(scene);
+    }
+    if let Some(default) = &specs.default {
+        builder = builder.default_scene(default.clone());
+    }
+    Ok(builder)
+}
+
+/// A router's build error as a configuration error naming the key.
+pub fn config_error(settings: &Settings, error: &SceneError) -> ConfigError {
+    let key = match error {
+        SceneError::UnknownTool { scene, .. } | SceneError::Registry { scene, .. } => format!("scenes.{scene}.tools"),
+        SceneError::UnknownDefault { .. } => "scenes.default".to_owned(),
+        _ => "scenes".to_owned(),
+    };
+    ConfigError::InvalidValue {
+        origin: settings.origin(&key),
+        key,
+        message: error.to_string(),
+    }
+}
+
+/// The router of `run` and `chat` when `[scenes]` is configured: the
+/// enabled tool domains, the `[agent]` settings, the catalog's prices.
+pub fn router_for(
+    settings: &Settings,
+    client: &Arc<dyn LlmClient>,
+    tools: &ToolBox,
+) -> Result<Option<SceneRouter>, AppError> {
+    let Some(specs) = specs(settings)? else {
+        return Ok(None);
+    };
+    let agent = &settings.config.agent;
+    let base = agent
+        .system_prompt
+        .clone()
+        .unwrap_or_else(|| crate::assemble::default_system_prompt(crate::assemble::today()));
+    let mut builder = router_builder(&specs, Arc::clone(client), tools.providers(), &base)?
+        .configure(crate::assemble::configure_agent(settings, client.as_ref()))
+        .catalog(crate::assemble::catalog_for(settings, client.as_ref()))
+        .require_approval(settings.config.tools.require_approval.iter().cloned());
+    if let Some(timeout) = settings
+        .config
+        .tools
+        .timeout_secs
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+    {
+        builder = builder.tool_timeout(timeout);
+    }
+    if let Some(max_tokens) = agent.max_tokens {
+        builder = builder.routing_max_tokens(max_tokens);
+    }
+    if let Some(temperature) = agent.temperature {
+        builder = builder.routing_temperature(temperature);
+    }
+    builder
+        .build()
+        .map(Some)
+        .map_err(|error| config_error(settings, &error).into())
+}
+
+/// What `chat` and `demo` run a turn with: an agent, or a scene router.
+pub trait TurnRunner: Send + Sync {
+    /// The model client.
+    fn client(&self) -> &Arc<dyn LlmClient>;
+
+    /// The tools (for a router: every scene's).
+    fn registry(&self) -> &Arc<dyn ToolRegistry>;
+
+    /// One turn as a stream of events ending with `RunFinished`.
+    fn run_stream(
+        &self,
+        history: Vec<Message>,
+        user_message: &str,
+        context: ToolContext,
+    ) -> BoxStream<'static, AgentEvent>;
+}
+
+impl TurnRunner for Agent {
+    fn client(&self) -> &Arc<dyn LlmClient> {
+        Agent::client(self)
+    }
+
+    fn registry(&self) -> &Arc<dyn ToolRegistry> {
+        Agent::registry(self)
+    }
+
+    fn run_stream(
+        &self,
+        history: Vec<Message>,
+        user_message: &str,
+        context: ToolContext,
+    ) -> BoxStream<'static, AgentEvent> {
+        Box::pin(Agent::run_stream(self, history, user_message, context))
+    }
+}
+
+impl TurnRunner for SceneRouter {
+    fn client(&self) -> &Arc<dyn LlmClient> {
+        SceneRouter::client(self)
+    }
+
+    fn registry(&self) -> &Arc<dyn ToolRegistry> {
+        SceneRouter::registry(self)
+    }
+
+    fn run_stream(
+        &self,
+        history: Vec<Message>,
+        user_message: &str,
+        context: ToolContext,
+    ) -> BoxStream<'static, AgentEvent> {
+        Box::pin(SceneRouter::run_stream(self, history, user_message, context))
+    }
+}
+
+/// `agentry run` with scenes: routes the prompt, runs the scene, prints as
+/// a plain run does (`--json` adds `scene`), stores the turn in the session.
+pub(crate) async fn run(
+    settings: &Settings,
+    router: &SceneRouter,
+    prompt: String,
+    session: Option<&OpenSession>,
+    stream: bool,
+    json: bool,
+) -> Result<u8, AppError> {
+    let history = session.map(|open| open.messages.clone()).unwrap_or_default();
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let context = ToolContext::new().with_cancel(cancel);
+    let outcome = if stream {
+        stream_run(router, history.clone(), &prompt, context, json).await
+    } else {
+        match router.run(history.clone(), prompt, &context).await {
+            Ok(result) => Ok(result),
+            Err(SceneError::Run { source, .. }) => Ok(*source.result),
+            Err(error) => Err(AppError::RunFailed(error.to_string())),
+        }
+    };
+    on_ctrl_c.abort();
+    let result = outcome?;
+    if json {
+        let mut output = RunOutput::from_result(&result);
+        settings.provider()?.name().clone_into(&mut output.provider);
+        stdout_line(&output.to_json())?;
+    } else if !stream {
+        let mut console = Console::new(io::stdout()).with_notes(io::stderr());
+        let note = |console: &mut Console, text: &str| {
+            console
+                .note(text)
+                .map_err(|error| AppError::io("writing to stderr", error))
+        };
+        if let Some(scene) = &result.scene {
+            note(&mut console, &format!("  ⇢ scene {scene}"))?;
+        }
+        for call in &result.tool_calls {
+            let mark = if call.is_error { "✗" } else { "✓" };
+            let line = format!(
+                "  {mark} {} {} → {}",
+                call.name,
+                brief(&call.arguments.to_string(), 120),
+                brief(&call.result, 120)
+            );
+            note(&mut console, &line)?;
+        }
+        if !result.response.is_empty() {
+            stdout_line(result.response.trim_end())?;
+        }
+    }
+    if let Some(open) = session {
+        if result.stop_reason != StopCause::Cancelled {
+            let provider = settings.provider()?.name();
+            open.store.record_turn(&open.name, provider, &history, &result).await?;
+        }
+    }
+    if result.stop_reason == StopCause::Error {
+        eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
+    } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
+        eprintln!("{note}");
+    }
+    Ok(if is_success(result.stop_reason) {
+        EXIT_OK
+    } else {
+        EXIT_FAILURE
+    })
+}
+
+/// A streamed scene run: text to stdout as it arrives (scene and tool calls
+/// to stderr), or nothing with `--json`.
+async fn stream_run(
+    router: &SceneRouter,
+    history: Vec<Message>,
+    prompt: &str,
+    context: ToolContext,
+    json: bool,
+) -> Result<AgentRunResult, AppError> {
+    let write = |error: io::Error| AppError::io("writing to stdout", error);
+    let mut console = (!json).then(|| Console::new(io::stdout()).with_notes(io::stderr()).with_spinners());
+    let mut events = router.run_stream(history, prompt, context);
+    while let Some(event) = events.next().await {
+        if let AgentEvent::RunFinished { result } = event {
+            if let Some(console) = &mut console {
+                console.clear_spinners();
+                if !console.text_seen() && !result.response.is_empty() {
+                    console.write_text(result.response.trim_end()).map_err(write)?;
+                }
+                console.end_line().map_err(write)?;
+            }
+            return Ok(*result);
+        }
+        if let Some(console) = &mut console {
+            console.event(&event).map_err(write)?;
+        }
+    }
+    Err(AppError::RunFailed("the run ended without a result".to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use agent_testing::{ScriptedClient, response};
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::Overrides;
+    use crate::env::Env;
+
+    fn settings(toml: &str, dir: &Path) -> Result<Settings, ConfigError> {
+        std::fs::write(dir.join("agentry.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        Settings::load(&Overrides::default(), &Env::default(), dir)
+    }
+
+    const SCENES: &str = "[scenes]\ndefault = \"math\"\n\
+        [scenes.math]\ndescription = \"Arithmetic\"\nsystem_prompt = \"You calculate.\"\ntools = [\"math\"]\n\
+        [scenes.weather]\ndescription = \"Weather\"\nprompt_template = \"weather.md\"\ntools = [\"get_weather\"]\n\
+        context = { home = \"Lisbon\" }\n";
+
+    #[test]
+    fn scenes_are_read_with_their_templates() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("weather.md"), "You forecast for {{home}}.").unwrap_or_else(|e| panic!("{e}"));
+        let loaded = settings(SCENES, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let specs = super::specs(&loaded)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no scenes"));
+        assert_eq!(specs.default.as_deref(), Some("math"));
+        let names: Vec<&str> = specs.scenes.iter().map(|spec| spec.name.as_str()).collect();
+        assert_eq!(names, ["math", "weather"]);
+        assert_eq!(specs.scenes[1].template.as_deref(), Some("You forecast for {{home}}."));
+        assert_eq!(specs.scenes[1].entry.tools, ["get_weather"]);
+
+        let none = settings("", dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(super::specs(&none).ok(), Some(None));
+    }
+
+    #[test]
+    fn bad_scene_tables_name_the_key() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let error = |toml: &str| {
+            settings(toml, dir.path())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let message = error("[scenes.math]\ndescription = \"x\"\ntool = [\"math\"]\n");
+        assert!(message.contains("scenes.math") && message.contains("tool"), "{message}");
+        let message = error("[scenes.math]\nsystem_prompt = \"x\"\n");
+        assert!(message.contains("description"), "{message}");
+        let message = error("[scenes.math]\ndescription = \"x\"\nsystem_prompt = \"a\"\nprompt_template = \"b.md\"\n");
+        assert!(message.contains("not both"), "{message}");
+        let message = error("[scenes.math]\ndescription = \"x\"\nprompt_template = \"missing.md\"\n");
+        assert!(
+            message.contains("scenes.math.prompt_template") && message.contains("missing.md"),
+            "{message}"
+        );
+        let message = error("[scenes]\ndefault = \"math\"\n");
+        assert!(message.contains("no scenes"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn the_router_uses_the_enabled_domains_and_reports_bad_tools_as_configuration() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("weather.md"), "You forecast for {{home}}.").unwrap_or_else(|e| panic!("{e}"));
+        let settings = settings(SCENES, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let tools = ToolBox::from_settings(&settings, &Env::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let client = ScriptedClient::new()
+            .respond(response::tool_calls([("Weather", json!({}))]))
+            .respond(response::text("Sunny."));
+        let shared: Arc<dyn LlmClient> = Arc::new(client.clone());
+        let router = router_for(&settings, &shared, &tools)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no router"));
+        assert_eq!(router.default_scene(), Some("math"));
+        let result = router
+            .run(Vec::new(), "Weather?", &ToolContext::new())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(result.scene.as_deref(), Some("weather"));
+        let scene_request = &client.requests()[1];
+        assert_eq!(scene_request.system.as_deref(), Some("You forecast for Lisbon."));
+        let names: Vec<&str> = scene_request.tools.iter().map(|tool| tool.name.as_str()).collect();
+        assert_eq!(names, ["get_weather"]);
+
+        let settings = self::settings(
+            "[tools]\nenabled = [\"math\"]\n[scenes.web]\ndescription = \"Pages\"\ntools = [\"fetch_url\"]\n",
+            dir.path(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let tools = ToolBox::from_settings(&settings, &Env::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let error = router_for(&settings, &shared, &tools)
+            .err()
+            .unwrap_or_else(|| panic!("no error"));
+        assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
+        let message = error.to_string();
+        assert!(
+            message.contains("scenes.web.tools") && message.contains("fetch_url"),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! Human approval end to end: the real `agentry` binary against a local
+//! OpenAI-compatible mock server. A run whose model asks for a tool that
+//! requires approval pauses (`awaiting_approval`, the waiting calls in the
+//! `--json` object), its state stays in the session, and a second process
+//! (`agentry resume NAME --approve ID` or `--deny ID`) continues it.
+#![cfg(feature = "openai")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli_support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{body_string_contains, method};
+use wiremock::{Mock, MockServer};
+
+use cli_support::{agentry, completion, run_cmd, stderr, stdout_json};
+
+const SESSION: &str = "sums";
+
+/// The model asks for the calculator, then answers from its result.
+async fn server() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("\"tool_call_id\""))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": "That is settled."}),
+            "stop",
+            (200, 6),
+        ))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_calc", "type": "function",
+                 "function": {"name": "calculator", "arguments": "{\"expression\":\"6*7\"}"}}
+            ]}),
+            "tool_calls",
+            (100, 20),
+        ))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+fn setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentry.toml"),
+        "[tools]\nenabled = [\"math\"]\nrequire_approval = [\"calculator\"]\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn agentry_on(dir: &Path, server: &MockServer, args: &[&str]) -> assert_cmd::Command {
+    let mut command = agentry(dir);
+    command.env("OPENAI_API_KEY", "sk-test").args(args[..1].iter()).args([
+        "--provider",
+        "openai",
+        "--base-url",
+        &format!("{}/v1", server.uri()),
+    ]);
+    command.args(args[1..].iter());
+    command
+}
+
+/// The bodies of the model requests, in order.
+async fn model_requests(server: &MockServer) -> Vec<Value> {
+    let requests = server.received_requests().await.unwrap_or_default();
+    requests
+        .iter()
+        .filter(|request| request.method.as_str() == "POST")
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect()
+}
+
+/// Runs the prompt in the session; it must pause for the calculator.
+async fn paused_run(dir: &Path, server: &MockServer) {
+    let output = run_cmd(agentry_on(
+        dir,
+        server,
+        &["run", "--session", SESSION, "--json", "What is 6*7?"],
+    ))
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json = stdout_json(&output);
+    assert_eq!(json["stop_reason"], "awaiting_approval");
+    assert_eq!(
+        json["pending_approvals"],
+        json!([{"id": "call_calc", "name": "calculator", "arguments": {"expression": "6*7"}}])
+    );
+    assert!(
+        stderr(&output).contains(&format!("agentry resume {SESSION} --approve ID")),
+        "{}",
+        stderr(&output)
+    );
+    // The calculator did not run; the model was asked once.
+    assert_eq!(model_requests(server).await.len(), 1);
+    let listed = run_cmd({
+        let mut command = agentry(dir);
+        command.args(["sessions", "list", "--json"]);
+        command
+    })
+    .await;
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["name"], SESSION);
+    assert_eq!(listed[0]["interrupted"], true, "{listed}");
+}
+
+#[tokio::test]
+async fn a_paused_run_is_approved_and_finished_by_another_process() {
+    let server = server().await;
+    let dir = setup();
+    paused_run(dir.path(), &server).await;
+
+    // An id that is not waiting is a usage error naming the waiting one.
+    let wrong = run_cmd(agentry_on(
+        dir.path(),
+        &server,
+        &["resume", "--approve", "call_nope", SESSION],
+    ))
+    .await;
+    assert_eq!(wrong.status.code(), Some(2), "{}", stderr(&wrong));
+    assert!(stderr(&wrong).contains("call_calc"), "{}", stderr(&wrong));
+
+    let resumed = run_cmd(agentry_on(
+        dir.path(),
+        &server,
+        &["resume", "--json", "--approve", "call_calc", SESSION],
+    ))
+    .await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    let json = stdout_json(&resumed);
+    assert_eq!(json["stop_reason"], "completed");
+    assert_eq!(json["response"], "That is settled.");
+    assert!(json.get("pending_approvals").is_none(), "{json}");
+    let calculator = &json["tool_calls"][0];
+    assert_eq!(calculator["is_error"], false);
+    assert!(calculator["result"].as_str().unwrap().contains("42"), "{calculator}");
+
+    // The model read the calculator's result.
+    let requests = model_requests(&server).await;
+    assert_eq!(requests.len(), 2);
+    let tool_message = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool_message["content"].as_str().unwrap().contains("42"),
+        "{tool_message}"
+    );
+
+    // The turn is stored and nothing waits any more.
+    let again = run_cmd(agentry_on(dir.path(), &server, &["resume", SESSION])).await;
+    assert_ne!(again.status.code(), Some(0));
+    assert!(
+        stderr(&again).contains("has no interrupted run to resume"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[tokio::test]
+async fn a_denied_call_does_not_run_and_the_model_reads_the_refusal() {
+    let server = server().await;
+    let dir = setup();
+    paused_run(dir.path(), &server).await;
+
+    let resumed = run_cmd(agentry_on(
+        dir.path(),
+        &server,
+        &[
+            "resume",
+            "--json",
+            "--deny",
+            "call_calc",
+            "--reason",
+            "not now",
+            SESSION,
+        ],
+    ))
+    .await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    let json = stdout_json(&resumed);
+    assert_eq!(json["stop_reason"], "completed");
+    let calculator = &json["tool_calls"][0];
+    assert_eq!(calculator["is_error"], true);
+    let result = calculator["result"].as_str().unwrap();
+    assert!(
+        result.contains("did not approve") && result.contains("not now"),
+        "{result}"
+    );
+    assert!(!result.contains("42"), "the calculator ran: {result}");
+
+    let requests = model_requests(&server).await;
+    let tool_message = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool_message["content"].as_str().unwrap().contains("did not approve"),
+        "{tool_message}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_tool_in_require_approval_is_a_configuration_error() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentry.toml"),
+        "[tools]\nenabled = [\"math\"]\nrequire_approval = [\"calculater\"]\n",
+    )
+    .unwrap();
+    let output = run_cmd(agentry_on(dir.path(), &server, &["run", "What is 6*7?"])).await;
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("`calculater`") && message.contains("calculator"),
+        "{message}"
+    );
+    assert!(model_requests(&server).await.is_empty());
+}

@@ -1,0 +1,200 @@
+//! `[scenes]` end to end: the real `agentry` binary against a scripted
+//! OpenAI-compatible mock server. A demo-style prompt is routed (the model
+//! names the scene loosely) to the weather scene, which answers with its
+//! own tool only. No test touches the internet.
+#![cfg(feature = "openai")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli_support;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{body_string_contains, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use cli_support::{agentry, completion, run_cmd, stderr, stdout_json};
+
+const CONFIG: &str = r#"
+[agent]
+provider = "openai"
+model = "gpt-4o-mini"
+
+[tools]
+enabled = ["math", "travel"]
+
+[scenes.weather]
+description = "The current weather in a city."
+system_prompt = "You report the weather. Call get_weather."
+tools = ["get_weather"]
+
+[scenes.flights]
+description = "Flight prices between two cities on a date."
+tools = ["get_flight_prices"]
+
+[scenes.math]
+description = "Arithmetic."
+tools = ["math"]
+"#;
+
+/// The routing call (the only one with `tool_choice` required) is answered
+/// with `scene`; the scene's first call asks for the weather in Tokyo, and
+/// the call after the tool result answers.
+async fn server(scene: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_string_contains("\"tool_call_id\""))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": "It is sunny in Tokyo."}),
+            "stop",
+            (200, 10),
+        ))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_string_contains("\"tool_choice\":\"required\""))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "route_1", "type": "function", "function": {"name": scene, "arguments": "{}"}}
+            ]}),
+            "tool_calls",
+            (50, 5),
+        ))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": "{\"location\":\"Tokyo\"}"}}
+            ]}),
+            "tool_calls",
+            (100, 20),
+        ))
+        .with_priority(3)
+        .mount(&server)
+        .await;
+    server
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn run(server: &MockServer, config: &str, extra: &[&str]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agentry.toml"), config).unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .args(["run", "--base-url", &format!("{}/v1", server.uri())])
+        .args(extra)
+        .arg("What's the weather in Tokyo?");
+    let output = run_cmd(command).await;
+    drop(dir);
+    output
+}
+
+#[tokio::test]
+async fn a_weather_question_is_routed_to_the_weather_scene_and_answered_with_its_tool() {
+    let server = server("Weather_Scene").await;
+    let output = run(&server, CONFIG, &["--json"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = stdout_json(&output);
+    assert_eq!(json["scene"], "weather");
+    assert_eq!(json["response"], "It is sunny in Tokyo.");
+    assert_eq!(json["stop_reason"], "completed");
+    assert_eq!(json["iterations"], 2);
+    assert_eq!(json["tool_calls"][0]["name"], "get_weather");
+    assert_eq!(json["tool_calls"][0]["is_error"], false);
+    // The routing call counts: 50 + 5, then the scene's 100 + 20 and 200 + 10.
+    assert_eq!(json["usage"]["input_tokens"], 350);
+    assert_eq!(json["usage"]["output_tokens"], 35);
+    assert!(
+        json["usage"]["cost_usd"].as_f64().is_some_and(|cost| cost > 0.0),
+        "{json}"
+    );
+    let mut keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "iterations",
+            "model",
+            "provider",
+            "response",
+            "scene",
+            "stop_reason",
+            "tool_calls",
+            "usage"
+        ]
+    );
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 3);
+    let routing: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(tool_names(&routing), ["flights", "math", "weather"]);
+    assert_eq!(routing["tool_choice"], "required");
+    let scene: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert_eq!(tool_names(&scene), ["get_weather"]);
+    assert_eq!(scene["messages"][0]["role"], "system");
+    assert_eq!(
+        scene["messages"][0]["content"],
+        "You report the weather. Call get_weather."
+    );
+}
+
+#[tokio::test]
+async fn without_a_matching_scene_or_a_default_the_run_fails_naming_the_scenes() {
+    let server = server("Astrology").await;
+    let output = run(&server, CONFIG, &[]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains(
+            "the model chose the scene `Astrology`, which does not exist; available scenes: flights, math, weather"
+        ),
+        "{text}"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+
+    // With a default scene the same answer goes there.
+    let server = self::server("Astrology").await;
+    let config = CONFIG.replace(
+        "[scenes.weather]",
+        "[scenes]\ndefault = \"weather\"\n\n[scenes.weather]",
+    );
+    let output = run(&server, &config, &[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "It is sunny in Tokyo.");
+    assert!(stderr(&output).contains("⇢ scene weather"), "{}", stderr(&output));
+}
+
+#[tokio::test]
+async fn a_scene_naming_a_tool_that_is_not_enabled_is_a_configuration_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500))
+        .mount(&server)
+        .await;
+    let config = CONFIG.replace("enabled = [\"math\", \"travel\"]", "enabled = [\"math\"]");
+    let output = run(&server, &config, &["--json"]).await;
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains("scenes.flights.tools") && text.contains("get_flight_prices"),
+        "{text}"
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
+}

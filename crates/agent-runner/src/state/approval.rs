@@ -1,0 +1,148 @@
+//! Calls that wait for the user's approval before the batch runs.
+//!
+//! When a reply asks for calls of tools that require approval, the batch
+//! does not run until each of them is decided: [`Step::AwaitApproval`]
+//! lists them, [`RunState::decide`] takes each decision. A denied call gets
+//! its error result at once (it is never run); once nothing is pending,
+//! [`Step::RunTools`] runs the rest. A run left waiting (nobody decides, as
+//! when the driver has no [`ToolApprover`](agent_core::ToolApprover)) ends
+//! with [`StopCause::AwaitingApproval`] in its record, while its saved state
+//! can still be decided and resumed.
+//!
+//! [`Step::AwaitApproval`]: crate::Step::AwaitApproval
+//! [`Step::RunTools`]: crate::Step::RunTools
+//! [`StopCause::AwaitingApproval`]: agent_core::StopCause::AwaitingApproval
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use agent_core::{AgentEvent, ApprovalDecision, ToolCall};
+use serde::{Deserialize, Serialize};
+
+use super::{Phase, RunState};
+use crate::batch::Batch;
+use crate::step::ToolOutcome;
+
+/// Which tools need approval, and the calls of the current batch that
+/// still wait for a decision.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(super) struct ApprovalGate {
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    required: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pending: Vec<ToolCall>,
+}
+
+impl ApprovalGate {
+    /// The calls still waiting.
+    pub(super) fn pending(&self) -> &[ToolCall] {
+        &self.pending
+    }
+
+    /// Forgets the waiting calls (the batch ended another way); returns them.
+    pub(super) fn take_pending(&mut self) -> Vec<ToolCall> {
+        std::mem::take(&mut self.pending)
+    }
+}
+
+/// A decision about a call that is not waiting for one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no call `{call_id}` is waiting for approval; waiting: {}", waiting_list(.waiting))]
+pub struct ApprovalError {
+    /// The id given.
+    pub call_id: String,
+    /// The ids of the calls that are waiting.
+    pub waiting: Vec<String>,
+}
+
+fn waiting_list(waiting: &[String]) -> String {
+    if waiting.is_empty() {
+        "none".to_owned()
+    } else {
+        waiting.join(", ")
+    }
+}
+
+impl RunState {
+    /// Calls of these tools wait for the user's approval before they run.
+    /// [`Agent`](crate::Agent) sets it from its registry
+    /// ([`ToolRegistry::requires_approval`](agent_core::ToolRegistry::requires_approval)).
+    pub fn with_approval_required<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.approval.required.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// The calls waiting for the user's approval (empty unless the next
+    /// step is [`Step::AwaitApproval`](crate::Step::AwaitApproval)).
+    pub fn pending_approvals(&self) -> &[ToolCall] {
+        &self.approval.pending
+    }
+
+    /// Takes the user's decision about the waiting call `call_id`. A denied
+    /// call gets its error result now and never runs; an approved one runs
+    /// with the rest of its batch once no call is waiting.
+    pub fn decide(&mut self, call_id: &str, decision: ApprovalDecision) -> Result<(), ApprovalError> {
+        let position = self.approval.pending.iter().position(|call| call.id == call_id);
+        let (Some(position), Phase::NeedsTools { batch }) = (position, &self.phase) else {
+            return Err(ApprovalError {
+                call_id: call_id.to_owned(),
+                waiting: self.approval.pending.iter().map(|call| call.id.clone()).collect(),
+            });
+        };
+        let call = self.approval.pending.remove(position);
+        if let ApprovalDecision::Deny { reason } = decision {
+            let index = batch.to_run.iter().position(|candidate| candidate.id == call.id);
+            let outcome = ToolOutcome {
+                content: ApprovalDecision::denied_result(&call.name, reason.as_deref()),
+                is_error: true,
+                duration: Duration::ZERO,
+                cached: false,
+                delegated_usage: None,
+            };
+            if let Some(index) = index {
+                // The phase was checked above and the index is in range.
+                let _ = self.on_tool_outcome(index, outcome);
+            }
+        }
+        Ok(())
+    }
+
+    /// Approves the waiting call `call_id`.
+    pub fn approve(&mut self, call_id: &str) -> Result<(), ApprovalError> {
+        self.decide(call_id, ApprovalDecision::Approve)
+    }
+
+    /// Denies the waiting call `call_id`: the model is told the user refused it.
+    pub fn deny(&mut self, call_id: &str, reason: Option<String>) -> Result<(), ApprovalError> {
+        self.decide(call_id, ApprovalDecision::Deny { reason })
+    }
+
+    /// Whether the run waits for decisions.
+    pub fn is_awaiting_approval(&self) -> bool {
+        !self.approval.pending.is_empty() && matches!(self.phase, Phase::NeedsTools { .. })
+    }
+
+    /// Marks the calls of `batch` that need approval as waiting, and says so.
+    pub(super) fn hold_for_approval(&mut self, batch: &Batch) {
+        if self.approval.required.is_empty() {
+            return;
+        }
+        self.approval.pending = batch
+            .to_run
+            .iter()
+            .filter(|call| self.approval.required.contains(&call.name))
+            .cloned()
+            .collect();
+        if !self.approval.pending.is_empty() {
+            let calls = self.approval.pending.clone();
+            self.emit(AgentEvent::ApprovalRequested {
+                iteration: self.iteration,
+                calls,
+            });
+        }
+    }
+}
