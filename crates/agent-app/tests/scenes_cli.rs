@@ -198,3 +198,109 @@ async fn a_scene_naming_a_tool_that_is_not_enabled_is_a_configuration_error() {
     );
     assert!(server.received_requests().await.unwrap().is_empty());
 }
+
+/// The last user message of a chat-completions body.
+fn last_user_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|message| message["role"] == "user"))
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A streamed chat completion of `text` (server-sent events).
+fn streamed_text(text: &str) -> ResponseTemplate {
+    let chunk = |choices: Value, usage: Value| {
+        let mut chunk = json!({"id": "chatcmpl-test", "object": "chat.completion.chunk",
+                               "model": "gpt-4o-mini-2024-07-18", "choices": choices});
+        if !usage.is_null() {
+            chunk["usage"] = usage;
+        }
+        format!("data: {chunk}\n\n")
+    };
+    let body = [
+        chunk(
+            json!([{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": null}]),
+            Value::Null,
+        ),
+        chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]), Value::Null),
+        chunk(
+            json!([]),
+            json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}),
+        ),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_string(body)
+}
+
+/// Routing calls pick the scene from the user's words (flights for a
+/// flight, else weather); a scene's call answers with the tools it was
+/// offered, so the demo's output shows which scene ran each turn.
+async fn demo_server() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(|request: &wiremock::Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            if body["tool_choice"] == "required" {
+                let scene = if last_user_text(&body).to_lowercase().contains("flight") {
+                    "flights"
+                } else {
+                    "weather"
+                };
+                return completion(
+                    &json!({"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "route", "type": "function", "function": {"name": scene, "arguments": "{}"}}
+                    ]}),
+                    "tool_calls",
+                    (40, 4),
+                );
+            }
+            let answer = format!("Answered with [{}].", tool_names(&body).join(", "));
+            if body["stream"] == true {
+                return streamed_text(&answer);
+            }
+            completion(&json!({"role": "assistant", "content": answer}), "stop", (100, 10))
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn the_travel_demo_runs_as_scenes() {
+    let server = demo_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agentry.toml"), CONFIG).unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .args(["demo", "--base-url", &format!("{}/v1", server.uri())]);
+    let output = run_cmd(command).await;
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(output.status.success(), "{text}");
+
+    let requests = server.received_requests().await.unwrap();
+    let bodies: Vec<Value> = requests
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect();
+    let routing: Vec<&Value> = bodies.iter().filter(|body| body["tool_choice"] == "required").collect();
+    // Every one of the ten turns was routed first.
+    assert_eq!(routing.len(), 10, "{text}");
+    assert_eq!(bodies.len(), 20, "{text}");
+    // The flight question went to the flights scene, with its tool only.
+    let flight_turn = bodies
+        .iter()
+        .find(|body| body["tool_choice"] != "required" && last_user_text(body).contains("flight from NYC to Paris"))
+        .expect("the flight turn reached a scene");
+    assert_eq!(tool_names(flight_turn), ["get_flight_prices"]);
+    assert!(text.contains("⇢ scene flights"), "{text}");
+    assert!(text.contains("⇢ scene weather"), "{text}");
+    assert!(text.contains("Answered with [get_flight_prices]."), "{text}");
+    assert!(text.contains("Answered with [get_weather]."), "{text}");
+}
