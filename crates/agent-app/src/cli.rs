@@ -523,15 +523,15 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         let checked = check_demo(&reports, options.today);
         stdout_line("")?;
         stdout_line(&checked.to_string())?;
-        if let Some(min) = args.min_pass {
-            if checked.passed() < min {
-                eprintln!(
-                    "error: {} of {} turns passed, fewer than --min-pass {min}",
-                    checked.passed(),
-                    reports.len()
-                );
-                return Ok(EXIT_FAILURE);
-            }
+        if let Some(min) = args.min_pass
+            && checked.passed() < min
+        {
+            eprintln!(
+                "error: {} of {} turns passed, fewer than --min-pass {min}",
+                checked.passed(),
+                reports.len()
+            );
+            return Ok(EXIT_FAILURE);
         }
     }
     if failed > 0 {

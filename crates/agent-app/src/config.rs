@@ -414,28 +414,28 @@ impl Settings {
         if agent.max_iterations == 0 {
             return Err(self.invalid("agent.max_iterations", "must be at least 1"));
         }
-        if let Some(temperature) = agent.temperature {
-            if !(0.0..=2.0).contains(&temperature) {
-                return Err(self.invalid("agent.temperature", "must be between 0.0 and 2.0"));
-            }
+        if let Some(temperature) = agent.temperature
+            && !(0.0..=2.0).contains(&temperature)
+        {
+            return Err(self.invalid("agent.temperature", "must be between 0.0 and 2.0"));
         }
         if agent.max_tokens == Some(0) {
             return Err(self.invalid("agent.max_tokens", "must be at least 1"));
         }
-        if let Some(cost) = agent.budget.max_cost_usd {
-            if !(cost.is_finite() && cost >= 0.0) {
-                return Err(self.invalid("agent.budget.max_cost_usd", "must be a non-negative number"));
-            }
+        if let Some(cost) = agent.budget.max_cost_usd
+            && !(cost.is_finite() && cost >= 0.0)
+        {
+            return Err(self.invalid("agent.budget.max_cost_usd", "must be a non-negative number"));
         }
-        if let Some(secs) = agent.budget.deadline_secs {
-            if !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok()) {
-                return Err(self.invalid("agent.budget.deadline_secs", "must be a positive number of seconds"));
-            }
+        if let Some(secs) = agent.budget.deadline_secs
+            && !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok())
+        {
+            return Err(self.invalid("agent.budget.deadline_secs", "must be a positive number of seconds"));
         }
-        if let Some(secs) = self.config.tools.timeout_secs {
-            if !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok()) {
-                return Err(self.invalid("tools.timeout_secs", "must be a positive number of seconds"));
-            }
+        if let Some(secs) = self.config.tools.timeout_secs
+            && !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok())
+        {
+            return Err(self.invalid("tools.timeout_secs", "must be a positive number of seconds"));
         }
         crate::mcp::validate(self)?;
         crate::scenes::validate(self)?;
@@ -722,14 +722,14 @@ fn from_figment_at(error: figment::Error, prefix: &str) -> ConfigError {
     };
     // A table with flattened settings (e.g. a provider's HTTP options)
     // reports an unknown key as a message, without the valid ones.
-    if let figment::error::Kind::Message(message) = &error.kind {
-        if let Some(field) = flattened_unknown_field(message) {
-            return ConfigError::UnknownKey {
-                origin,
-                key: join(field),
-                expected: "those in the annotated agentry.toml of the README".to_owned(),
-            };
-        }
+    if let figment::error::Kind::Message(message) = &error.kind
+        && let Some(field) = flattened_unknown_field(message)
+    {
+        return ConfigError::UnknownKey {
+            origin,
+            key: join(field),
+            expected: "those in the annotated agentry.toml of the README".to_owned(),
+        };
     }
     match &error.kind {
         figment::error::Kind::UnknownField(field, expected) => ConfigError::UnknownKey {

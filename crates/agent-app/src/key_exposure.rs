@@ -26,12 +26,12 @@ pub fn key_exposure_warnings(settings: &Settings, env: &Env) -> Vec<String> {
     };
     let file = file.display();
     let mut warnings = Vec::new();
-    if let Some((variable, true)) = table("api_key_env") {
-        if kind.key_variable() != Some(variable.as_str()) {
-            warnings.push(format!(
-                "{file} sets providers.{name}.api_key_env = \"{variable}\": the value of ${variable} is sent as the API key"
-            ));
-        }
+    if let Some((variable, true)) = table("api_key_env")
+        && kind.key_variable() != Some(variable.as_str())
+    {
+        warnings.push(format!(
+            "{file} sets providers.{name}.api_key_env = \"{variable}\": the value of ${variable} is sent as the API key"
+        ));
     }
     for field in ["base_url", "endpoint"] {
         let Some((address, true)) = table(field) else { continue };

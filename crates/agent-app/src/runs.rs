@@ -205,11 +205,11 @@ async fn typed_run(
         stdout_line(&pretty)?;
     }
 
-    if let Some(open) = session {
-        if result.stop_reason != StopCause::Cancelled {
-            let provider = settings.provider()?.name();
-            open.store.record_turn(&open.name, provider, history, &result).await?;
-        }
+    if let Some(open) = session
+        && result.stop_reason != StopCause::Cancelled
+    {
+        let provider = settings.provider()?.name();
+        open.store.record_turn(&open.name, provider, history, &result).await?;
     }
     match &error {
         Some(TypedError::Invalid {

@@ -397,11 +397,11 @@ pub(crate) async fn run(
             stdout_line(result.response.trim_end())?;
         }
     }
-    if let Some(open) = session {
-        if result.stop_reason != StopCause::Cancelled {
-            let provider = settings.provider()?.name();
-            open.store.record_turn(&open.name, provider, &history, &result).await?;
-        }
+    if let Some(open) = session
+        && result.stop_reason != StopCause::Cancelled
+    {
+        let provider = settings.provider()?.name();
+        open.store.record_turn(&open.name, provider, &history, &result).await?;
     }
     if result.stop_reason == StopCause::Error {
         eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));

@@ -167,10 +167,10 @@ impl<E: SpanExporter> SpanExporter for GenAiSpans<E> {
     fn export(&self, mut batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
         for span in &mut batch {
             for attribute in &mut span.attributes {
-                if attribute.key.as_str() == FINISH_REASONS {
-                    if let Value::String(reasons) = &attribute.value {
-                        attribute.value = finish_reasons_array(reasons.as_str());
-                    }
+                if attribute.key.as_str() == FINISH_REASONS
+                    && let Value::String(reasons) = &attribute.value
+                {
+                    attribute.value = finish_reasons_array(reasons.as_str());
                 }
             }
         }

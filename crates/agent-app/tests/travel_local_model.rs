@@ -97,11 +97,11 @@ impl LlmClient for InventsAnArgument {
     async fn complete(&self, request: &ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
         let mut response = self.model.complete(request, cancel).await?;
         let mut done = self.done.lock().unwrap();
-        if let Some(call) = response.message.tool_calls.first_mut().filter(|_| !*done) {
-            if let Some(arguments) = call.arguments.as_object_mut() {
-                arguments.insert("airport".into(), "HND".into());
-                *done = true;
-            }
+        if let Some(call) = response.message.tool_calls.first_mut().filter(|_| !*done)
+            && let Some(arguments) = call.arguments.as_object_mut()
+        {
+            arguments.insert("airport".into(), "HND".into());
+            *done = true;
         }
         Ok(response)
     }

@@ -32,10 +32,10 @@ pub fn classify_response(
     } else {
         provider_message
     };
-    if kind == LlmErrorKind::Auth {
-        if let Some(hint) = auth_hint {
-            message = format!("{message} ({hint})");
-        }
+    if kind == LlmErrorKind::Auth
+        && let Some(hint) = auth_hint
+    {
+        message = format!("{message} ({hint})");
     }
     let body_json = serde_json::from_slice::<Value>(body).ok();
     let delay = retry_after(headers, SystemTime::now()).or_else(|| body_json.as_ref().and_then(body_retry_delay));

@@ -57,15 +57,17 @@ pub(crate) fn fences(text: &str) -> Vec<Fence<'_>> {
                 }
             }
             Some((marker, run, info, start, body_start)) => {
-                if let Some((m, r, after)) = fence_marker(line.text) {
-                    if m == marker && r >= run && after.trim().is_empty() {
-                        found.push(Fence {
-                            info,
-                            body: body_start..line.start,
-                            whole: start..line.next,
-                        });
-                        open = None;
-                    }
+                if let Some((m, r, after)) = fence_marker(line.text)
+                    && m == marker
+                    && r >= run
+                    && after.trim().is_empty()
+                {
+                    found.push(Fence {
+                        info,
+                        body: body_start..line.start,
+                        whole: start..line.next,
+                    });
+                    open = None;
                 }
             }
         }

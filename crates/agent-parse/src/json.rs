@@ -216,12 +216,11 @@ impl JsonExtractor {
                 return Some(found);
             }
         }
-        if let Some(at) = limit {
-            if let Some((json, span)) = trimmed(text, at..text.len()) {
-                if let Some(found) = attempts.try_parse(json, span, JsonSource::Scan, false, true) {
-                    return Some(found);
-                }
-            }
+        if let Some(at) = limit
+            && let Some((json, span)) = trimmed(text, at..text.len())
+            && let Some(found) = attempts.try_parse(json, span, JsonSource::Scan, false, true)
+        {
+            return Some(found);
         }
         if self.lenient {
             // Without single quotes, the lenient scan would find the same spans.

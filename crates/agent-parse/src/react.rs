@@ -132,10 +132,10 @@ pub(crate) fn parse_call_arguments(inner: &str) -> Value {
     if inner.is_empty() {
         return Value::Object(Map::new());
     }
-    if inner.starts_with('{') {
-        if let Some(value) = parse_json_lenient(inner) {
-            return value;
-        }
+    if inner.starts_with('{')
+        && let Some(value) = parse_json_lenient(inner)
+    {
+        return value;
     }
     if let Some(map) = parse_pairs(inner) {
         return Value::Object(map);
@@ -156,10 +156,10 @@ pub(crate) fn parse_input(raw: &str) -> Value {
     if let Ok(value) = serde_json::from_str::<Value>(text) {
         return value;
     }
-    if text.starts_with(['{', '[']) {
-        if let Some(value) = parse_json_lenient(text) {
-            return value;
-        }
+    if text.starts_with(['{', '['])
+        && let Some(value) = parse_json_lenient(text)
+    {
+        return value;
     }
     Value::String(text.to_owned())
 }

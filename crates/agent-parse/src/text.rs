@@ -123,10 +123,10 @@ pub(crate) fn split_name(s: &str) -> Option<(&str, &str)> {
 pub(crate) fn strip_decoration(s: &str) -> &str {
     let s = s.trim();
     for (open, close) in [("`", "`"), ("**", "**"), ("\"", "\""), ("'", "'")] {
-        if s.len() >= open.len() + close.len() {
-            if let Some(inner) = s.strip_prefix(open).and_then(|rest| rest.strip_suffix(close)) {
-                return inner.trim();
-            }
+        if s.len() >= open.len() + close.len()
+            && let Some(inner) = s.strip_prefix(open).and_then(|rest| rest.strip_suffix(close))
+        {
+            return inner.trim();
         }
     }
     s

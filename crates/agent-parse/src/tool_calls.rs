@@ -384,10 +384,10 @@ fn decode_argument_string(text: &str) -> (Value, Option<String>, bool) {
     if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
         return (value, None, false);
     }
-    if trimmed.starts_with(['{', '[']) {
-        if let Some(value) = repair_json(trimmed).and_then(|fixed| serde_json::from_str::<Value>(&fixed).ok()) {
-            return (value, None, true);
-        }
+    if trimmed.starts_with(['{', '['])
+        && let Some(value) = repair_json(trimmed).and_then(|fixed| serde_json::from_str::<Value>(&fixed).ok())
+    {
+        return (value, None, true);
     }
     (Value::Null, Some(text.to_owned()), false)
 }

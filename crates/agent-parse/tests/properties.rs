@@ -75,12 +75,11 @@ proptest! {
     #[test]
     fn repair_never_panics_and_valid_json_survives(text in any_text()) {
         let _ = repair_json(&text);
-        if let Ok(value) = serde_json::from_str::<Value>(&text) {
-            if value.is_object() || value.is_array() {
+        if let Ok(value) = serde_json::from_str::<Value>(&text)
+            && (value.is_object() || value.is_array()) {
                 let fixed = repair_json(&text).expect("valid JSON is repairable");
                 prop_assert_eq!(serde_json::from_str::<Value>(&fixed).ok(), Some(value));
             }
-        }
     }
 
     #[test]

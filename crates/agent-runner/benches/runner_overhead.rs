@@ -45,7 +45,7 @@ impl LlmClient for InstantClient {
     }
     async fn complete(&self, _request: &ChatRequest, _cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
         let turn = self.turn.fetch_add(1, Ordering::Relaxed);
-        Ok(if turn % 2 == 0 {
+        Ok(if turn.is_multiple_of(2) {
             self.call.clone()
         } else {
             self.answer.clone()

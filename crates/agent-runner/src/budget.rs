@@ -67,18 +67,18 @@ impl Estimate {
 /// Why the run must stop now, having spent `usage` and `cost_usd` (`None`:
 /// unknown) against `budget`.
 pub(crate) fn spent_over(budget: &Budget, usage: Usage, cost_usd: Option<f64>) -> Option<String> {
-    if let Some(max) = budget.max_total_tokens {
-        if usage.total_tokens() > max {
-            return Some(format!(
-                "used {} tokens, over the budget of {max}",
-                usage.total_tokens()
-            ));
-        }
+    if let Some(max) = budget.max_total_tokens
+        && usage.total_tokens() > max
+    {
+        return Some(format!(
+            "used {} tokens, over the budget of {max}",
+            usage.total_tokens()
+        ));
     }
-    if let (Some(max), Some(cost)) = (budget.max_cost_usd, cost_usd) {
-        if cost > max {
-            return Some(format!("spent ${cost:.6}, over the budget of ${max:.6}"));
-        }
+    if let (Some(max), Some(cost)) = (budget.max_cost_usd, cost_usd)
+        && cost > max
+    {
+        return Some(format!("spent ${cost:.6}, over the budget of ${max:.6}"));
     }
     None
 }

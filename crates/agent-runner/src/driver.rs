@@ -240,10 +240,10 @@ impl Driver<'_> {
             }
             accumulator.push(event)?;
         }
-        if let Some(rest) = filter.map(|mut filter| filter.finish().text) {
-            if !rest.is_empty() {
-                let _ = events.send(AgentEvent::TextDelta { text: rest });
-            }
+        if let Some(rest) = filter.map(|mut filter| filter.finish().text)
+            && !rest.is_empty()
+        {
+            let _ = events.send(AgentEvent::TextDelta { text: rest });
         }
         accumulator.finish()
     }

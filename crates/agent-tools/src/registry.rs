@@ -228,10 +228,8 @@ impl ToolRegistry for Registry {
         if state.providers.iter().any(|entry| entry.name == name) {
             return Err(RegistryError::DuplicateProvider(name));
         }
-        if enabled {
-            if let Some(error) = clash(&state, &name, state.providers.len(), &tools) {
-                return Err(error);
-            }
+        if enabled && let Some(error) = clash(&state, &name, state.providers.len(), &tools) {
+            return Err(error);
         }
         state.providers.push(ProviderEntry {
             name,

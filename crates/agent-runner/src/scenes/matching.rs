@@ -81,13 +81,13 @@ pub fn match_name<S: AsRef<str>>(requested: &str, names: &[S]) -> Option<NameMat
         });
     }
     let core = wanted.core();
-    if !core.is_empty() {
-        if let Some(index) = unique(candidates.iter().map(|words| words.core() == core)) {
-            return Some(NameMatch {
-                index,
-                kind: MatchKind::Normalized,
-            });
-        }
+    if !core.is_empty()
+        && let Some(index) = unique(candidates.iter().map(|words| words.core() == core))
+    {
+        return Some(NameMatch {
+            index,
+            kind: MatchKind::Normalized,
+        });
     }
     if let Some(found) = fuzzy(&core, &candidates) {
         return Some(found);

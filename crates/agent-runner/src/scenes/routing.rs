@@ -119,13 +119,12 @@ pub(super) fn requested_name(response: &ChatResponse) -> Option<String> {
     if text.is_empty() {
         return None;
     }
-    if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) {
-        if let Some(name) = ["scene", "name"]
+    if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text)
+        && let Some(name) = ["scene", "name"]
             .iter()
             .find_map(|key| object.get(*key).and_then(Value::as_str))
-        {
-            return Some(name.to_owned());
-        }
+    {
+        return Some(name.to_owned());
     }
     let parsed = ToolCallParser::new()
         .formats([CallFormat::Tagged, CallFormat::Json])

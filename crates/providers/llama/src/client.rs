@@ -118,10 +118,10 @@ impl LlamaClient {
         }
         let key = serde_json::to_string(tools).ok()?;
         let mut cache = self.grammars.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((cached_key, grammar)) = cache.as_ref() {
-            if *cached_key == key {
-                return Some(Arc::clone(grammar));
-            }
+        if let Some((cached_key, grammar)) = cache.as_ref()
+            && *cached_key == key
+        {
+            return Some(Arc::clone(grammar));
         }
         match crate::grammar::tool_call_grammar(tools) {
             Ok(grammar) => {
@@ -162,10 +162,10 @@ impl LlamaClient {
             .format_grammars
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((cached_key, grammar)) = cache.as_ref() {
-            if *cached_key == key {
-                return Ok(Arc::clone(grammar));
-            }
+        if let Some((cached_key, grammar)) = cache.as_ref()
+            && *cached_key == key
+        {
+            return Ok(Arc::clone(grammar));
         }
         let grammar: Arc<str> = Arc::from(build()?);
         *cache = Some((key, Arc::clone(&grammar)));

@@ -155,12 +155,12 @@ impl Policy {
             return Err(Refusal(format!("refused: {subject} on the denylist")));
         }
         let listed = self.allowed.iter().any(|pattern| pattern.matches_address(address));
-        if let Some(kind) = non_global(address) {
-            if !(self.allow_private_addresses || listed) {
-                return Err(Refusal(format!(
-                    "refused: {subject} a {kind} address; only public internet addresses can be fetched"
-                )));
-            }
+        if let Some(kind) = non_global(address)
+            && !(self.allow_private_addresses || listed)
+        {
+            return Err(Refusal(format!(
+                "refused: {subject} a {kind} address; only public internet addresses can be fetched"
+            )));
         }
         if needs_listing && !self.allowed.is_empty() && !listed {
             return Err(Refusal(format!(

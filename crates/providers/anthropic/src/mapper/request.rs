@@ -62,10 +62,8 @@ pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Re
     let caching = request.prompt_caching;
     let (system, rest) = system_prompt(request);
     let mut turns = group_turns(rest);
-    if caching {
-        if let Some(block) = turns.last_mut().and_then(Turn::cache_target) {
-            block.cache = true;
-        }
+    if caching && let Some(block) = turns.last_mut().and_then(Turn::cache_target) {
+        block.cache = true;
     }
     let body = Body {
         model: request.model.as_deref().unwrap_or(&options.model),
@@ -106,12 +104,12 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 fn validate(request: &ChatRequest, options: &RequestOptions, max_tokens: u32, has_tools: bool) -> Result<(), LlmError> {
     // With thinking on the temperature is not sent, so it needs no check.
     let sent_temperature = request.temperature.filter(|_| options.thinking_budget.is_none());
-    if let Some(temperature) = sent_temperature {
-        if !(0.0..=1.0).contains(&temperature) {
-            return Err(LlmError::invalid_request(format!(
-                "temperature must be between 0 and 1 for Anthropic models, got {temperature}"
-            )));
-        }
+    if let Some(temperature) = sent_temperature
+        && !(0.0..=1.0).contains(&temperature)
+    {
+        return Err(LlmError::invalid_request(format!(
+            "temperature must be between 0 and 1 for Anthropic models, got {temperature}"
+        )));
     }
     let Some(budget) = options.thinking_budget else {
         return Ok(());

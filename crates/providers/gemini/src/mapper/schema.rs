@@ -116,11 +116,12 @@ impl Translator<'_> {
             let rest = without(object, &["allOf"]);
             let rest = self.translate(&Value::Object(rest), depth + 1, at)?;
             let mut merged = overlay(merged, rest);
-            if let Some(Value::Object(properties)) = merged.get("properties") {
-                if self.options.property_ordering && properties.len() > 1 {
-                    let ordering = properties.keys().cloned().map(Value::String).collect();
-                    merged.insert("propertyOrdering".into(), Value::Array(ordering));
-                }
+            if let Some(Value::Object(properties)) = merged.get("properties")
+                && self.options.property_ordering
+                && properties.len() > 1
+            {
+                let ordering = properties.keys().cloned().map(Value::String).collect();
+                merged.insert("propertyOrdering".into(), Value::Array(ordering));
             }
             return Ok(canonical_order(merged));
         }
@@ -197,25 +198,25 @@ impl Translator<'_> {
             (None, Some(value)) => Some(vec![value.clone()]),
             _ => None,
         };
-        if let Some(values) = enum_values.as_mut() {
-            if values.iter().any(Value::is_null) {
-                values.retain(|value| !value.is_null());
-                nullable = true;
-            }
+        if let Some(values) = enum_values.as_mut()
+            && values.iter().any(Value::is_null)
+        {
+            values.retain(|value| !value.is_null());
+            nullable = true;
         }
         let string_enum = enum_values
             .as_ref()
             .filter(|values| !values.is_empty() && values.iter().all(Value::is_string));
         let mut description = object.get("description").and_then(Value::as_str).map(str::to_owned);
-        if let Some(values) = enum_values.as_ref().filter(|values| !values.is_empty()) {
-            if string_enum.is_none() {
-                let listed: Vec<String> = values.iter().map(Value::to_string).collect();
-                let note = format!("Allowed values: {}.", listed.join(", "));
-                description = Some(match description {
-                    Some(text) if !text.is_empty() => format!("{text} {note}"),
-                    _ => note,
-                });
-            }
+        if let Some(values) = enum_values.as_ref().filter(|values| !values.is_empty())
+            && string_enum.is_none()
+        {
+            let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+            let note = format!("Allowed values: {}.", listed.join(", "));
+            description = Some(match description {
+                Some(text) if !text.is_empty() => format!("{text} {note}"),
+                _ => note,
+            });
         }
 
         // Infer a missing type from the other keywords.
@@ -234,10 +235,10 @@ impl Translator<'_> {
         let mut out = Map::new();
         if let Some(kind) = &single_type {
             out.insert("type".into(), Value::String(kind.clone()));
-            if let Some(format) = object.get("format").and_then(Value::as_str) {
-                if format_supported(kind, format) {
-                    out.insert("format".into(), Value::String(format.to_owned()));
-                }
+            if let Some(format) = object.get("format").and_then(Value::as_str)
+                && format_supported(kind, format)
+            {
+                out.insert("format".into(), Value::String(format.to_owned()));
             }
         }
         if let Some(title) = object.get("title").and_then(Value::as_str) {

@@ -34,12 +34,12 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 /// Fails for values JSON cannot carry (a non-finite temperature) and for a
 /// named tool choice that names no offered tool.
 pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Result<Vec<u8>, LlmError> {
-    if let Some(temperature) = request.temperature {
-        if !temperature.is_finite() {
-            return Err(LlmError::invalid_request(format!(
-                "temperature must be a finite number, got {temperature}"
-            )));
-        }
+    if let Some(temperature) = request.temperature
+        && !temperature.is_finite()
+    {
+        return Err(LlmError::invalid_request(format!(
+            "temperature must be a finite number, got {temperature}"
+        )));
     }
     // Ollama has no tool_choice: the choice narrows the tools sent.
     let tools = request.callable_tools()?;

@@ -144,10 +144,10 @@ impl EventMapper for StreamMapper {
 
     /// What a stream that stopped here lacks, for error messages.
     fn truncation_message(&self) -> String {
-        if let Some((line, _)) = &self.unparsed {
-            if let Some(name) = cut_call(line) {
-                return format!("the stream was cut off in the middle of tool call `{name}`");
-            }
+        if let Some((line, _)) = &self.unparsed
+            && let Some(name) = cut_call(line)
+        {
+            return format!("the stream was cut off in the middle of tool call `{name}`");
         }
         let after = match &self.last_call {
             Some(name) => format!(", after tool call `{name}`"),

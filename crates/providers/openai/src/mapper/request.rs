@@ -24,12 +24,12 @@ use super::{MaxTokensField, RequestOptions, SystemRole};
 ///
 /// Fails only for values JSON cannot carry (a non-finite temperature).
 pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Result<Vec<u8>, LlmError> {
-    if let Some(temperature) = request.temperature {
-        if !temperature.is_finite() {
-            return Err(LlmError::invalid_request(format!(
-                "temperature must be a finite number, got {temperature}"
-            )));
-        }
+    if let Some(temperature) = request.temperature
+        && !temperature.is_finite()
+    {
+        return Err(LlmError::invalid_request(format!(
+            "temperature must be a finite number, got {temperature}"
+        )));
     }
     let has_tools = !request.tools.is_empty();
     let (max_completion_tokens, max_tokens) = match options.max_tokens_field {

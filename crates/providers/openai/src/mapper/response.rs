@@ -56,10 +56,10 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
     }
 
     let mut tool_calls = message.tool_calls.0;
-    if tool_calls.is_empty() {
-        if let Some(function) = message.function_call {
-            tool_calls.push(to_tool_call(None, function, 0));
-        }
+    if tool_calls.is_empty()
+        && let Some(function) = message.function_call
+    {
+        tool_calls.push(to_tool_call(None, function, 0));
     }
 
     let reasoning = message

@@ -130,15 +130,15 @@ impl StreamMapper {
         let name = name.filter(|name| !name.is_empty());
         let position = self.find_call(wire_index, id, out);
         let call = &mut self.calls[position];
-        if call.id.is_empty() {
-            if let Some(id) = id {
-                id.clone_into(&mut call.id);
-            }
+        if call.id.is_empty()
+            && let Some(id) = id
+        {
+            id.clone_into(&mut call.id);
         }
-        if call.name.is_empty() {
-            if let Some(name) = name {
-                name.clone_into(&mut call.name);
-            }
+        if call.name.is_empty()
+            && let Some(name) = name
+        {
+            name.clone_into(&mut call.name);
         }
         let fragment = arguments.map(WireArguments::as_text).unwrap_or_default();
         call.received += fragment.len();
