@@ -1,13 +1,16 @@
 //! Project automation: `cargo xtask <command>`.
 //!
-//! - `ci`: formatting check, clippy with warnings denied, and every test of
-//!   the workspace; the same command CI runs (`.ci/run`).
+//! - `ci`: formatting check, clippy with warnings denied, every test of
+//!   the workspace, and every program of `examples/`; the same command CI
+//!   runs (`.ci/run`).
+//! - `examples`: runs every program of `examples/` (the last step of `ci`).
 //! - `eval-local [MODEL,MODEL] [off|on|both]`: the tool-calling evaluation of
 //!   the local models, without and/or with the grammar (docs/local-models.md).
 //! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
 //!   (default `qwen2.5-coder-0.5b`) into the model store.
 
 mod eval;
+mod examples;
 
 use std::io::Write as _;
 use std::process::{Command, ExitCode};
@@ -40,10 +43,20 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("examples") => {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+            match examples::run(&cargo) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("xtask examples: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both]\n                      tool-calling success rates of the local models",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both]\n                      tool-calling success rates of the local models",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS
@@ -79,6 +92,10 @@ fn ci() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    if let Err(error) = examples::run(&cargo) {
+        eprintln!("xtask ci: step `examples` failed: {error}");
+        return ExitCode::FAILURE;
     }
     eprintln!("==> xtask ci: all steps passed");
     ExitCode::SUCCESS

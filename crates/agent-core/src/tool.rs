@@ -162,6 +162,21 @@ impl ToolError {
     }
 }
 
+/// A tool's own failure from its message, so a tool can write
+/// `Err("no such city".into())` or `.map_err(|e| e.to_string())?`.
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        Self::failed(message)
+    }
+}
+
+/// A tool's own failure from its message (see `From<String>`).
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        Self::failed(message)
+    }
+}
+
 fn list(items: &[String]) -> String {
     if items.is_empty() {
         "(none)".to_owned()
@@ -439,6 +454,12 @@ mod tests {
             error.to_string(),
             "permission denied for `drop`: requires role(s) admin"
         );
+    }
+
+    #[test]
+    fn messages_convert_into_tool_failures() {
+        assert_eq!(ToolError::from("no such city"), ToolError::failed("no such city"));
+        assert_eq!(ToolError::from(String::from("late")).to_string(), "late");
     }
 
     #[test]

@@ -5,12 +5,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, ChatRequest, LlmClient, LlmError, Message, ModelCatalog, StopCause, ToolChoice,
-    ToolContext, ToolRegistry, UserWords,
+    AgentEvent, AgentRunResult, ChatRequest, LlmClient, LlmError, Message, ModelCatalog, RegistryError, StopCause,
+    ToolChoice, ToolContext, ToolProvider, ToolRegistry, UserWords,
 };
+use agent_tools::TypedTool;
 use futures::Stream;
 use tokio::sync::mpsc;
 
+use crate::assemble::ToolAssembly;
 use crate::cache::{ToolResultCache, caller_scope};
 use crate::driver::{Driver, deadline_instant};
 use crate::state::RunState;
@@ -187,6 +189,24 @@ impl Agent {
         self.resume(self.start(history, user_message), context).await
     }
 
+    /// Runs `user_message` as the first turn of a new conversation, for an
+    /// anonymous caller (a default [`ToolContext`]): the shortcut for
+    /// `agent.run(Vec::new(), user_message, &ToolContext::new())`.
+    /// Continue the conversation with [`run`](Self::run) and the result's
+    /// [`messages`](AgentRunResult::messages).
+    pub async fn prompt(&self, user_message: impl Into<String>) -> Result<AgentRunResult, RunError> {
+        self.run(Vec::new(), user_message, &ToolContext::new()).await
+    }
+
+    /// [`prompt`](Self::prompt) as a stream of [`AgentEvent`]s: the
+    /// shortcut for `agent.run_stream(Vec::new(), user_message, ToolContext::new())`.
+    pub fn prompt_stream(
+        &self,
+        user_message: impl Into<String>,
+    ) -> impl Stream<Item = AgentEvent> + Send + Unpin + 'static {
+        self.run_stream(Vec::new(), user_message, ToolContext::new())
+    }
+
     /// Drives a run from a saved or hand-stepped state to the end.
     pub async fn resume(&self, state: RunState, context: &ToolContext) -> Result<AgentRunResult, RunError> {
         self.resume_with_checkpoints(state, context, None).await
@@ -225,7 +245,7 @@ impl Agent {
         history: Vec<Message>,
         user_message: impl Into<String>,
         context: ToolContext,
-    ) -> impl Stream<Item = AgentEvent> + Send + 'static {
+    ) -> impl Stream<Item = AgentEvent> + Send + Unpin + 'static {
         self.stream_from(self.start(history, user_message), context, None)
     }
 
@@ -239,7 +259,7 @@ impl Agent {
         state: RunState,
         context: ToolContext,
         checkpoints: Option<Arc<dyn RunCheckpoints>>,
-    ) -> impl Stream<Item = AgentEvent> + Send + 'static {
+    ) -> impl Stream<Item = AgentEvent> + Send + Unpin + 'static {
         let agent = self.clone();
         let (sender, receiver) = mpsc::unbounded_channel();
         let cancel = context.cancel.child_token();
@@ -362,6 +382,7 @@ pub struct AgentBuilder {
     description: String,
     system_prompt: Option<String>,
     registry: Option<Arc<dyn ToolRegistry>>,
+    own_tools: ToolAssembly,
     config: RunConfig,
     max_tokens: Option<u32>,
     temperature: Option<f32>,
@@ -381,6 +402,7 @@ impl AgentBuilder {
             description: String::new(),
             system_prompt: None,
             registry: None,
+            own_tools: ToolAssembly::default(),
             config: RunConfig::default(),
             max_tokens: None,
             temperature: None,
@@ -411,9 +433,51 @@ impl AgentBuilder {
         self
     }
 
-    /// The tools (default: none).
+    /// The tools (default: none): a registry of providers, enabled or
+    /// disabled. Tools added with [`tool`](Self::tool) and
+    /// [`tools_from`](Self::tools_from) are registered into it when the
+    /// agent is built.
     pub fn tools(mut self, registry: Arc<dyn ToolRegistry>) -> Self {
         self.registry = Some(registry);
+        self
+    }
+
+    /// Adds one tool: a [`TypedTool`] or any [`Tool`](agent_tools::Tool)
+    /// implementation. Each call adds one more; a tool named like an
+    /// earlier one replaces it. No [`ToolSet`](agent_tools::ToolSet) or
+    /// registry is needed: the tools go into a provider named after the
+    /// agent ([`name`](Self::name)), registered first when the agent is built.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agent_core::ToolContext;
+    /// use agent_runner::Agent;
+    /// use agent_testing::{ScriptedClient, response};
+    /// use agent_tools::{NoArgs, TypedTool};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = ScriptedClient::new()
+    ///     .respond(response::tool_calls([("now", serde_json::json!({}))]))
+    ///     .respond(response::text("It is noon."));
+    /// let agent = Agent::builder(Arc::new(client))
+    ///     .tool(TypedTool::new("now", "The time", |_: NoArgs, _: ToolContext| async { Ok("12:00") }))
+    ///     .build();
+    /// let result = agent.prompt("What time is it?").await?;
+    /// assert_eq!(result.tool_calls[0].result, "12:00");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tool(mut self, tool: impl Into<TypedTool>) -> Self {
+        self.own_tools.add_tool(tool.into());
+        self
+    }
+
+    /// Adds a whole tool domain (a [`ToolProvider`], say
+    /// `agent_tools_math::tool_set()`), enabled, after the tools of
+    /// [`tool`](Self::tool) and earlier domains.
+    pub fn tools_from(mut self, provider: Arc<dyn ToolProvider>) -> Self {
+        self.own_tools.add_provider(provider);
         self
     }
 
@@ -574,11 +638,35 @@ impl AgentBuilder {
         self
     }
 
-    /// The agent.
+    /// The agent. Tools of [`tool`](Self::tool) and
+    /// [`tools_from`](Self::tools_from) that cannot be registered (a domain
+    /// whose tool names clash with earlier ones, a second domain of the
+    /// same name) are left out with a warning logged (`tracing`), a clashing
+    /// domain registered disabled; [`try_build`](Self::try_build) reports
+    /// them instead.
     pub fn build(self) -> Agent {
-        let registry = self
-            .registry
-            .unwrap_or_else(|| Arc::new(agent_tools::Registry::new()) as Arc<dyn ToolRegistry>);
+        let (builder, registry) = self.take_registry();
+        let registry = builder.own_tools.clone().register_leniently(&builder.name, registry);
+        builder.finish(registry)
+    }
+
+    /// The agent, or the first registration error of the tools of
+    /// [`tool`](Self::tool) and [`tools_from`](Self::tools_from): tool
+    /// names that clash across domains, or two domains of the same name.
+    pub fn try_build(self) -> Result<Agent, RegistryError> {
+        let (builder, registry) = self.take_registry();
+        let registry = builder.own_tools.clone().register(&builder.name, registry)?;
+        Ok(builder.finish(registry))
+    }
+
+    /// Splits off the registry given with [`tools`](Self::tools).
+    fn take_registry(mut self) -> (Self, Option<Arc<dyn ToolRegistry>>) {
+        let registry = self.registry.take();
+        (self, registry)
+    }
+
+    /// The agent over `registry`.
+    fn finish(self, registry: Arc<dyn ToolRegistry>) -> Agent {
         Agent {
             inner: Arc::new(Inner {
                 name: self.name,

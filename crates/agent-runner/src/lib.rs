@@ -53,6 +53,7 @@
 //! ```
 
 mod agent;
+mod assemble;
 mod batch;
 mod budget;
 mod cache;
@@ -85,8 +86,3 @@ pub use scenes::{AgentTool, Scene, SceneActor, SceneError, SceneRouter};
 pub use state::{ApprovalError, RunState};
 pub use step::{RunIdentity, Step, StepError, ToolOutcome};
 pub use typed::{SchemaViolation, TypedError, TypedRun, check_schema, schema_of};
-
-/// The workspace README's example, compiled and run as a doctest.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeExample;

@@ -171,7 +171,7 @@ trait Handler: Send + Sync {
 /// A tool with typed arguments, ready to go into a [`ToolSet`](crate::ToolSet).
 ///
 /// ```
-/// use agent_core::{ToolContext, ToolError};
+/// use agent_core::ToolContext;
 /// use agent_tools::TypedTool;
 /// use schemars::{JsonSchema, Schema, SchemaGenerator};
 /// use serde::Deserialize;
@@ -185,7 +185,8 @@ trait Handler: Send + Sync {
 /// }
 ///
 /// let add = TypedTool::new("add", "Adds two integers", |args: AddArgs, _ctx: ToolContext| async move {
-///     Ok::<_, ToolError>((args.a + args.b).to_string())
+///     let sum = args.a.checked_add(args.b).ok_or("the sum overflows")?;
+///     Ok(sum.to_string())
 /// });
 /// assert_eq!(add.definition().input_schema["required"], serde_json::json!(["a", "b"]));
 /// ```
@@ -199,6 +200,11 @@ pub struct TypedTool {
 impl TypedTool {
     /// A tool from an async function of the typed arguments and the
     /// caller's context (owned, so the future borrows nothing).
+    ///
+    /// The error type is [`ToolError`], so a closure's `Ok(..)` needs no
+    /// annotation (no `Ok::<_, ToolError>`), and a message converts into
+    /// one: `Err("no such city".into())`, `.ok_or("missing")?`,
+    /// `.map_err(|e| e.to_string())?`.
     pub fn new<A, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, function: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,

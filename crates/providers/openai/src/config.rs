@@ -187,6 +187,12 @@ impl OpenAiConfig {
     }
 
     /// An OpenAI-compatible server at `base_url` (e.g. `http://localhost:8000/v1`).
+    ///
+    /// This is [`Variant::Compatible`]: no key by default, `max_tokens`
+    /// rather than `max_completion_tokens`, reported as
+    /// `openai-compatible`. To send OpenAI (or Azure) requests to another
+    /// address, a proxy or a mock server, keep the variant and use
+    /// [`with_base_url`](Self::with_base_url).
     pub fn compatible(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
             variant: Variant::Compatible,
@@ -194,6 +200,25 @@ impl OpenAiConfig {
             base_url: Some(base_url.into()),
             ..Self::default()
         }
+    }
+
+    /// Sends requests to `base_url` (including the version path, e.g.
+    /// `http://localhost:8080/v1`; `/chat/completions` is appended) without
+    /// changing anything else: OpenAI stays OpenAI (its key variable,
+    /// request fields and provider name), Azure uses it in place of
+    /// `endpoint`. The same as `base_url` in the config table or `--base-url`.
+    ///
+    /// ```
+    /// use agent_provider_openai::{OpenAiConfig, Variant};
+    ///
+    /// let config = OpenAiConfig::openai("gpt-4o-mini").with_base_url("http://localhost:8080/v1");
+    /// assert_eq!(config.variant, Variant::OpenAi);
+    /// assert_eq!(config.chat_completions_url()?, "http://localhost:8080/v1/chat/completions");
+    /// # Ok::<(), agent_core::LlmError>(())
+    /// ```
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = Some(base_url.into());
+        self
     }
 
     /// Sets the key directly.
@@ -445,6 +470,38 @@ mod tests {
         assert!(configured.auth_hint().contains("`api_key` in [providers.openai]"));
         let local = OpenAiConfig::compatible("http://localhost:8000/v1", "m");
         assert!(local.auth_hint().contains("api_key_env"));
+    }
+
+    #[test]
+    fn with_base_url_keeps_the_variant() {
+        let config = OpenAiConfig::openai("gpt-4o").with_base_url("http://127.0.0.1:9/v1/");
+        assert_eq!(config.variant, Variant::OpenAi);
+        assert_eq!(config.model, "gpt-4o");
+        assert_eq!(
+            config.chat_completions_url().ok().as_deref(),
+            Some("http://127.0.0.1:9/v1/chat/completions")
+        );
+        assert_eq!(config.api_key_env_name(), Some("OPENAI_API_KEY"));
+        assert_eq!(config.provider_name(), "openai");
+        assert_eq!(
+            config.request_options().max_tokens_field,
+            MaxTokensField::MaxCompletionTokens
+        );
+        assert_eq!(config.capabilities(), OpenAiConfig::default().capabilities());
+
+        let azure = OpenAiConfig::azure("https://r.openai.azure.com", "prod").with_base_url("http://127.0.0.1:9");
+        assert_eq!(azure.variant, Variant::Azure);
+        assert_eq!(
+            azure.chat_completions_url().ok().as_deref(),
+            Some("http://127.0.0.1:9/openai/deployments/prod/chat/completions?api-version=2024-10-21")
+        );
+
+        let compatible = OpenAiConfig::compatible("http://a/v1", "m").with_base_url("http://b/v1");
+        assert_eq!(compatible.variant, Variant::Compatible);
+        assert_eq!(
+            compatible.chat_completions_url().ok().as_deref(),
+            Some("http://b/v1/chat/completions")
+        );
     }
 
     #[test]
