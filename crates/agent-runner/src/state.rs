@@ -371,18 +371,22 @@ impl RunState {
             return Err(self.unexpected("tool results"));
         };
         self.prepared = false;
+        let denied = self.approval.take_denied();
         self.approval.take_pending();
-        self.executed_tools += batch.to_run.len() as u32;
+        self.executed_tools += (batch.to_run.len() - denied.min(batch.to_run.len())) as u32;
         let mut all_failed = true;
         let mut last_error = None;
         let mut results = Vec::with_capacity(batch.entries.len());
         let mut stop_answer = None;
-        // Outcomes reported one at a time stand in for missing ones.
+        // An outcome the state already holds (a call that finished before a
+        // save, a denied call) wins over a reported one: those calls are
+        // answered, a driver that ran them anyway does not change that.
         let finished = std::mem::take(&mut batch.finished);
         let outcome_of = |index: usize| {
-            outcomes
+            finished
                 .get(index)
-                .or_else(|| finished.get(index).and_then(Option::as_ref))
+                .and_then(Option::as_ref)
+                .or_else(|| outcomes.get(index))
         };
         for (call, slot) in batch.entries {
             let in_history = slot.in_history();
@@ -479,6 +483,7 @@ impl RunState {
     /// an "interrupted" result, so the history stays sendable.
     pub fn interrupt(&mut self, cause: StopCause, detail: impl Into<String>) {
         self.approval.take_pending();
+        self.approval.take_denied();
         match std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
             Phase::NeedsTools { batch } => self.abandon_with(batch, |_| INTERRUPTED_RESULT.to_owned()),
             Phase::NeedsModel { forced: Some(forced) } => self.request.messages.truncate(forced.instruction_at),

@@ -18,7 +18,10 @@ pub enum Step<'a> {
     /// its text is not the run's answer.
     CallModel(&'a ChatRequest),
     /// Run these tool calls (already deduplicated) and report their outcomes
-    /// in the same order.
+    /// in the same order. A call that already has an outcome
+    /// ([`RunState::finished_tool_outcome`]: it finished before the state was
+    /// saved, or the user denied it) must not run: its outcome stands,
+    /// whatever is reported for it.
     RunTools(&'a [ToolCall]),
     /// These calls of the batch need the user's approval before any tool of
     /// the batch runs: report each decision with

@@ -260,3 +260,57 @@ async fn cancelling_while_the_approver_waits_ends_the_run_cancelled_with_a_senda
     assert_eq!((calls(&lookup), calls(&book)), (0, 0));
     assert!(agent_runner::history::is_sendable(&result.messages));
 }
+
+#[tokio::test]
+async fn a_denied_call_does_not_count_against_the_tool_call_budget_and_its_denial_stands() {
+    let (registry, _, _) = travel_tools();
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([
+            ("lookup", json!({"seat": "12A"})),
+            ("book", json!({"seat": "12A"})),
+        ]))
+        .respond(response::tool_calls([("lookup", json!({"seat": "14C"}))]))
+        .respond(response::text("Done."));
+    let agent = Agent::builder(Arc::new(client.clone()))
+        .tools(registry)
+        .budget(agent_runner::Budget {
+            max_tool_calls: Some(2),
+            ..agent_runner::Budget::default()
+        })
+        .build();
+    let mut state = until_paused(&agent, &client).await;
+    state.deny("call_2", None).unwrap();
+
+    // A driver that runs every call of the step anyway: the denial stands.
+    let Step::RunTools(calls) = state.next_step() else {
+        panic!("no tool step")
+    };
+    assert_eq!(calls.len(), 2);
+    let ran = |content: &str| agent_runner::ToolOutcome {
+        content: content.to_owned(),
+        is_error: false,
+        duration: std::time::Duration::ZERO,
+        cached: false,
+        delegated_usage: None,
+    };
+    state
+        .on_tool_results(&[ran("seat 12A is free"), ran("booked 12A")])
+        .unwrap();
+
+    // One call ran, so a second one fits the budget of two.
+    let cancel = agent_core::CancellationToken::new();
+    let Step::CallModel(request) = state.next_step() else {
+        panic!("no model step")
+    };
+    let reply = agent_core::LlmClient::complete(&client, request, &cancel)
+        .await
+        .unwrap();
+    state.on_model_response(reply, std::time::Duration::ZERO).unwrap();
+    assert!(matches!(state.next_step(), Step::RunTools(calls) if calls.len() == 1));
+    let result = state.into_result();
+    let booked = &result.tool_calls[1];
+    assert!(
+        booked.is_error && booked.result.contains("did not approve"),
+        "{booked:?}"
+    );
+}

@@ -31,6 +31,15 @@ pub(super) struct ApprovalGate {
     required: BTreeSet<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pending: Vec<ToolCall>,
+    /// Calls of the current batch the user denied: they never run, so they
+    /// do not count against the tool-call budget.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    denied: usize,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 impl ApprovalGate {
@@ -42,6 +51,11 @@ impl ApprovalGate {
     /// Forgets the waiting calls (the batch ended another way); returns them.
     pub(super) fn take_pending(&mut self) -> Vec<ToolCall> {
         std::mem::take(&mut self.pending)
+    }
+
+    /// How many calls of the batch were denied; starts the count again.
+    pub(super) fn take_denied(&mut self) -> usize {
+        std::mem::take(&mut self.denied)
     }
 }
 
@@ -106,6 +120,7 @@ impl RunState {
             if let Some(index) = index {
                 // The phase was checked above and the index is in range.
                 let _ = self.on_tool_outcome(index, outcome);
+                self.approval.denied += 1;
             }
         }
         Ok(())
