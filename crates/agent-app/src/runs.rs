@@ -26,7 +26,7 @@ use agent_core::{
     ToolContext,
 };
 use agent_runner::{Agent, RunCheckpoints, RunState, TypedError, check_schema};
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -129,13 +129,17 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppE
         );
     }
     let client = build_client(&settings, env, Progress::Show).await?;
+    let output = Output {
+        stream: args.stream,
+        json: args.json,
+    };
     if let Some(router) = crate::scenes::router_for(&settings, &client, &tools)? {
         if schema.is_some() {
             return Err(AppError::Usage(
                 "--schema does not apply when [scenes] are configured; use another configuration file".to_owned(),
             ));
         }
-        return crate::scenes::run(&settings, &router, prompt, session.as_ref(), args.stream, args.json).await;
+        return crate::scenes::run(&settings, &router, prompt, session.as_ref(), output).await;
     }
     let agent = build_agent(&settings, client, &tools);
     let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
@@ -143,10 +147,6 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppE
         return typed_run(&settings, &agent, prompt, schema, session.as_ref(), &history, args.json).await;
     }
     let state = agent.start(history.clone(), prompt.as_str());
-    let output = Output {
-        stream: args.stream,
-        json: args.json,
-    };
     finish(&settings, &agent, state, session.as_ref(), &history, output).await
 }
 
@@ -322,10 +322,11 @@ fn decide(state: &mut RunState, args: &ResumeArgs) -> Result<(), AppError> {
     Ok(())
 }
 
+/// How a run is printed: streamed as it goes, and/or as the `--json` object.
 #[derive(Debug, Clone, Copy)]
-struct Output {
-    stream: bool,
-    json: bool,
+pub(crate) struct Output {
+    pub stream: bool,
+    pub json: bool,
 }
 
 /// Drives `state` to its end (saving it after every step when it belongs to
@@ -347,7 +348,7 @@ async fn finish(
         }) as Arc<dyn RunCheckpoints>
     });
     let result = if output.stream {
-        stream_run(agent, state, context, checkpoints, output.json).await?
+        print_stream(agent.stream_from(state, context, checkpoints), output.json).await?
     } else {
         match agent.resume_with_checkpoints(state, &context, checkpoints).await {
             Ok(result) => result,
@@ -369,6 +370,12 @@ async fn finish(
             open.store.record_turn(&open.name, provider, history, &result).await?;
         }
     }
+    Ok(conclude(&result))
+}
+
+/// Says on stderr how a printed run ended (the error, or why it stopped)
+/// and returns its exit status.
+pub(crate) fn conclude(result: &AgentRunResult) -> u8 {
     if result.stop_reason == StopCause::Error {
         eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
     } else if result.stop_reason == StopCause::AwaitingApproval {
@@ -376,11 +383,11 @@ async fn finish(
     } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
         eprintln!("{note}");
     }
-    Ok(if is_success(result.stop_reason) {
+    if is_success(result.stop_reason) {
         EXIT_OK
     } else {
         EXIT_FAILURE
-    })
+    }
 }
 
 /// Says on stderr which calls wait for approval and how to decide them. The
@@ -403,15 +410,20 @@ fn awaiting_note(result: &AgentRunResult, session: Option<&str>) {
     }
 }
 
-/// Prints a finished run: the `--json` object, or the tool calls (stderr)
-/// and the answer (stdout) unless they were streamed.
-fn report(settings: &Settings, result: &AgentRunResult, output: Output) -> Result<(), AppError> {
+/// Prints a finished run: the `--json` object, or the scene, the tool calls
+/// (stderr) and the answer (stdout) unless they were streamed.
+pub(crate) fn report(settings: &Settings, result: &AgentRunResult, output: Output) -> Result<(), AppError> {
     if output.json {
         let mut json = RunOutput::from_result(result);
         settings.provider()?.name().clone_into(&mut json.provider);
         stdout_line(&json.to_json())?;
     } else if !output.stream {
         let mut console = Console::new(io::stdout()).with_notes(io::stderr());
+        if let Some(scene) = &result.scene {
+            console
+                .note(&format!("  ⇢ scene {scene}"))
+                .map_err(|error| AppError::io("writing to stderr", error))?;
+        }
         for call in &result.tool_calls {
             let mark = if call.is_error { "✗" } else { "✓" };
             console
@@ -430,18 +442,15 @@ fn report(settings: &Settings, result: &AgentRunResult, output: Output) -> Resul
     Ok(())
 }
 
-/// A streamed run: text to stdout as it arrives (tool calls to stderr),
-/// or nothing at all with `--json`.
-async fn stream_run(
-    agent: &Agent,
-    state: RunState,
-    context: ToolContext,
-    checkpoints: Option<Arc<dyn RunCheckpoints>>,
+/// Prints a run's `events` as they come: text to stdout (tool calls and
+/// the scene to stderr), or nothing at all with `--json`; returns the run's
+/// record.
+pub(crate) async fn print_stream(
+    mut events: impl Stream<Item = AgentEvent> + Unpin,
     json: bool,
 ) -> Result<AgentRunResult, AppError> {
     let write = |error: io::Error| AppError::io("writing to stdout", error);
     let mut console = (!json).then(|| Console::new(io::stdout()).with_notes(io::stderr()).with_spinners());
-    let mut events = Box::pin(agent.stream_from(state, context, checkpoints));
     while let Some(event) = events.next().await {
         if let AgentEvent::RunFinished { result } = event {
             if let Some(console) = &mut console {
@@ -462,7 +471,7 @@ async fn stream_run(
 
 /// A context whose run Ctrl-C cancels, and the task watching for it (abort
 /// it when the run is over).
-fn cancel_on_ctrl_c() -> (ToolContext, tokio::task::JoinHandle<()>) {
+pub(crate) fn cancel_on_ctrl_c() -> (ToolContext, tokio::task::JoinHandle<()>) {
     let cancel = CancellationToken::new();
     let watcher = {
         let cancel = cancel.clone();

@@ -34,30 +34,22 @@
 //! one, and `--schema` does not apply.
 
 use std::collections::BTreeMap;
-use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{
-    AgentEvent, AgentRunResult, CancellationToken, LlmClient, Message, StopCause, ToolContext, ToolProvider,
-    ToolRegistry,
-};
+use agent_core::{AgentEvent, LlmClient, Message, StopCause, ToolContext, ToolProvider, ToolRegistry};
 use agent_prompts::PromptTemplate;
 use agent_runner::Agent;
 use agent_runner::scenes::{
     CurrentDate, Scene, SceneContext, SceneError, SceneRouter, SceneRouterBuilder, StaticContext,
 };
-use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::stdout_line;
 use crate::config::{RawTable, Settings};
-use crate::console::{Console, brief, stop_note};
-use crate::error::{AppError, ConfigError, EXIT_FAILURE, EXIT_OK};
-use crate::output::{RunOutput, is_success};
-use crate::runs::OpenSession;
+use crate::error::{AppError, ConfigError};
+use crate::runs::{OpenSession, Output, cancel_on_ctrl_c, conclude, print_stream, report};
 use crate::tools::ToolBox;
 
 /// The `[scenes]` table as read: `default`, and one raw table per scene,
@@ -344,22 +336,12 @@ pub(crate) async fn run(
     router: &SceneRouter,
     prompt: String,
     session: Option<&OpenSession>,
-    stream: bool,
-    json: bool,
+    output: Output,
 ) -> Result<u8, AppError> {
     let history = session.map(|open| open.messages.clone()).unwrap_or_default();
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
-    let context = ToolContext::new().with_cancel(cancel);
-    let outcome = if stream {
-        stream_run(router, history.clone(), &prompt, context, json).await
+    let (context, on_ctrl_c) = cancel_on_ctrl_c();
+    let outcome = if output.stream {
+        print_stream(router.run_stream(history.clone(), &prompt, context), output.json).await
     } else {
         match router.run(history.clone(), prompt, &context).await {
             Ok(result) => Ok(result),
@@ -369,80 +351,14 @@ pub(crate) async fn run(
     };
     on_ctrl_c.abort();
     let result = outcome?;
-    if json {
-        let mut output = RunOutput::from_result(&result);
-        settings.provider()?.name().clone_into(&mut output.provider);
-        stdout_line(&output.to_json())?;
-    } else if !stream {
-        let mut console = Console::new(io::stdout()).with_notes(io::stderr());
-        let note = |console: &mut Console, text: &str| {
-            console
-                .note(text)
-                .map_err(|error| AppError::io("writing to stderr", error))
-        };
-        if let Some(scene) = &result.scene {
-            note(&mut console, &format!("  ⇢ scene {scene}"))?;
-        }
-        for call in &result.tool_calls {
-            let mark = if call.is_error { "✗" } else { "✓" };
-            let line = format!(
-                "  {mark} {} {} → {}",
-                call.name,
-                brief(&call.arguments.to_string(), 120),
-                brief(&call.result, 120)
-            );
-            note(&mut console, &line)?;
-        }
-        if !result.response.is_empty() {
-            stdout_line(result.response.trim_end())?;
-        }
-    }
+    report(settings, &result, output)?;
     if let Some(open) = session
         && result.stop_reason != StopCause::Cancelled
     {
         let provider = settings.provider()?.name();
         open.store.record_turn(&open.name, provider, &history, &result).await?;
     }
-    if result.stop_reason == StopCause::Error {
-        eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
-    } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
-        eprintln!("{note}");
-    }
-    Ok(if is_success(result.stop_reason) {
-        EXIT_OK
-    } else {
-        EXIT_FAILURE
-    })
-}
-
-/// A streamed scene run: text to stdout as it arrives (scene and tool calls
-/// to stderr), or nothing with `--json`.
-async fn stream_run(
-    router: &SceneRouter,
-    history: Vec<Message>,
-    prompt: &str,
-    context: ToolContext,
-    json: bool,
-) -> Result<AgentRunResult, AppError> {
-    let write = |error: io::Error| AppError::io("writing to stdout", error);
-    let mut console = (!json).then(|| Console::new(io::stdout()).with_notes(io::stderr()).with_spinners());
-    let mut events = router.run_stream(history, prompt, context);
-    while let Some(event) = events.next().await {
-        if let AgentEvent::RunFinished { result } = event {
-            if let Some(console) = &mut console {
-                console.clear_spinners();
-                if !console.text_seen() && !result.response.is_empty() {
-                    console.write_text(result.response.trim_end()).map_err(write)?;
-                }
-                console.end_line().map_err(write)?;
-            }
-            return Ok(*result);
-        }
-        if let Some(console) = &mut console {
-            console.event(&event).map_err(write)?;
-        }
-    }
-    Err(AppError::RunFailed("the run ended without a result".to_owned()))
+    Ok(conclude(&result))
 }
 
 #[cfg(test)]

@@ -11,38 +11,24 @@ mod cli_support;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use wiremock::matchers::{body_string_contains, method};
-use wiremock::{Mock, MockServer};
+use wiremock::MockServer;
 
-use cli_support::{agentry, completion, run_cmd, stderr, stdout_json};
+use cli_support::{agentry, mount_calls_then_answer, run_cmd, stderr, stdout_json};
 
 const SESSION: &str = "sums";
 
 /// The model asks for the calculator, then answers from its result.
 async fn server() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(body_string_contains("\"tool_call_id\""))
-        .respond_with(completion(
-            &json!({"role": "assistant", "content": "That is settled."}),
-            "stop",
-            (200, 6),
-        ))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(completion(
-            &json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": "call_calc", "type": "function",
-                 "function": {"name": "calculator", "arguments": "{\"expression\":\"6*7\"}"}}
-            ]}),
-            "tool_calls",
-            (100, 20),
-        ))
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    mount_calls_then_answer(
+        &server,
+        json!([{"id": "call_calc", "type": "function",
+                "function": {"name": "calculator", "arguments": "{\"expression\":\"6*7\"}"}}]),
+        (100, 20),
+        "That is settled.",
+        (200, 6),
+    )
+    .await;
     server
 }
 

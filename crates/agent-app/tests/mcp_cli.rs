@@ -8,17 +8,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
-mod mcp_support;
+use agent_testing::mcp_deps as mcp_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use wiremock::matchers::{body_string_contains, method, path};
-use wiremock::{Mock, MockServer};
+use wiremock::MockServer;
 
-use cli_support::{agentry, completion, run_cmd, stderr, stdout_json};
+use cli_support::{agentry, mount_calls_then_answer, run_cmd, stderr, stdout_json};
 
 /// `agentry.toml` with server-everything as the domain `everything`.
 fn everything_config(dir: &Path, deps: &mcp_support::Deps) {
@@ -39,30 +38,15 @@ async fn a_run_calls_a_tool_of_a_real_mcp_server() {
         return;
     };
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .and(body_string_contains("\"tool_call_id\""))
-        .respond_with(completion(
-            &json!({"role": "assistant", "content": "2 + 3 = 5, says the MCP server."}),
-            "stop",
-            (120, 12),
-        ))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(completion(
-            &json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": "call_sum", "type": "function",
-                 "function": {"name": "get-sum", "arguments": "{\"a\":2,\"b\":3}"}}
-            ]}),
-            "tool_calls",
-            (100, 20),
-        ))
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    mount_calls_then_answer(
+        &server,
+        json!([{"id": "call_sum", "type": "function",
+                "function": {"name": "get-sum", "arguments": "{\"a\":2,\"b\":3}"}}]),
+        (100, 20),
+        "2 + 3 = 5, says the MCP server.",
+        (120, 12),
+    )
+    .await;
     let dir = tempfile::tempdir().unwrap();
     everything_config(dir.path(), &deps);
     let mut command = agentry(dir.path());

@@ -17,38 +17,23 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message as _;
 use serde_json::json;
-use wiremock::matchers::{body_string_contains, method, path};
+use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use cli_support::{agentry, completion, run_cmd, stderr};
+use cli_support::{agentry, mount_calls_then_answer, run_cmd, stderr};
 
 /// An OpenAI mock that asks for the calculator, then answers.
 async fn calculator_server() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .and(body_string_contains("\"tool_call_id\""))
-        .respond_with(completion(
-            &json!({"role": "assistant", "content": "17 × 23 = 391."}),
-            "stop",
-            (150, 10),
-        ))
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(completion(
-            &json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": "call_1", "type": "function",
-                 "function": {"name": "calculator", "arguments": "{\"expression\":\"17*23\"}"}}
-            ]}),
-            "tool_calls",
-            (100, 20),
-        ))
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    mount_calls_then_answer(
+        &server,
+        json!([{"id": "call_1", "type": "function",
+                "function": {"name": "calculator", "arguments": "{\"expression\":\"17*23\"}"}}]),
+        (100, 20),
+        "17 × 23 = 391.",
+        (150, 10),
+    )
+    .await;
     server
 }
 

@@ -33,6 +33,7 @@
 
 pub mod canonical;
 mod events;
+pub mod mcp_deps;
 pub mod mocks;
 pub mod response;
 mod schemas;

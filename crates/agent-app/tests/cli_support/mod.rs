@@ -53,3 +53,38 @@ pub fn completion(message: &Value, finish_reason: &str, usage: (u64, u64)) -> Re
                   "prompt_tokens_details": {"cached_tokens": usage.0 / 10}}
     }))
 }
+
+/// Mounts on `server` an OpenAI model that asks for `calls` (an OpenAI
+/// `tool_calls` array) with usage `calls_usage`, and answers `answer` with
+/// `answer_usage` once a tool result is in the request.
+pub async fn mount_calls_then_answer(
+    server: &wiremock::MockServer,
+    calls: Value,
+    calls_usage: (u64, u64),
+    answer: &str,
+    answer_usage: (u64, u64),
+) {
+    use wiremock::Mock;
+    use wiremock::matchers::{body_string_contains, method, path};
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_string_contains("\"tool_call_id\""))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": answer}),
+            "stop",
+            answer_usage,
+        ))
+        .with_priority(1)
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": null, "tool_calls": calls}),
+            "tool_calls",
+            calls_usage,
+        ))
+        .with_priority(2)
+        .mount(server)
+        .await;
+}

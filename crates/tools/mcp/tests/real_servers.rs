@@ -5,7 +5,7 @@
 //! `AGENTRY_REQUIRE_MCP=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use agent_testing::mcp_deps as support;
 
 use std::process::Stdio;
 use std::sync::Arc;

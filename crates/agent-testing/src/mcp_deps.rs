@@ -1,8 +1,6 @@
 //! Where the real MCP servers installed by `.ci/install-mcp-test-deps`
-//! are. Tests that need them skip, saying why, when they are missing,
+//! are (`target/mcp-test-deps`, or `$AGENTRY_MCP_DEPS`). Tests that need them skip, saying why, when they are missing,
 //! unless `AGENTRY_REQUIRE_MCP=1` (set by CI), when they fail.
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 
 /// The installed servers and SDK.
@@ -19,7 +17,7 @@ pub struct Deps {
 
 fn deps_dir() -> PathBuf {
     std::env::var_os("AGENTRY_MCP_DEPS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../target/mcp-test-deps"),
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-test-deps"),
         PathBuf::from,
     )
 }
