@@ -358,9 +358,8 @@ async fn finish(
     on_ctrl_c.abort();
     report(settings, &result, output)?;
 
-    if result.stop_reason == StopCause::AwaitingApproval {
-        awaiting_note(&result, session.map(|open| open.name.as_str()));
-    } else if let Some(open) = session {
+    // A paused run stays saved in the session, like an interrupted one.
+    if let Some(open) = session.filter(|_| result.stop_reason != StopCause::AwaitingApproval) {
         if result.stop_reason == StopCause::Cancelled {
             // The saved state stays: the run can go on from its last step.
             eprintln!("the run was interrupted; `agentry resume {}` continues it", open.name);
@@ -370,16 +369,17 @@ async fn finish(
             open.store.record_turn(&open.name, provider, history, &result).await?;
         }
     }
-    Ok(conclude(&result))
+    Ok(conclude(&result, session.map(|open| open.name.as_str())))
 }
 
-/// Says on stderr how a printed run ended (the error, or why it stopped)
-/// and returns its exit status.
-pub(crate) fn conclude(result: &AgentRunResult) -> u8 {
+/// Says on stderr how a printed run ended (the error, why it stopped, or
+/// which calls wait for approval: `resumable` names the session that keeps
+/// a paused run) and returns its exit status.
+pub(crate) fn conclude(result: &AgentRunResult, resumable: Option<&str>) -> u8 {
     if result.stop_reason == StopCause::Error {
         eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
     } else if result.stop_reason == StopCause::AwaitingApproval {
-        // Said by `awaiting_note`.
+        awaiting_note(result, resumable);
     } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
         eprintln!("{note}");
     }
@@ -390,9 +390,9 @@ pub(crate) fn conclude(result: &AgentRunResult) -> u8 {
     }
 }
 
-/// Says on stderr which calls wait for approval and how to decide them. The
-/// paused state stays saved in the session (nothing of the turn is stored in
-/// the conversation yet).
+/// Says on stderr which calls wait for approval and how to decide them
+/// (`session` keeps the paused state; nothing of the turn is stored in its
+/// conversation yet).
 fn awaiting_note(result: &AgentRunResult, session: Option<&str>) {
     eprintln!("the run paused: these tool calls wait for your approval:");
     for call in &result.pending_approvals {
@@ -406,7 +406,9 @@ fn awaiting_note(result: &AgentRunResult, session: Option<&str>) {
     if let Some(name) = session {
         eprintln!("`agentry resume {name} --approve ID` runs a call, `--deny ID` refuses it (repeat for several)");
     } else {
-        eprintln!("without --session the paused run is not kept; run it with --session NAME to approve and resume it");
+        eprintln!(
+            "the paused run is not kept: `agentry run --session NAME` (without [scenes]) keeps it to approve and resume"
+        );
     }
 }
 

@@ -358,7 +358,7 @@ pub(crate) async fn run(
         let provider = settings.provider()?.name();
         open.store.record_turn(&open.name, provider, &history, &result).await?;
     }
-    Ok(conclude(&result))
+    Ok(conclude(&result, None))
 }
 
 #[cfg(test)]

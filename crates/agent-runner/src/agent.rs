@@ -358,10 +358,11 @@ fn finish(state: RunState) -> Result<AgentRunResult, RunError> {
     }
 }
 
-/// The stream returned by [`Agent::run_stream`].
-struct EventStream {
-    receiver: mpsc::UnboundedReceiver<AgentEvent>,
-    _cancel_on_drop: tokio_util::sync::DropGuard,
+/// The events a spawned run sends, as a stream that cancels the run when it
+/// is dropped ([`Agent::run_stream`], the scene router's stream).
+pub(crate) struct EventStream {
+    pub(crate) receiver: mpsc::UnboundedReceiver<AgentEvent>,
+    pub(crate) _cancel_on_drop: tokio_util::sync::DropGuard,
 }
 
 impl Stream for EventStream {

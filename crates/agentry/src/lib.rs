@@ -68,22 +68,10 @@
 //! ```
 
 pub mod prelude;
-#[cfg(any(
-    feature = "openai",
-    feature = "anthropic",
-    feature = "gemini",
-    feature = "ollama",
-    feature = "llama"
-))]
+#[cfg(feature = "any-provider")]
 mod provider;
 
-#[cfg(any(
-    feature = "openai",
-    feature = "anthropic",
-    feature = "gemini",
-    feature = "ollama",
-    feature = "llama"
-))]
+#[cfg(feature = "any-provider")]
 pub use provider::ProviderConfig;
 
 /// The ports: messages, requests, `LlmClient`, tool traits, events, usage

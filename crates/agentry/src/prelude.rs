@@ -28,11 +28,5 @@ pub use agent_provider_ollama::{OllamaClient, OllamaConfig};
 #[cfg(feature = "openai")]
 pub use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 
-#[cfg(any(
-    feature = "openai",
-    feature = "anthropic",
-    feature = "gemini",
-    feature = "ollama",
-    feature = "llama"
-))]
+#[cfg(feature = "any-provider")]
 pub use crate::ProviderConfig;

@@ -329,7 +329,7 @@ impl SceneRouter {
         tokio::spawn(async move {
             router.stream_into(history, user_message, context, &sender).await;
         });
-        RouterStream {
+        crate::agent::EventStream {
             receiver,
             _cancel_on_drop: guard,
         }
@@ -438,22 +438,5 @@ fn placeholder() -> AgentRunResult {
         compactions: Vec::new(),
         pending_approvals: Vec::new(),
         scene: None,
-    }
-}
-
-/// The stream of [`SceneRouter::run_stream`].
-struct RouterStream {
-    receiver: mpsc::UnboundedReceiver<AgentEvent>,
-    _cancel_on_drop: tokio_util::sync::DropGuard,
-}
-
-impl Stream for RouterStream {
-    type Item = AgentEvent;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<AgentEvent>> {
-        self.receiver.poll_recv(cx)
     }
 }
