@@ -64,6 +64,15 @@ async fn model_requests(server: &MockServer) -> Vec<Value> {
         .collect()
 }
 
+/// The tool-result message of a model request.
+fn tool_message(request: &Value) -> Value {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().find(|message| message["role"] == "tool"))
+        .cloned()
+        .expect("the request carries a tool result")
+}
+
 /// Runs the prompt in the session; it must pause for the calculator.
 async fn paused_run(dir: &Path, server: &MockServer) {
     let output = run_cmd(agentry_on(
@@ -131,13 +140,7 @@ async fn a_paused_run_is_approved_and_finished_by_another_process() {
     // The model read the calculator's result.
     let requests = model_requests(&server).await;
     assert_eq!(requests.len(), 2);
-    let tool_message = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|message| message["role"] == "tool")
-        .cloned()
-        .unwrap();
+    let tool_message = tool_message(&requests[1]);
     assert!(
         tool_message["content"].as_str().unwrap().contains("42"),
         "{tool_message}"
@@ -186,13 +189,7 @@ async fn a_denied_call_does_not_run_and_the_model_reads_the_refusal() {
     assert!(!result.contains("42"), "the calculator ran: {result}");
 
     let requests = model_requests(&server).await;
-    let tool_message = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|message| message["role"] == "tool")
-        .cloned()
-        .unwrap();
+    let tool_message = tool_message(&requests[1]);
     assert!(
         tool_message["content"].as_str().unwrap().contains("did not approve"),
         "{tool_message}"
