@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use agent_core::{LlmClient, ModelCatalog, ModelInfo, Pricing};
-use agent_runner::{Agent, AgentBuilder, RunConfig};
+use agent_runner::{Agent, AgentBuilder};
 use chrono::NaiveDate;
 
 use crate::config::Settings;
@@ -51,31 +51,15 @@ pub fn configure_agent(
     settings: &Settings,
     client: &dyn LlmClient,
 ) -> impl Fn(AgentBuilder) -> AgentBuilder + Send + Sync + 'static {
-    let agent = settings.config.agent.clone();
+    let config = settings.agent_config();
     let catalog = catalog_for(settings, client);
     let window = crate::providers::configured_context_window(settings, client);
-    let config = RunConfig {
-        max_iterations: agent.max_iterations,
-        tool_protocol: agent.tool_protocol,
-        budget: agent.budget.to_budget(),
-        max_tool_result_bytes: settings.config.tools.max_result_bytes,
-        ..RunConfig::default()
-    };
     move |builder: AgentBuilder| {
-        let mut builder = builder
-            .config(config.clone())
-            .prompt_caching(agent.prompt_caching)
-            .catalog(Arc::clone(&catalog));
-        if let Some(window) = window {
-            builder = builder.context_window(window);
+        let builder = builder.agent_config(config.clone()).catalog(Arc::clone(&catalog));
+        match window {
+            Some(window) => builder.context_window(window),
+            None => builder,
         }
-        if let Some(max_tokens) = agent.max_tokens {
-            builder = builder.max_tokens(max_tokens);
-        }
-        if let Some(temperature) = agent.temperature {
-            builder = builder.temperature(temperature);
-        }
-        builder
     }
 }
 

@@ -530,10 +530,8 @@ mod tests {
     }
 
     fn agent(client: ScriptedClient) -> Agent {
-        let registry = Registry::new();
-        let _ = agent_core::ToolRegistry::register(&registry, Arc::new(agent_tools_math::tool_set()), true);
         Agent::builder(Arc::new(client.with_model("gpt-4o-mini")))
-            .tools(Arc::new(registry))
+            .tools_from(Arc::new(agent_tools_math::tool_set()))
             .catalog(Arc::new(crate::catalog::to_catalog(&crate::catalog::shipped_entries())))
             .build()
     }

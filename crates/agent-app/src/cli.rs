@@ -503,10 +503,15 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let client = build_client(&settings, env, Progress::Show).await?;
     let catalog = catalog_for(&settings, client.as_ref());
     let defaults = DemoOptions::default();
+    // The demo keeps its own iteration limits and budgets; tokens,
+    // temperature and the tool protocol follow `[agent]`.
+    let configured = settings.agent_config();
+    let mut agent = defaults.agent.clone();
+    agent.request.max_tokens = configured.request.max_tokens.or(agent.request.max_tokens);
+    agent.request.temperature = configured.request.temperature.or(agent.request.temperature);
+    agent.run.tool_protocol = configured.run.tool_protocol;
     let options = DemoOptions {
-        max_tokens: settings.config.agent.max_tokens.unwrap_or(defaults.max_tokens),
-        temperature: settings.config.agent.temperature.unwrap_or(defaults.temperature),
-        tool_protocol: settings.config.agent.tool_protocol,
+        agent,
         // Only small local models need an example to copy.
         worked_example: client.provider() == "llama",
         today: args.today.unwrap_or(defaults.today),

@@ -13,7 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use agent_core::ModelCatalog;
-use agent_runner::{Budget, ToolProtocol};
+use agent_runner::{AgentConfig, Budget, RequestOptions, RunConfig, ToolProtocol};
 use figment::providers::{Format, Serialized, Toml};
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider, Source};
@@ -411,21 +411,10 @@ impl Settings {
     fn validate(&self) -> Result<(), ConfigError> {
         self.provider()?;
         let agent = &self.config.agent;
-        if agent.max_iterations == 0 {
-            return Err(self.invalid("agent.max_iterations", "must be at least 1"));
-        }
-        if let Some(temperature) = agent.temperature
-            && !(0.0..=2.0).contains(&temperature)
-        {
-            return Err(self.invalid("agent.temperature", "must be between 0.0 and 2.0"));
-        }
-        if agent.max_tokens == Some(0) {
-            return Err(self.invalid("agent.max_tokens", "must be at least 1"));
-        }
-        if let Some(cost) = agent.budget.max_cost_usd
-            && !(cost.is_finite() && cost >= 0.0)
-        {
-            return Err(self.invalid("agent.budget.max_cost_usd", "must be a non-negative number"));
+        if let Err(error) = self.agent_config().validate() {
+            // `run.max_iterations` is `agent.max_iterations` in the file.
+            let field = error.field.split_once('.').map_or(error.field, |(_, rest)| rest);
+            return Err(self.invalid(&format!("agent.{field}"), error.requirement));
         }
         if let Some(secs) = agent.budget.deadline_secs
             && !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok())
@@ -519,6 +508,29 @@ impl Settings {
             ));
         }
         Ok(())
+    }
+
+    /// The runner's configuration of every agent built from these settings:
+    /// `[agent]`'s loop policies, budgets and request options, and
+    /// `[tools] max_result_bytes`. The one place the file's keys meet
+    /// [`AgentConfig`], which checks the ranges.
+    pub fn agent_config(&self) -> AgentConfig {
+        let agent = &self.config.agent;
+        AgentConfig {
+            run: RunConfig {
+                max_iterations: agent.max_iterations,
+                tool_protocol: agent.tool_protocol,
+                budget: agent.budget.to_budget(),
+                max_tool_result_bytes: self.config.tools.max_result_bytes,
+                ..RunConfig::default()
+            },
+            request: RequestOptions {
+                max_tokens: agent.max_tokens,
+                temperature: agent.temperature,
+                stop: Vec::new(),
+                prompt_caching: agent.prompt_caching,
+            },
+        }
     }
 
     fn invalid(&self, key: &str, message: &str) -> ConfigError {

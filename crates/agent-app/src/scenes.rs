@@ -262,10 +262,11 @@ pub fn router_for(
     {
         builder = builder.tool_timeout(timeout);
     }
-    if let Some(max_tokens) = agent.max_tokens {
+    let request = settings.agent_config().request;
+    if let Some(max_tokens) = request.max_tokens {
         builder = builder.routing_max_tokens(max_tokens);
     }
-    if let Some(temperature) = agent.temperature {
+    if let Some(temperature) = request.temperature {
         builder = builder.routing_temperature(temperature);
     }
     builder

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, StopCause, ToolContext,
-    ToolRegistry as _,
 };
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::Agent;

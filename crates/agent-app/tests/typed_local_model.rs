@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use agent_core::{LlmClient, ToolContext, ToolRegistry as _};
+use agent_core::{LlmClient, ToolContext};
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::Agent;
 use agent_tools::schemars::{self, JsonSchema};

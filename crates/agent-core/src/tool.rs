@@ -396,17 +396,16 @@ pub enum RegistryError {
     },
 }
 
-/// The set of tool providers an agent can use. The implementation lives in
-/// `agent-tools`; the runner only knows this port.
+/// The tools an agent can use, as the runner sees them: what to offer the
+/// model ([`definitions`](Self::definitions)) and how to run a call
+/// ([`execute`](Self::execute)), plus two per-tool policies with defaults.
+///
+/// Registration is not part of the port: the implementation (`agent-tools`'
+/// `Registry`) has its own `register` and `set_enabled` methods, so anything
+/// that can list and run tools (a remote tool server, a fixed table in a
+/// test) can stand behind an agent.
 #[async_trait]
 pub trait ToolRegistry: Send + Sync {
-    /// Adds a provider, enabled or disabled. Fails if an enabled provider
-    /// would clash with the tool names of another enabled one.
-    fn register(&self, provider: Arc<dyn ToolProvider>, enabled: bool) -> Result<(), RegistryError>;
-
-    /// Enables or disables a provider by name.
-    fn set_enabled(&self, provider: &str, enabled: bool) -> Result<(), RegistryError>;
-
     /// Definitions of every enabled tool, providers in registration order.
     fn definitions(&self) -> Vec<ToolDefinition>;
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::{
     AssistantMessage, CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, Message,
-    ToolCall, ToolContext, ToolOutput, ToolRegistry, ToolResult,
+    ToolCall, ToolContext, ToolOutput, ToolResult,
 };
 use agent_runner::context::{elide_tool_results, estimate_tokens};
 use agent_runner::{Agent, Protocol};

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::assemble::ToolAssembly;
 use crate::cache::{ToolResultCache, caller_scope};
+use crate::config::{AgentConfig, InvalidConfig, RequestOptions};
 use crate::driver::{Driver, deadline_instant};
 use crate::state::RunState;
 use crate::step::RunIdentity;
@@ -33,6 +34,17 @@ pub struct RunError {
     pub source_error: Option<LlmError>,
 }
 
+/// Why [`AgentBuilder::try_build`] refused to build.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    /// A value of the configuration is out of range.
+    #[error(transparent)]
+    Config(#[from] InvalidConfig),
+    /// The tools could not be registered.
+    #[error(transparent)]
+    Tools(#[from] RegistryError),
+}
+
 /// A configured agent: a model client, tools, a system prompt and the loop's
 /// policies. Cheap to clone; runs share nothing mutable.
 #[derive(Clone)]
@@ -46,11 +58,7 @@ struct Inner {
     system_prompt: Option<String>,
     client: Arc<dyn LlmClient>,
     registry: Arc<dyn ToolRegistry>,
-    config: RunConfig,
-    max_tokens: Option<u32>,
-    temperature: Option<f32>,
-    stop: Vec<String>,
-    prompt_caching: bool,
+    config: AgentConfig,
     catalog: Option<Arc<ModelCatalog>>,
     capture_content: bool,
     forced_answer_instruction: Option<String>,
@@ -99,6 +107,11 @@ impl Agent {
 
     /// The loop's policies.
     pub fn config(&self) -> &RunConfig {
+        &self.inner.config.run
+    }
+
+    /// The loop's policies and what every request carries.
+    pub fn agent_config(&self) -> &AgentConfig {
         &self.inner.config
     }
 
@@ -116,7 +129,7 @@ impl Agent {
             .map(|tool| tool.name.clone())
             .collect();
         let protocol = self.protocol(&tools);
-        let mut stop = inner.stop.clone();
+        let mut stop = inner.config.request.stop.clone();
         let (system, tools) = match &protocol {
             Protocol::Native => (self.system_prompt(), tools),
             Protocol::Text { .. } => {
@@ -142,11 +155,11 @@ impl Agent {
             tools,
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: None,
-            max_tokens: inner.max_tokens,
-            temperature: inner.temperature,
+            max_tokens: inner.config.request.max_tokens,
+            temperature: inner.config.request.temperature,
             stop,
             response_format: None,
-            prompt_caching: inner.prompt_caching,
+            prompt_caching: inner.config.request.prompt_caching,
         };
         let identity = RunIdentity {
             agent: inner.name.clone(),
@@ -155,7 +168,7 @@ impl Agent {
         };
         let info = inner.catalog.as_ref().and_then(|catalog| catalog.get(&identity.model));
         let pricing = info.map(|info| info.pricing);
-        let mut config = inner.config.clone();
+        let mut config = inner.config.run.clone();
         if config.context.window_tokens.is_none() {
             config.context.window_tokens = info.and_then(|info| info.context_window);
         }
@@ -308,7 +321,7 @@ impl Agent {
             registry: inner.registry.as_ref(),
             context,
             deadline: deadline.map(deadline_instant),
-            max_concurrent_tools: inner.config.max_concurrent_tools,
+            max_concurrent_tools: inner.config.run.max_concurrent_tools,
             capture_content: inner.capture_content,
             events,
             // One run, one driver: without a shared cache each run starts empty.
@@ -324,7 +337,7 @@ impl Agent {
         let text = || Protocol::Text {
             tool_names: tools.iter().map(|tool| tool.name.clone()).collect(),
         };
-        match self.inner.config.tool_protocol {
+        match self.inner.config.run.tool_protocol {
             ToolProtocol::React => Protocol::React,
             _ if tools.is_empty() => Protocol::Native,
             ToolProtocol::Native => Protocol::Native,
@@ -384,11 +397,7 @@ pub struct AgentBuilder {
     system_prompt: Option<String>,
     registry: Option<Arc<dyn ToolRegistry>>,
     own_tools: ToolAssembly,
-    config: RunConfig,
-    max_tokens: Option<u32>,
-    temperature: Option<f32>,
-    stop: Vec<String>,
-    prompt_caching: bool,
+    config: AgentConfig,
     catalog: Option<Arc<ModelCatalog>>,
     capture_content: bool,
     forced_answer_instruction: Option<String>,
@@ -404,11 +413,7 @@ impl AgentBuilder {
             system_prompt: None,
             registry: None,
             own_tools: ToolAssembly::default(),
-            config: RunConfig::default(),
-            max_tokens: None,
-            temperature: None,
-            stop: Vec::new(),
-            prompt_caching: false,
+            config: AgentConfig::default(),
             catalog: None,
             capture_content: false,
             forced_answer_instruction: None,
@@ -435,9 +440,10 @@ impl AgentBuilder {
     }
 
     /// The tools (default: none): a registry of providers, enabled or
-    /// disabled. Tools added with [`tool`](Self::tool) and
-    /// [`tools_from`](Self::tools_from) are registered into it when the
-    /// agent is built.
+    /// disabled, shared or the agent's own. Tools added with
+    /// [`tool`](Self::tool) and [`tools_from`](Self::tools_from) are put in
+    /// front of it in a registry of the agent's own: `registry` itself is
+    /// never changed, so other agents sharing it do not see them.
     pub fn tools(mut self, registry: Arc<dyn ToolRegistry>) -> Self {
         self.registry = Some(registry);
         self
@@ -482,46 +488,60 @@ impl AgentBuilder {
         self
     }
 
+    /// Replaces all loop policies and request options at once: the one
+    /// value an application deserialises (see [`AgentConfig`]). Checked by
+    /// [`try_build`](Self::try_build).
+    pub fn agent_config(mut self, config: AgentConfig) -> Self {
+        self.config = config;
+        self
+    }
+
     /// Replaces all loop policies at once.
     pub fn config(mut self, config: RunConfig) -> Self {
-        self.config = config;
+        self.config.run = config;
+        self
+    }
+
+    /// Replaces all request options at once.
+    pub fn request_options(mut self, options: RequestOptions) -> Self {
+        self.config.request = options;
         self
     }
 
     /// Model calls that may request tools before the answer is forced (default 10).
     pub fn max_iterations(mut self, max_iterations: u32) -> Self {
-        self.config.max_iterations = max_iterations;
+        self.config.run.max_iterations = max_iterations;
         self
     }
 
     /// Consecutive all-failing iterations before the run fails (default 3).
     pub fn max_consecutive_failures(mut self, max: u32) -> Self {
-        self.config.max_consecutive_failures = max;
+        self.config.run.max_consecutive_failures = max;
         self
     }
 
     /// Tools of one batch run at most this many at a time (default 8).
     pub fn max_concurrent_tools(mut self, max: usize) -> Self {
-        self.config.max_concurrent_tools = max;
+        self.config.run.max_concurrent_tools = max;
         self
     }
 
     /// The longest tool result, in bytes, that enters the history (default
     /// 32 KiB; 0 = no limit); longer ones are cut with a marker.
     pub fn max_tool_result_bytes(mut self, max: usize) -> Self {
-        self.config.max_tool_result_bytes = max;
+        self.config.run.max_tool_result_bytes = max;
         self
     }
 
     /// Whether identical calls of one reply are collapsed into one (default on).
     pub fn deduplicate_calls(mut self, on: bool) -> Self {
-        self.config.deduplicate_calls = on;
+        self.config.run.deduplicate_calls = on;
         self
     }
 
     /// Keeps the tool choice for every request, not only the first.
     pub fn tool_choice_every_round(mut self, on: bool) -> Self {
-        self.config.tool_choice_every_round = on;
+        self.config.run.tool_choice_every_round = on;
         self
     }
 
@@ -531,32 +551,32 @@ impl AgentBuilder {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.config.stop_at_tools = names.into_iter().map(Into::into).collect();
+        self.config.run.stop_at_tools = names.into_iter().map(Into::into).collect();
         self
     }
 
     /// At most this many calls of one reply run (default 16; 0 = no cap);
     /// later ones are left out of the history and recorded as not run.
     pub fn max_calls_per_reply(mut self, max: usize) -> Self {
-        self.config.max_calls_per_reply = max;
+        self.config.run.max_calls_per_reply = max;
         self
     }
 
     /// Tool choice of the first request; later ones use `auto`.
     pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
-        self.config.tool_choice = choice;
+        self.config.run.tool_choice = choice;
         self
     }
 
     /// Native tool calling, the text protocol, or automatic choice.
     pub fn tool_protocol(mut self, protocol: ToolProtocol) -> Self {
-        self.config.tool_protocol = protocol;
+        self.config.run.tool_protocol = protocol;
         self
     }
 
     /// Budgets (tokens, cost, tool calls, deadline).
     pub fn budget(mut self, budget: Budget) -> Self {
-        self.config.budget = budget;
+        self.config.run.budget = budget;
         self
     }
 
@@ -564,7 +584,7 @@ impl AgentBuilder {
     /// ([`Agent::start`]) and is kept in the [`RunState`]: a saved run
     /// resumed later has what was left of it, or none.
     pub fn deadline(mut self, limit: Duration) -> Self {
-        self.config.budget.deadline = Some(limit);
+        self.config.run.budget.deadline = Some(limit);
         self
     }
 
@@ -573,14 +593,14 @@ impl AgentBuilder {
     /// [catalog](Self::catalog)'s window for the model is used, if it has
     /// one. See [`ContextPolicy`].
     pub fn context_window(mut self, tokens: u64) -> Self {
-        self.config.context.window_tokens = Some(tokens);
+        self.config.run.context.window_tokens = Some(tokens);
         self
     }
 
     /// How conversations are kept within the model's context window
     /// (default: compact at 80% of a known window, keeping 4 recent turns).
     pub fn context_policy(mut self, policy: ContextPolicy) -> Self {
-        self.config.context = policy;
+        self.config.run.context = policy;
         self
     }
 
@@ -588,25 +608,25 @@ impl AgentBuilder {
     /// budget, it is also what the next call is assumed to generate at most
     /// when the budget is checked before the call.
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
+        self.config.request.max_tokens = Some(max_tokens);
         self
     }
 
     /// Sampling temperature.
     pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
+        self.config.request.temperature = Some(temperature);
         self
     }
 
     /// Stop sequences sent with every request.
     pub fn stop_sequences<S: Into<String>>(mut self, stop: impl IntoIterator<Item = S>) -> Self {
-        self.stop = stop.into_iter().map(Into::into).collect();
+        self.config.request.stop = stop.into_iter().map(Into::into).collect();
         self
     }
 
     /// Ask the provider to cache the stable prompt prefix.
     pub fn prompt_caching(mut self, on: bool) -> Self {
-        self.prompt_caching = on;
+        self.config.request.prompt_caching = on;
         self
     }
 
@@ -643,18 +663,25 @@ impl AgentBuilder {
     /// [`tools_from`](Self::tools_from) that cannot be registered (a domain
     /// whose tool names clash with earlier ones, a second domain of the
     /// same name) are left out with a warning logged (`tracing`), a clashing
-    /// domain registered disabled; [`try_build`](Self::try_build) reports
-    /// them instead.
+    /// domain registered disabled, and an out-of-range configuration is
+    /// logged too; [`try_build`](Self::try_build) reports them instead.
     pub fn build(self) -> Agent {
+        if let Err(error) = self.config.validate() {
+            tracing::warn!(agent = %self.name, %error, "use AgentBuilder::try_build to get the error");
+        }
         let (builder, registry) = self.take_registry();
         let registry = builder.own_tools.clone().register_leniently(&builder.name, registry);
         builder.finish(registry)
     }
 
-    /// The agent, or the first registration error of the tools of
-    /// [`tool`](Self::tool) and [`tools_from`](Self::tools_from): tool
-    /// names that clash across domains, or two domains of the same name.
-    pub fn try_build(self) -> Result<Agent, RegistryError> {
+    /// The agent, or what is wrong with it: an out-of-range
+    /// [configuration](AgentConfig::validate), or the first registration
+    /// error of the tools of [`tool`](Self::tool) and
+    /// [`tools_from`](Self::tools_from) (tool names that clash across
+    /// domains or with the [shared registry](Self::tools), or two domains
+    /// of the same name).
+    pub fn try_build(self) -> Result<Agent, BuildError> {
+        self.config.validate()?;
         let (builder, registry) = self.take_registry();
         let registry = builder.own_tools.clone().register(&builder.name, registry)?;
         Ok(builder.finish(registry))
@@ -676,10 +703,6 @@ impl AgentBuilder {
                 client: self.client,
                 registry,
                 config: self.config,
-                max_tokens: self.max_tokens,
-                temperature: self.temperature,
-                stop: self.stop,
-                prompt_caching: self.prompt_caching,
                 catalog: self.catalog,
                 capture_content: self.capture_content,
                 forced_answer_instruction: self.forced_answer_instruction,

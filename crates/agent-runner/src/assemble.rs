@@ -5,8 +5,10 @@
 
 use std::sync::Arc;
 
-use agent_core::{RegistryError, ToolProvider, ToolRegistry};
+use agent_core::{CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolExecution, ToolProvider, ToolRegistry};
 use agent_tools::{Registry, ToolSet, TypedTool};
+use async_trait::async_trait;
+use serde_json::Value;
 
 /// Tools and tool domains waiting to be registered.
 #[derive(Clone, Default)]
@@ -29,34 +31,58 @@ impl ToolAssembly {
         self.providers.push(provider);
     }
 
-    /// Registers everything, enabled, into `registry` (a new one when
-    /// `None`), stopping at the first error.
+    /// The agent's tools: everything gathered, enabled, in front of
+    /// `shared` (the registry of [`AgentBuilder::tools`](crate::AgentBuilder::tools),
+    /// which is read, never changed), stopping at the first error.
     pub(crate) fn register(
         self,
         agent: &str,
-        registry: Option<Arc<dyn ToolRegistry>>,
+        shared: Option<Arc<dyn ToolRegistry>>,
     ) -> Result<Arc<dyn ToolRegistry>, RegistryError> {
-        let registry = registry.unwrap_or_else(new_registry);
-        for provider in self.into_providers(agent) {
-            registry.register(provider, true)?;
+        if self.is_empty() {
+            return Ok(shared.unwrap_or_else(|| Arc::new(Registry::new())));
         }
-        Ok(registry)
+        let taken: Vec<ToolDefinition> = shared.as_ref().map(|shared| shared.definitions()).unwrap_or_default();
+        let own = Registry::new();
+        for provider in self.into_providers(agent) {
+            if let Some(tool) = clash_with(&taken, provider.as_ref()) {
+                return Err(RegistryError::DuplicateTool {
+                    tool,
+                    first: SHARED.to_owned(),
+                    second: provider.name().to_owned(),
+                });
+            }
+            own.register(provider, true)?;
+        }
+        Ok(layered(own, shared))
     }
 
-    /// Registers everything it can into `registry` (a new one when `None`):
-    /// a domain whose tool names clash with earlier ones is registered
-    /// disabled, one that cannot be registered at all is left out, each
-    /// with a warning.
+    /// Like [`register`](Self::register), but registers what it can: a
+    /// domain whose tool names clash with earlier ones (or the shared
+    /// registry's) is registered disabled, one that cannot be registered at
+    /// all is left out, each with a warning.
     pub(crate) fn register_leniently(
         self,
         agent: &str,
-        registry: Option<Arc<dyn ToolRegistry>>,
+        shared: Option<Arc<dyn ToolRegistry>>,
     ) -> Arc<dyn ToolRegistry> {
-        let registry = registry.unwrap_or_else(new_registry);
+        if self.is_empty() {
+            return shared.unwrap_or_else(|| Arc::new(Registry::new()));
+        }
+        let taken: Vec<ToolDefinition> = shared.as_ref().map(|shared| shared.definitions()).unwrap_or_default();
+        let own = Registry::new();
         for provider in self.into_providers(agent) {
-            if let Err(error) = registry.register(Arc::clone(&provider), true) {
+            let outcome = match clash_with(&taken, provider.as_ref()) {
+                Some(tool) => Err(RegistryError::DuplicateTool {
+                    tool,
+                    first: SHARED.to_owned(),
+                    second: provider.name().to_owned(),
+                }),
+                None => own.register(Arc::clone(&provider), true),
+            };
+            if let Err(error) = outcome {
                 let disabled =
-                    matches!(error, RegistryError::DuplicateTool { .. }) && registry.register(provider, false).is_ok();
+                    matches!(error, RegistryError::DuplicateTool { .. }) && own.register(provider, false).is_ok();
                 tracing::warn!(
                     agent,
                     %error,
@@ -65,7 +91,11 @@ impl ToolAssembly {
                 );
             }
         }
-        registry
+        layered(own, shared)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.providers.is_empty()
     }
 
     /// The providers to register: the single tools first, as a set named
@@ -84,6 +114,74 @@ impl ToolAssembly {
     }
 }
 
-fn new_registry() -> Arc<dyn ToolRegistry> {
-    Arc::new(Registry::new())
+/// How the shared registry is named in a clash error.
+const SHARED: &str = "the shared registry";
+
+/// The first tool of `provider` already in `taken`.
+fn clash_with(taken: &[ToolDefinition], provider: &dyn ToolProvider) -> Option<String> {
+    provider
+        .tools()
+        .into_iter()
+        .map(|tool| tool.name)
+        .find(|name| taken.iter().any(|known| &known.name == name))
+}
+
+fn layered(own: Registry, shared: Option<Arc<dyn ToolRegistry>>) -> Arc<dyn ToolRegistry> {
+    match shared {
+        Some(shared) => Arc::new(Layered { own, shared }),
+        None => Arc::new(own),
+    }
+}
+
+/// The agent's own tools in front of a shared registry: listed first, and a
+/// call goes to the own tools when they have the name (a name the shared
+/// registry enables later is hidden behind them), else to the shared one.
+struct Layered {
+    own: Registry,
+    shared: Arc<dyn ToolRegistry>,
+}
+
+impl Layered {
+    fn owns(&self, tool: &str) -> bool {
+        self.own.shared_definitions().iter().any(|known| known.name == tool)
+    }
+}
+
+#[async_trait]
+impl ToolRegistry for Layered {
+    fn definitions(&self) -> Vec<ToolDefinition> {
+        let own = self.own.shared_definitions();
+        let mut definitions = own.to_vec();
+        definitions.extend(
+            self.shared
+                .definitions()
+                .into_iter()
+                .filter(|tool| !own.iter().any(|known| known.name == tool.name)),
+        );
+        definitions
+    }
+
+    fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
+        if self.owns(tool) {
+            self.own.cache_policy(tool)
+        } else {
+            self.shared.cache_policy(tool)
+        }
+    }
+
+    fn requires_approval(&self, tool: &str) -> bool {
+        if self.owns(tool) {
+            self.own.requires_approval(tool)
+        } else {
+            self.shared.requires_approval(tool)
+        }
+    }
+
+    async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution {
+        if self.owns(tool) {
+            self.own.execute(tool, arguments, context).await
+        } else {
+            self.shared.execute(tool, arguments, context).await
+        }
+    }
 }

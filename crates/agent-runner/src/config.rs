@@ -1,4 +1,5 @@
-//! Limits and policies of a run.
+//! Limits and policies of a run ([`RunConfig`]), what every request
+//! carries ([`RequestOptions`]), and both as one value ([`AgentConfig`]).
 
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ pub enum ToolProtocol {
 /// `max_tokens`) does not fit in what is left is not made. Before the first
 /// call only `max_tokens` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Budget {
     /// Maximum input + output tokens over all model calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -46,8 +48,9 @@ pub struct Budget {
     pub deadline: Option<Duration>,
 }
 
-/// The loop's policies.
+/// The loop's policies. Missing fields deserialise to their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunConfig {
     /// Model calls that may request tools before the answer is forced (default 10).
     pub max_iterations: u32,
@@ -183,6 +186,99 @@ impl Default for RunConfig {
     }
 }
 
+/// What every model request of an agent carries besides the conversation
+/// and the tools.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RequestOptions {
+    /// Upper bound on generated tokens per model call (default: the
+    /// provider's). With a token or cost budget, it is also what the next
+    /// call is assumed to generate at most when the budget is checked
+    /// before the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature, 0.0 to 2.0 (default: the provider's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Stop sequences.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    /// Ask the provider to cache the stable prompt prefix (default off).
+    pub prompt_caching: bool,
+}
+
+/// An agent's whole configuration as one serde value: the loop's policies
+/// and what its requests carry. An application deserialises it (or builds
+/// it from its own file format) and hands it to
+/// [`AgentBuilder::agent_config`](crate::AgentBuilder::agent_config);
+/// [`validate`](Self::validate) says which value is out of range.
+///
+/// ```
+/// use agent_runner::AgentConfig;
+///
+/// let config: AgentConfig = serde_json::from_str(
+///     r#"{"run": {"max_iterations": 4}, "request": {"temperature": 0.2}}"#,
+/// )?;
+/// assert_eq!(config.run.max_iterations, 4);
+/// assert_eq!(config.run.max_concurrent_tools, 8); // the default
+/// config.validate()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    /// The loop's policies.
+    pub run: RunConfig,
+    /// What every request carries.
+    pub request: RequestOptions,
+}
+
+/// A value of an [`AgentConfig`] out of its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid agent configuration: `{field}` {requirement}")]
+pub struct InvalidConfig {
+    /// The field's path in [`AgentConfig`], e.g. `run.max_iterations`.
+    pub field: &'static str,
+    /// What the value must be, e.g. `must be at least 1`.
+    pub requirement: &'static str,
+}
+
+impl AgentConfig {
+    /// Checks what the types cannot: counts that must be positive,
+    /// temperature, cost and deadline ranges. The first bad value is the
+    /// error.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidConfig`] naming the field and what it must be.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        let invalid = |field, requirement| Err(InvalidConfig { field, requirement });
+        let (run, request, budget) = (&self.run, &self.request, &self.run.budget);
+        if run.max_iterations == 0 {
+            return invalid("run.max_iterations", "must be at least 1");
+        }
+        if run.max_concurrent_tools == 0 {
+            return invalid("run.max_concurrent_tools", "must be at least 1");
+        }
+        if request.max_tokens == Some(0) {
+            return invalid("request.max_tokens", "must be at least 1");
+        }
+        if request.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+            return invalid("request.temperature", "must be between 0.0 and 2.0");
+        }
+        if budget
+            .max_cost_usd
+            .is_some_and(|cost| !(cost.is_finite() && cost >= 0.0))
+        {
+            return invalid("run.budget.max_cost_usd", "must be a non-negative number");
+        }
+        if budget.deadline.is_some_and(|deadline| deadline.is_zero()) {
+            return invalid("run.budget.deadline", "must be a positive duration");
+        }
+        Ok(())
+    }
+}
+
 mod duration_ms {
     use std::time::Duration;
 
@@ -197,5 +293,45 @@ mod duration_ms {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
         Ok(Option::<u64>::deserialize(deserializer)?.map(Duration::from_millis))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_config_takes_the_defaults_for_the_rest() {
+        let config: AgentConfig =
+            serde_json::from_str(r#"{"run": {"budget": {"max_tool_calls": 3}}}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.run.budget.max_tool_calls, Some(3));
+        assert_eq!(config.run.max_iterations, RunConfig::default().max_iterations);
+        assert_eq!(config.request, RequestOptions::default());
+        let round_trip: AgentConfig =
+            serde_json::from_value(serde_json::to_value(&config).unwrap_or_else(|e| panic!("{e}")))
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(round_trip, config);
+    }
+
+    #[test]
+    fn out_of_range_values_are_named() {
+        type Spoil = fn(&mut AgentConfig);
+        let cases: [(Spoil, &str); 7] = [
+            (|c| c.run.max_iterations = 0, "run.max_iterations"),
+            (|c| c.run.max_concurrent_tools = 0, "run.max_concurrent_tools"),
+            (|c| c.request.max_tokens = Some(0), "request.max_tokens"),
+            (|c| c.request.temperature = Some(2.5), "request.temperature"),
+            (|c| c.request.temperature = Some(f32::NAN), "request.temperature"),
+            (|c| c.run.budget.max_cost_usd = Some(-1.0), "run.budget.max_cost_usd"),
+            (|c| c.run.budget.deadline = Some(Duration::ZERO), "run.budget.deadline"),
+        ];
+        for (spoil, field) in cases {
+            let mut config = AgentConfig::default();
+            assert_eq!(config.validate(), Ok(()));
+            spoil(&mut config);
+            let error = config.validate().err();
+            assert_eq!(error.as_ref().map(|e| e.field), Some(field), "{error:?}");
+            assert!(error.is_some_and(|e| e.to_string().contains(field)));
+        }
     }
 }

@@ -73,12 +73,12 @@ mod step;
 mod telemetry;
 pub mod typed;
 
-pub use agent::{Agent, AgentBuilder, RunError};
+pub use agent::{Agent, AgentBuilder, BuildError, RunError};
 pub use cache::ToolResultCache;
 pub use checkpoint::RunCheckpoints;
 pub use config::{
-    Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES, RunConfig,
-    ToolProtocol,
+    AgentConfig, Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES,
+    InvalidConfig, RequestOptions, RunConfig, ToolProtocol,
 };
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_core::{Message, StopCause, StoreError, ToolContext, ToolRegistry as _};
+use agent_core::{Message, StopCause, StoreError, ToolContext};
 use agent_runner::{Agent, RunCheckpoints, RunState};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use serde_json::json;

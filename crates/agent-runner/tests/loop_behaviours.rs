@@ -5,7 +5,6 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use agent_core::ToolRegistry as _;
 use agent_core::{
     AssistantMessage, ChatResponse, LlmError, LlmErrorKind, Message, StopCause, StopReason, ToolCall, ToolChoice,
     ToolContext, Usage,
@@ -743,8 +742,6 @@ struct NoArguments {}
 async fn reaching_the_deadline_cancels_the_runs_token_but_not_the_callers() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-
-    use agent_core::ToolRegistry as _;
 
     // A tool whose work outlives its future, as a local model's job or a
     // SQL thread does: it stops only when the token it was given is cancelled.

@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use agent_core::{
     AgentEvent, CallPurpose, Capabilities, DelegatedUsage, LlmError, Message, ModelCatalog, ModelInfo, Pricing,
-    StopCause, ToolChoice, ToolContext, ToolOutput, ToolProvider, ToolRegistry as _, Usage,
+    StopCause, ToolChoice, ToolContext, ToolOutput, ToolProvider, Usage,
 };
 use agent_prompts::PromptTemplate;
 use agent_runner::Agent;

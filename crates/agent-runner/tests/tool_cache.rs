@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_core::{
-    AgentEvent, CachePolicy, Message, ToolCall, ToolContext, ToolError, ToolOutput, ToolProvider, ToolRegistry as _,
-};
+use agent_core::{AgentEvent, CachePolicy, Message, ToolCall, ToolContext, ToolError, ToolOutput, ToolProvider};
 use agent_runner::{Agent, ToolResultCache};
 use agent_testing::{ScriptedClient, response};
 use futures::StreamExt as _;

@@ -11,12 +11,11 @@
 #![allow(missing_docs)]
 
 use agent_core::{
-    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, RegistryError,
-    ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider, ToolRegistry,
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, ToolContext,
+    ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider, ToolRegistry,
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use std::sync::Arc;
 
 mockall::mock! {
     pub LlmClient {}
@@ -51,8 +50,6 @@ mockall::mock! {
 
     #[async_trait]
     impl ToolRegistry for ToolRegistry {
-        fn register(&self, provider: Arc<dyn ToolProvider>, enabled: bool) -> Result<(), RegistryError>;
-        fn set_enabled(&self, provider: &str, enabled: bool) -> Result<(), RegistryError>;
         fn definitions(&self) -> Vec<ToolDefinition>;
         async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution;
     }

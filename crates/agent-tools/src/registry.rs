@@ -191,9 +191,15 @@ impl fmt::Debug for Registry {
     }
 }
 
-#[async_trait]
-impl ToolRegistry for Registry {
-    fn register(&self, provider: Arc<dyn ToolProvider>, enabled: bool) -> Result<(), RegistryError> {
+impl Registry {
+    /// Adds a provider, enabled or disabled.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::DuplicateProvider`] if a provider of this name is
+    /// registered; [`RegistryError::DuplicateTool`] if the provider lists a
+    /// tool name twice, or, `enabled`, shares one with an enabled provider.
+    pub fn register(&self, provider: Arc<dyn ToolProvider>, enabled: bool) -> Result<(), RegistryError> {
         // Call into the provider and compile schemas before taking the lock.
         let name = provider.name().to_owned();
         let definitions = provider.tools();
@@ -243,7 +249,14 @@ impl ToolRegistry for Registry {
         Ok(())
     }
 
-    fn set_enabled(&self, provider: &str, enabled: bool) -> Result<(), RegistryError> {
+    /// Enables or disables a provider by name.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::UnknownProvider`] for a name not registered;
+    /// [`RegistryError::DuplicateTool`] if enabling it would define a tool
+    /// name twice.
+    pub fn set_enabled(&self, provider: &str, enabled: bool) -> Result<(), RegistryError> {
         let mut state = self.write();
         let Some(index) = state.providers.iter().position(|entry| entry.name == provider) else {
             return Err(RegistryError::UnknownProvider {
@@ -264,7 +277,10 @@ impl ToolRegistry for Registry {
         rebuild(&mut state);
         Ok(())
     }
+}
 
+#[async_trait]
+impl ToolRegistry for Registry {
     fn definitions(&self) -> Vec<ToolDefinition> {
         self.read().enabled.definitions.to_vec()
     }
@@ -365,7 +381,7 @@ impl RegistryBuilder {
     }
 
     /// Adds a disabled provider, to be enabled later with
-    /// [`set_enabled`](ToolRegistry::set_enabled).
+    /// [`set_enabled`](Registry::set_enabled).
     pub fn disabled_provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
         self.providers.push((provider, false));
         self

@@ -12,7 +12,7 @@ pub use agent_core::{
     AgentEvent, AgentRunResult, LlmClient, LlmError, Message, StopCause, ToolContext, ToolError, ToolOutput,
     ToolProvider,
 };
-pub use agent_runner::{Agent, AgentBuilder, RunError};
+pub use agent_runner::{Agent, AgentBuilder, AgentConfig, BuildError, RunError};
 pub use agent_tools::{Json, NoArgs, Tool, ToolSet, TypedTool};
 pub use futures::StreamExt;
 pub use serde::{self, Deserialize, Serialize};

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
-use agentry::core::{RegistryError, ToolRegistry};
+use agentry::core::RegistryError;
 use agentry::prelude::*;
 use agentry::serde_json::json;
 
@@ -112,7 +112,7 @@ async fn tools_from_adds_a_domain_after_single_tools() {
 }
 
 #[tokio::test]
-async fn a_given_registry_keeps_working_and_receives_the_builder_tools() {
+async fn a_given_registry_keeps_working_behind_the_builder_tools_and_is_not_changed() {
     let registry = Arc::new(agentry::tools::Registry::new());
     let lookup = TestTools::new("lookup").with(TestTool::new("lookup", ToolBehaviour::Reply("found".into())));
     assert!(registry.register(Arc::new(lookup), true).is_ok());
@@ -124,12 +124,38 @@ async fn a_given_registry_keeps_working_and_receives_the_builder_tools() {
             ]))
             .respond(response::text("ok")),
     );
-    let agent = Agent::builder(client).tools(registry).tool(echo()).build();
-    assert_eq!(tool_names(&agent), ["lookup", "echo"]);
+    let agent = Agent::builder(client)
+        .tools(Arc::clone(&registry) as _)
+        .tool(echo())
+        .build();
+    assert_eq!(tool_names(&agent), ["echo", "lookup"]);
     let result = agent.prompt("go").await.map_err(|e| e.to_string());
     let result = result.unwrap_or_else(|error| panic!("{error}"));
     let results: Vec<_> = result.tool_calls.iter().map(|c| c.result.as_str()).collect();
     assert_eq!(results, ["found", "x"]);
+    // Other agents sharing the registry do not get this agent's tools.
+    assert_eq!(registry.provider_names(), ["lookup"]);
+}
+
+#[test]
+fn a_builder_tool_named_like_a_shared_one_is_an_error_of_try_build_and_left_out_by_build() {
+    let registry = Arc::new(agentry::tools::Registry::new());
+    let lookup = TestTools::new("lookup").with(TestTool::new("echo", ToolBehaviour::Reply("shared".into())));
+    assert!(registry.register(Arc::new(lookup), true).is_ok());
+    let error = Agent::builder(Arc::new(ScriptedClient::new()))
+        .tools(Arc::clone(&registry) as _)
+        .tool(echo())
+        .try_build()
+        .err();
+    assert!(
+        matches!(&error, Some(BuildError::Tools(RegistryError::DuplicateTool { tool, .. })) if tool == "echo"),
+        "{error:?}"
+    );
+    let agent = Agent::builder(Arc::new(ScriptedClient::new()))
+        .tools(registry)
+        .tool(echo())
+        .build();
+    assert_eq!(tool_names(&agent), ["echo"]);
 }
 
 #[test]
@@ -145,7 +171,7 @@ fn clashing_domains_are_an_error_of_try_build_and_disabled_by_build() {
         .try_build()
         .err();
     assert!(
-        matches!(&error, Some(RegistryError::DuplicateTool { tool, .. }) if tool == "calculator"),
+        matches!(&error, Some(BuildError::Tools(RegistryError::DuplicateTool { tool, .. })) if tool == "calculator"),
         "{error:?}"
     );
 
@@ -158,6 +184,29 @@ fn clashing_domains_are_an_error_of_try_build_and_disabled_by_build() {
         .tools_from(Arc::new(agentry::math::tool_set()))
         .build();
     assert_eq!(tool_names(&agent), ["calculator"]);
+}
+
+#[test]
+fn an_out_of_range_config_is_an_error_of_try_build_naming_the_field() {
+    let mut config = AgentConfig::default();
+    config.request.temperature = Some(7.0);
+    let error = Agent::builder(Arc::new(ScriptedClient::new()))
+        .agent_config(config)
+        .try_build()
+        .err();
+    assert!(
+        matches!(&error, Some(BuildError::Config(invalid)) if invalid.field == "request.temperature"),
+        "{error:?}"
+    );
+    let config: AgentConfig =
+        agentry::serde_json::from_str(r#"{"run": {"max_iterations": 3}, "request": {"max_tokens": 64}}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+    let agent = Agent::builder(Arc::new(ScriptedClient::new()))
+        .agent_config(config)
+        .try_build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(agent.config().max_iterations, 3);
+    assert_eq!(agent.agent_config().request.max_tokens, Some(64));
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ mod check;
 use agent_core::{
     AgentEvent, AgentRunResult, LlmClient, Message, ModelCatalog, StopCause, ToolContext, ToolRegistry, Usage,
 };
-use agent_runner::{Agent, SceneRouter, ToolProtocol};
+use agent_runner::{Agent, AgentConfig, RequestOptions, RunConfig, SceneRouter};
 use agent_tools_travel::{NaiveDate, TravelTools};
 use futures::StreamExt;
 
@@ -82,22 +82,17 @@ pub const LIMIT_TURN: usize = 8;
 pub struct DemoOptions {
     /// Today, for the system prompt and the travel tools.
     pub today: NaiveDate,
-    /// Iterations of every turn but the limit turn.
-    pub max_iterations: u32,
+    /// The agent's loop policies and request options; its
+    /// `run.max_iterations` holds for every turn but the limit turn.
+    pub agent: AgentConfig,
     /// Iterations of the limit turn: small, so the limit is what happens.
     pub limit_turn_max_iterations: u32,
-    /// Tokens per model call.
-    pub max_tokens: u32,
-    /// Sampling temperature.
-    pub temperature: f32,
     /// Replaces the demo's system prompt ([`system_prompt`]).
     pub system_prompt: Option<String>,
     /// Start the conversation with one worked example (a weather question,
     /// its tool call, the tool's real result and the answer). Small local
     /// models follow the tools far more reliably with one example to copy.
     pub worked_example: bool,
-    /// Native tool calls or the text protocol.
-    pub tool_protocol: ToolProtocol,
     /// Run every turn through these scenes (the `[scenes]` of the
     /// configuration) over the travel and math tools, instead of one agent.
     pub scenes: Option<SceneSpecs>,
@@ -107,16 +102,37 @@ impl Default for DemoOptions {
     fn default() -> Self {
         Self {
             today: chrono::Local::now().date_naive(),
-            max_iterations: 5,
+            agent: default_agent_config(),
             limit_turn_max_iterations: 1,
-            max_tokens: 256,
-            temperature: 0.0,
             system_prompt: None,
             worked_example: true,
-            tool_protocol: ToolProtocol::Auto,
             scenes: None,
         }
     }
+}
+
+/// The demo's agent: 5 iterations a turn, 256 tokens a call, greedy
+/// decoding (temperature 0) and prompt caching.
+pub fn default_agent_config() -> AgentConfig {
+    AgentConfig {
+        run: RunConfig {
+            max_iterations: 5,
+            ..RunConfig::default()
+        },
+        request: RequestOptions {
+            max_tokens: Some(256),
+            temperature: Some(0.0),
+            stop: Vec::new(),
+            prompt_caching: true,
+        },
+    }
+}
+
+/// `options.agent` with `max_iterations` iterations a turn.
+fn agent_config(options: &DemoOptions, max_iterations: u32) -> AgentConfig {
+    let mut config = options.agent.clone();
+    config.run.max_iterations = max_iterations;
+    config
 }
 
 /// What one turn did.
@@ -178,11 +194,7 @@ fn agent(
         )
         .tools(tools.registry())
         .catalog(Arc::clone(catalog))
-        .max_iterations(max_iterations)
-        .max_tokens(options.max_tokens)
-        .temperature(options.temperature)
-        .prompt_caching(true)
-        .tool_protocol(options.tool_protocol)
+        .agent_config(agent_config(options, max_iterations))
         .build()
 }
 
@@ -202,20 +214,21 @@ fn scene_router(
         .system_prompt
         .clone()
         .unwrap_or_else(|| system_prompt(options.today));
-    let (max_tokens, temperature, protocol) = (options.max_tokens, options.temperature, options.tool_protocol);
+    let config = agent_config(options, max_iterations);
     let shared_catalog = Arc::clone(catalog);
-    crate::scenes::router_builder(specs, Arc::clone(client), &providers, &base)?
-        .catalog(Arc::clone(catalog))
-        .routing_max_tokens(max_tokens)
-        .routing_temperature(temperature)
+    let mut builder =
+        crate::scenes::router_builder(specs, Arc::clone(client), &providers, &base)?.catalog(Arc::clone(catalog));
+    if let Some(max_tokens) = config.request.max_tokens {
+        builder = builder.routing_max_tokens(max_tokens);
+    }
+    if let Some(temperature) = config.request.temperature {
+        builder = builder.routing_temperature(temperature);
+    }
+    builder
         .configure(move |builder| {
             builder
                 .catalog(Arc::clone(&shared_catalog))
-                .max_iterations(max_iterations)
-                .max_tokens(max_tokens)
-                .temperature(temperature)
-                .prompt_caching(true)
-                .tool_protocol(protocol)
+                .agent_config(config.clone())
         })
         .build()
         .map_err(|error| AppError::RunFailed(format!("the demo's scenes cannot be used: {error}")))
@@ -266,11 +279,18 @@ pub async fn run_demo(
 ) -> Result<Vec<DemoTurnReport>, AppError> {
     let write = |error: std::io::Error| AppError::io("writing the demo", error);
     let tools = ToolBox::from_providers(vec![Arc::new(TravelTools::with_today(options.today).tool_set())])?;
-    let regular = agent(&client, &catalog, &tools, options, options.max_iterations);
+    let regular = agent(&client, &catalog, &tools, options, options.agent.run.max_iterations);
     let limited = agent(&client, &catalog, &tools, options, options.limit_turn_max_iterations);
     let routers = match &options.scenes {
         Some(specs) => Some((
-            scene_router(specs, &client, &catalog, &tools, options, options.max_iterations)?,
+            scene_router(
+                specs,
+                &client,
+                &catalog,
+                &tools,
+                options,
+                options.agent.run.max_iterations,
+            )?,
             scene_router(
                 specs,
                 &client,

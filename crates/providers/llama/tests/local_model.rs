@@ -82,7 +82,7 @@ fn the_agent_answers_a_product_by_calling_the_calculator() {
     let _serial = serial();
     let Some(client) = client(4096) else { return };
     let registry = agent_tools::Registry::new();
-    agent_core::ToolRegistry::register(&registry, Arc::new(calculator()), true).expect("register");
+    registry.register(Arc::new(calculator()), true).expect("register");
     let agent = Agent::builder(Arc::new(client))
         .system_prompt("You are a helpful assistant. Use the calculator for arithmetic.")
         .tools(Arc::new(registry))

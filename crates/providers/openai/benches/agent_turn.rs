@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, Message, ToolContext, ToolError,
-    ToolRegistry,
 };
 use agent_http::{AuthHeader, HttpClient, HttpConfig, SecretString};
 use agent_provider_openai::mapper::{RequestOptions, build_request_body, parse_response};
