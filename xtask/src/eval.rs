@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use agent_core::{AgentRunResult, ToolContext, ToolRegistry};
+use agent_core::{AgentRunResult, ToolContext};
 use agent_provider_llama::models::{ModelStore, known_model};
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::Agent;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{StopCause, ToolContext, ToolRegistry};
+use agent_core::{StopCause, ToolContext};
 use agent_runner::Agent;
 use agent_testing::{ScriptedClient, response};
 use agent_tools_travel::{NaiveDate, TravelTools};

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, StopCause, ToolContext, ToolError, ToolRegistry};
+use agent_core::{AgentEvent, StopCause, ToolContext, ToolError};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::Agent;
 use agent_tools::{Json, Registry, ToolSet, TypedTool};

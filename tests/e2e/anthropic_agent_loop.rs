@@ -2,16 +2,13 @@
 //! `AnthropicClient` against a scripted mock server, plain and streamed.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, StopCause, ToolContext, ToolError, ToolRegistry, Usage};
+use agent_core::{AgentEvent, StopCause, ToolContext, ToolError, Usage};
 use agent_provider_anthropic::{AnthropicClient, AnthropicConfig};
 use agent_runner::Agent;
 use agent_tools::{Json, Registry, ToolSet, TypedTool};
-use common::sse_body;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
@@ -39,6 +36,19 @@ async fn scripted_server(responses: Vec<ResponseTemplate>) -> MockServer {
         .mount(&server)
         .await;
     server
+}
+
+/// The events as Anthropic frames them: `event: <type>` then `data: <json>`.
+fn sse_body(events: &[Value]) -> String {
+    let mut body = String::new();
+    for event in events {
+        body.push_str("event: ");
+        body.push_str(event["type"].as_str().unwrap_or("message"));
+        body.push_str("\ndata: ");
+        body.push_str(&event.to_string());
+        body.push_str("\n\n");
+    }
+    body
 }
 
 fn message(content: &Value, stop_reason: &str, usage: (u64, u64)) -> ResponseTemplate {
