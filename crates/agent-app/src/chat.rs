@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, StopCause, ToolApprover, ToolCall,
-    ToolContext, Usage,
+    AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, ToolApprover, ToolCall, ToolContext,
 };
+use agent_runner::ChatSession;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
@@ -166,61 +166,26 @@ pub const HELP: &str = "commands:
   /exit   leave (also Ctrl-D, or Ctrl-C twice)
 Ctrl-C while the assistant works cancels that turn and keeps the conversation.";
 
-/// The conversation and what it cost.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Conversation {
-    /// The history sent with the next turn.
-    pub messages: Vec<Message>,
-    /// Tokens used since the start (or the last `/reset`).
-    pub usage: Usage,
-    /// Estimated cost of the runs whose price was known, in USD.
-    pub cost_usd: f64,
-    /// Runs whose model had no price in the catalog.
-    pub unpriced_runs: u32,
-    /// Runs made.
-    pub runs: u32,
-}
-
-impl Conversation {
-    /// A conversation continuing `messages`.
-    pub fn with_history(messages: Vec<Message>) -> Self {
-        Self {
-            messages,
-            ..Self::default()
-        }
-    }
-
-    /// Adds a run's usage and cost.
-    pub fn record(&mut self, result: &AgentRunResult) {
-        self.runs += 1;
-        self.usage += result.usage;
-        match result.cost_usd {
-            Some(cost) => self.cost_usd += cost,
-            None => self.unpriced_runs += 1,
-        }
-    }
-
-    /// The `/cost` report.
-    pub fn cost_report(&self, model: &str) -> String {
-        let usage = &self.usage;
-        let mut report = format!(
-            "{} · {} tokens in ({} from cache) · {} out · {} total\nestimated cost: ${:.6}",
-            count(u64::from(self.runs), "run"),
-            usage.input_tokens,
-            usage.cache_read_tokens,
-            usage.output_tokens,
-            usage.total_tokens(),
-            self.cost_usd
+/// The `/cost` report of `session` on `model`.
+pub fn cost_report(session: &ChatSession, model: &str) -> String {
+    let usage = &session.usage;
+    let mut report = format!(
+        "{} · {} tokens in ({} from cache) · {} out · {} total\nestimated cost: ${:.6}",
+        count(u64::from(session.runs), "run"),
+        usage.input_tokens,
+        usage.cache_read_tokens,
+        usage.output_tokens,
+        usage.total_tokens(),
+        session.cost_usd
+    );
+    if session.unpriced_runs > 0 {
+        let _ = write!(
+            report,
+            " (plus {} of `{model}`, whose price is not in the catalog: add [catalog.\"{model}\"] to agentry.toml)",
+            count(u64::from(session.unpriced_runs), "run")
         );
-        if self.unpriced_runs > 0 {
-            let _ = write!(
-                report,
-                " (plus {} of `{model}`, whose price is not in the catalog: add [catalog.\"{model}\"] to agentry.toml)",
-                count(u64::from(self.unpriced_runs), "run")
-            );
-        }
-        report
     }
+    report
 }
 
 /// How a chat ended.
@@ -264,7 +229,7 @@ pub async fn run_chat(
     reader: &mut dyn LineReader,
     console: &mut Console,
     interrupts: &dyn Interrupts,
-    conversation: &mut Conversation,
+    conversation: &mut ChatSession,
     sink: &mut dyn ChatSink,
 ) -> Result<ChatEnd, AppError> {
     let write = |error: io::Error| AppError::io("writing to the terminal", error);
@@ -283,11 +248,7 @@ pub async fn run_chat(
         ))
         .map_err(write)?;
     if !conversation.messages.is_empty() {
-        let turns = conversation
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::User { .. }))
-            .count();
+        let turns = conversation.turns();
         console
             .line(&format!(
                 "(continuing a conversation of {})",
@@ -323,11 +284,11 @@ pub async fn run_chat(
                 Command::Help => console.line(HELP),
                 Command::Tools => console.line(&tool_list(agent)),
                 Command::Reset => {
-                    *conversation = Conversation::default();
+                    conversation.reset();
                     sink.reset().await?;
                     console.line("(conversation cleared)")
                 }
-                Command::Cost => console.line(&conversation.cost_report(agent.client().model())),
+                Command::Cost => console.line(&cost_report(conversation, agent.client().model())),
                 Command::Exit => return Ok(ChatEnd::Exit),
                 Command::Unknown(text) => console.line(&format!("unknown command {text}; /help lists the commands")),
             }
@@ -399,7 +360,7 @@ async fn turn(
     reader: &mut dyn LineReader,
     console: &mut Console,
     interrupts: &dyn Interrupts,
-    conversation: &mut Conversation,
+    conversation: &mut ChatSession,
 ) -> Result<TurnEnd, AppError> {
     let write = |error: io::Error| AppError::io("writing to the terminal", error);
     let cancel = CancellationToken::new();
@@ -449,15 +410,12 @@ async fn turn(
     if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
         console.note(&format!("  {note}")).map_err(write)?;
     }
-    conversation.record(&result);
-    if result.stop_reason == StopCause::Error {
-        // Keep the conversation as it was before the failed turn: the
-        // message can be sent again.
+    if !conversation.record(&result) {
+        // A failed turn leaves the conversation as it was: the message can
+        // be sent again.
         console
             .note("  (the conversation is unchanged; try again, or /reset)")
             .map_err(write)?;
-    } else {
-        conversation.messages.clone_from(&result.messages);
     }
     Ok(TurnEnd::Finished {
         history,
@@ -490,6 +448,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    use agent_core::Usage;
     use agent_runner::Agent;
     use agent_testing::{ScriptedClient, response};
     use agent_tools::Registry;
@@ -555,10 +514,10 @@ mod tests {
         agent: &Agent,
         reader: &mut dyn LineReader,
         interrupts: &dyn Interrupts,
-    ) -> (String, Conversation, ChatEnd, usize) {
+    ) -> (String, ChatSession, ChatEnd, usize) {
         let buffer = SharedBuffer::new();
         let mut console = Console::new(buffer.clone());
-        let mut conversation = Conversation::default();
+        let mut conversation = ChatSession::default();
         let mut saves = CountSaves(0);
         let end = run_chat(agent, reader, &mut console, interrupts, &mut conversation, &mut saves)
             .await
@@ -620,7 +579,7 @@ mod tests {
         assert!(out.contains("unknown command /nope"), "{out}");
         assert!(out.contains("(conversation cleared)"), "{out}");
         assert!(out.contains("0 runs · 0 tokens in"), "{out}");
-        assert_eq!(conversation, Conversation::default());
+        assert_eq!(conversation, ChatSession::default());
         // Two turns and one reset were saved.
         assert_eq!(saves, 3);
     }

@@ -31,11 +31,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agent_core::{AgentRunResult, StopCause};
+use agent_runner::ChatSession;
 use chrono::NaiveDate;
 use clap::{Args, Parser, Subcommand};
 
 use crate::assemble::{build_agent, catalog_for};
-use crate::chat::{ChatSink, Conversation, CtrlC, Rustyline, Unsaved, run_chat};
+use crate::chat::{ChatSink, CtrlC, Rustyline, Unsaved, cost_report, run_chat};
 use crate::config::{Overrides, Settings};
 use crate::console::Console;
 use crate::demo::{DemoOptions, check_demo, run_demo};
@@ -431,13 +432,13 @@ pub(crate) fn read_prompt(prompt: &str) -> Result<String, AppError> {
 }
 
 /// A chat's session: every turn is stored as it ends.
-struct ChatSession {
+struct StoredChat {
     session: crate::runs::OpenSession,
     provider: String,
 }
 
 #[async_trait::async_trait]
-impl ChatSink for ChatSession {
+impl ChatSink for StoredChat {
     async fn turn_finished(
         &mut self,
         history: &[agent_core::Message],
@@ -473,12 +474,12 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let mut console = Console::stdout();
     let model = agent.client().model().to_owned();
     let provider = settings.provider()?.name().to_owned();
-    let (mut conversation, mut sink): (Conversation, Box<dyn ChatSink>) = match session {
+    let (mut conversation, mut sink): (ChatSession, Box<dyn ChatSink>) = match session {
         Some(session) => (
-            Conversation::with_history(session.messages.clone()),
-            Box::new(ChatSession { session, provider }),
+            ChatSession::with_history(session.messages.clone()),
+            Box::new(StoredChat { session, provider }),
         ),
-        None => (Conversation::default(), Box::new(Unsaved)),
+        None => (ChatSession::default(), Box::new(Unsaved)),
     };
     // Leaving with Ctrl-C is as deliberate as /exit: both end with status 0.
     run_chat(
@@ -492,7 +493,7 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     .await?;
     if conversation.runs > 0 {
         console
-            .line(&conversation.cost_report(&model))
+            .line(&cost_report(&conversation, &model))
             .map_err(|error| AppError::io("writing to stdout", error))?;
     }
     Ok(EXIT_OK)

@@ -24,7 +24,7 @@ use crate::catalog::{self, CatalogEntry};
 use crate::env::{CONFIG_VAR, Env, MODEL_VAR, OVERRIDE_PREFIX, PROVIDER_VAR};
 use crate::error::ConfigError;
 use crate::providers::ProviderKind;
-use crate::tools::TOOL_DOMAINS;
+use crate::tools::{tool_domain, tool_domain_names};
 
 /// The file looked for in the working directory.
 pub const CONFIG_FILE_NAME: &str = "agentry.toml";
@@ -429,16 +429,16 @@ impl Settings {
         crate::mcp::validate(self)?;
         crate::scenes::validate(self)?;
         for name in &self.config.tools.enabled {
-            if !TOOL_DOMAINS.iter().any(|(domain, _)| domain == name) && !self.config.mcp.has(name) {
+            if tool_domain(name).is_none() && !self.config.mcp.has(name) {
+                let mut available = tool_domain_names();
+                for server in self.config.mcp.servers.keys() {
+                    available.push_str(", ");
+                    available.push_str(server);
+                }
                 return Err(ConfigError::UnknownToolDomain {
                     origin: self.origin("tools.enabled"),
                     name: name.clone(),
-                    available: TOOL_DOMAINS
-                        .iter()
-                        .map(|(domain, _)| *domain)
-                        .chain(self.config.mcp.servers.keys().map(String::as_str))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    available,
                 });
             }
         }

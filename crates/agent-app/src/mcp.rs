@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Overrides, RawTable, Settings};
 use crate::env::Env;
 use crate::error::{AppError, ConfigError, EXIT_OK};
-use crate::tools::{TOOL_DOMAINS, ToolBox};
+use crate::tools::{ToolBox, tool_domain};
 
 /// The `[mcp]` table. `Debug` shows server names and their keys only:
 /// `env` and `headers` may hold secrets.
@@ -74,7 +74,7 @@ pub(crate) fn validate(settings: &Settings) -> Result<(), ConfigError> {
             key: key.clone(),
             message,
         };
-        if TOOL_DOMAINS.iter().any(|(domain, _)| domain == name) {
+        if tool_domain(name).is_some() {
             return Err(invalid(format!(
                 "`{name}` is a built-in tool domain; give the MCP server another name, e.g. [mcp.servers.{name}-mcp]"
             )));

@@ -15,19 +15,65 @@ use crate::config::Settings;
 use crate::env::Env;
 use crate::error::{AppError, ConfigError};
 
-/// Every tool domain, with one line on what it is.
-pub const TOOL_DOMAINS: &[(&str, &str)] = &[
-    ("math", "calculator and arithmetic"),
-    (
-        "travel",
-        "weather, flight prices, currency exchange (simulated demo data)",
-    ),
-    ("sql", "read-only SQL over a SQLite file ([tools.sql] path)"),
-    (
-        "web",
-        "guarded page fetching, and web search when [tools.web.search] is set",
-    ),
+/// A built-in tool domain: its name in `[tools] enabled`, what it offers,
+/// and how it is built from the settings (its `[tools.NAME]` table).
+pub struct ToolDomain {
+    /// The name in `[tools] enabled`.
+    pub name: &'static str,
+    /// One line on what it offers.
+    pub summary: &'static str,
+    build: BuildDomain,
+}
+
+/// How a built-in domain is built from the settings.
+type BuildDomain = fn(&Settings, &Env) -> Result<Arc<dyn ToolProvider>, AppError>;
+
+impl std::fmt::Debug for ToolDomain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDomain")
+            .field("name", &self.name)
+            .field("summary", &self.summary)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every built-in tool domain: the one table that names them.
+pub const TOOL_DOMAINS: &[ToolDomain] = &[
+    ToolDomain {
+        name: "math",
+        summary: "calculator and arithmetic",
+        build: |_, _| Ok(Arc::new(agent_tools_math::tool_set())),
+    },
+    ToolDomain {
+        name: "travel",
+        summary: "weather, flight prices, currency exchange (simulated demo data)",
+        build: |_, _| Ok(Arc::new(TravelTools::new().tool_set())),
+    },
+    ToolDomain {
+        name: "sql",
+        summary: "read-only SQL over a SQLite file ([tools.sql] path)",
+        build: build_sql,
+    },
+    ToolDomain {
+        name: "web",
+        summary: "guarded page fetching, and web search when [tools.web.search] is set",
+        build: build_web,
+    },
 ];
+
+/// The built-in domain called `name`.
+pub fn tool_domain(name: &str) -> Option<&'static ToolDomain> {
+    TOOL_DOMAINS.iter().find(|domain| domain.name == name)
+}
+
+/// The built-in domains' names, comma-separated.
+pub fn tool_domain_names() -> String {
+    TOOL_DOMAINS
+        .iter()
+        .map(|domain| domain.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// The enabled tool providers and the registry that runs them.
 #[derive(Clone)]
@@ -210,46 +256,44 @@ fn first_sentence(text: &str) -> &str {
 }
 
 async fn build_domain(domain: &str, settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
-    match domain {
-        "math" => Ok(Arc::new(agent_tools_math::tool_set())),
-        "travel" => Ok(Arc::new(TravelTools::new().tool_set())),
-        "sql" => {
-            let Some(mut config) = settings.tool_table::<SqlConfig>("sql")? else {
-                return Err(ConfigError::MissingKey {
-                    origin: settings.origin("tools.enabled"),
-                    key: "tools.sql.path".to_owned(),
-                    hint: "; the sql domain needs a database: add `[tools.sql]` with `path = \"data/shop.sqlite\"`"
-                        .to_owned(),
-                }
-                .into());
-            };
-            config.path = settings.resolve_path("tools.sql.path", &config.path);
-            let tools = SqlTools::open(config).map_err(|error| ConfigError::Tool {
-                domain: "sql".to_owned(),
-                message: error.to_string(),
-            })?;
-            Ok(Arc::new(tools.tool_set()))
-        }
-        "web" => {
-            let config = settings.tool_table::<WebConfig>("web")?.unwrap_or_default();
-            let tools = WebTools::with_env(&config, |name| env.get(name)).map_err(|error| ConfigError::Tool {
-                domain: "web".to_owned(),
-                message: error.to_string(),
-            })?;
-            Ok(Arc::new(tools.tool_set()))
-        }
-        mcp if settings.config.mcp.has(mcp) => crate::mcp::build_domain(mcp, settings, env).await,
-        other => Err(ConfigError::UnknownToolDomain {
-            origin: settings.origin("tools.enabled"),
-            name: other.to_owned(),
-            available: TOOL_DOMAINS
-                .iter()
-                .map(|(name, _)| *name)
-                .collect::<Vec<_>>()
-                .join(", "),
-        }
-        .into()),
+    if let Some(built_in) = tool_domain(domain) {
+        return (built_in.build)(settings, env);
     }
+    if settings.config.mcp.has(domain) {
+        return crate::mcp::build_domain(domain, settings, env).await;
+    }
+    Err(ConfigError::UnknownToolDomain {
+        origin: settings.origin("tools.enabled"),
+        name: domain.to_owned(),
+        available: tool_domain_names(),
+    }
+    .into())
+}
+
+fn build_sql(settings: &Settings, _: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
+    let Some(mut config) = settings.tool_table::<SqlConfig>("sql")? else {
+        return Err(ConfigError::MissingKey {
+            origin: settings.origin("tools.enabled"),
+            key: "tools.sql.path".to_owned(),
+            hint: "; the sql domain needs a database: add `[tools.sql]` with `path = \"data/shop.sqlite\"`".to_owned(),
+        }
+        .into());
+    };
+    config.path = settings.resolve_path("tools.sql.path", &config.path);
+    let tools = SqlTools::open(config).map_err(|error| ConfigError::Tool {
+        domain: "sql".to_owned(),
+        message: error.to_string(),
+    })?;
+    Ok(Arc::new(tools.tool_set()))
+}
+
+fn build_web(settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
+    let config = settings.tool_table::<WebConfig>("web")?.unwrap_or_default();
+    let tools = WebTools::with_env(&config, |name| env.get(name)).map_err(|error| ConfigError::Tool {
+        domain: "web".to_owned(),
+        message: error.to_string(),
+    })?;
+    Ok(Arc::new(tools.tool_set()))
 }
 
 #[cfg(test)]

@@ -57,6 +57,7 @@ mod assemble;
 mod batch;
 mod budget;
 mod cache;
+mod chat;
 mod checkpoint;
 mod config;
 pub mod context;
@@ -75,6 +76,7 @@ pub mod typed;
 
 pub use agent::{Agent, AgentBuilder, BuildError, RunError};
 pub use cache::ToolResultCache;
+pub use chat::ChatSession;
 pub use checkpoint::RunCheckpoints;
 pub use config::{
     AgentConfig, Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES,
