@@ -88,20 +88,14 @@ impl Batch {
             policy.max_calls
         };
         let over_cap = |name: &str| Slot::Dropped {
-            message: format!(
-                "Not run: the reply asked for {wanted} tool calls and at most {cap} run per reply; \
-                 `{name}` was past the limit. Ask for fewer calls at a time."
-            ),
+            message: crate::prompts::over_call_cap(name, wanted, cap),
         };
         // Calls whose arguments are not JSON are answered in place, in the
         // model's order; attempts that could not be read at all come last.
         let unreadable = |call: &ToolCall| {
-            call.raw_arguments.as_ref().map(|raw| {
-                format!(
-                    "invalid arguments for `{}`: not valid JSON: {raw}. Call the tool again with a JSON object.",
-                    call.name
-                )
-            })
+            call.raw_arguments
+                .as_ref()
+                .map(|raw| crate::prompts::unreadable_arguments(&call.name, raw))
         };
         let readable_then_rejected = calls
             .into_iter()

@@ -63,12 +63,8 @@ use agent_core::{ChatRequest, Message};
 use crate::Protocol;
 use crate::budget::{CHARS_PER_TOKEN, fixed_chars, message_chars};
 
-/// How the content of a summary message starts; what follows is the model's
-/// summary of the messages it replaced.
-pub const SUMMARY_PREFIX: &str = "Summary of the earlier conversation:\n";
-
-/// How the marker of an elided tool result starts.
-const ELIDED_PREFIX: &str = "[tool result elided: ";
+use crate::prompts::ELIDED_PREFIX;
+pub use crate::prompts::SUMMARY_PREFIX;
 
 /// The longest a message is written out for a summary, in characters.
 const MAX_RENDERED_MESSAGE_CHARS: usize = 2000;
@@ -117,7 +113,7 @@ pub fn is_summary(message: &Message) -> bool {
 
 /// The marker that replaces a tool result of `bytes` bytes.
 pub fn elision_marker(bytes: usize) -> String {
-    format!("{ELIDED_PREFIX}{bytes} bytes]")
+    crate::prompts::elision_marker(bytes)
 }
 
 /// What an elision did.

@@ -6,7 +6,7 @@ use agent_core::{Message, ToolCall};
 use serde_json::Value;
 
 /// The content of a result synthesised for a call that never got one.
-pub const INTERRUPTED_RESULT: &str = "The tool call was interrupted before it returned a result.";
+pub use crate::prompts::INTERRUPTED_RESULT;
 
 /// `content` cut to at most `max` bytes (at a character boundary) plus a
 /// marker saying how much was left out; unchanged when it fits or `max` is 0.
@@ -21,10 +21,7 @@ pub fn cap_tool_result(content: String, max: usize) -> String {
     let total = content.len();
     let mut capped = content;
     capped.truncate(end);
-    let _ = write!(
-        capped,
-        "\n[truncated: the result was {total} bytes; only the first {end} are shown]"
-    );
+    capped.push_str(&crate::prompts::truncation_marker(total, end));
     capped
 }
 

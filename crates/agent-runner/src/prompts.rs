@@ -1,4 +1,8 @@
-//! The system prompts the runner builds from `agent-prompts`' built-in templates.
+//! Every text the runner writes for the model: the system prompts it builds
+//! from `agent-prompts`' built-in templates, the forced-answer and summary
+//! requests, and the results and markers it puts in place of a tool's
+//! output (a call not run, an interrupted or elided or truncated result).
+//! Kept in one file so that they can be read, and tuned, together.
 
 use agent_core::ToolDefinition;
 use agent_prompts::{builtin, render_tool_list, tool_names};
@@ -7,6 +11,46 @@ use agent_prompts::{builtin, render_tool_list, tool_names};
 /// approval (the record of a paused run; resuming runs or denies it instead).
 pub(crate) const AWAITING_APPROVAL_RESULT: &str =
     "Not run: the run paused for the user's approval of this reply's calls.";
+
+/// The result of a call whose run was interrupted (a crash, a cancelled
+/// run) before it returned.
+pub const INTERRUPTED_RESULT: &str = "The tool call was interrupted before it returned a result.";
+
+/// How the content of a summary message starts; what follows is the model's
+/// summary of the messages it replaced.
+pub const SUMMARY_PREFIX: &str = "Summary of the earlier conversation:\n";
+
+/// How the marker of an elided tool result starts.
+pub(crate) const ELIDED_PREFIX: &str = "[tool result elided: ";
+
+/// The marker that replaces a tool result of `bytes` bytes.
+pub(crate) fn elision_marker(bytes: usize) -> String {
+    format!("{ELIDED_PREFIX}{bytes} bytes]")
+}
+
+/// The line appended to a tool result cut to its first `kept` of `total` bytes.
+pub(crate) fn truncation_marker(total: usize, kept: usize) -> String {
+    format!("\n[truncated: the result was {total} bytes; only the first {kept} are shown]")
+}
+
+/// The result of a call that did not run, for `reason`.
+pub(crate) fn not_run(reason: &str) -> String {
+    format!("Not run: {reason}.")
+}
+
+/// The result of call `tool` of a reply that asked for `wanted` calls when
+/// at most `cap` run per reply.
+pub(crate) fn over_call_cap(tool: &str, wanted: usize, cap: usize) -> String {
+    format!(
+        "Not run: the reply asked for {wanted} tool calls and at most {cap} run per reply; \
+         `{tool}` was past the limit. Ask for fewer calls at a time."
+    )
+}
+
+/// The result of call `tool` whose arguments `raw` are not JSON.
+pub(crate) fn unreadable_arguments(tool: &str, raw: &str) -> String {
+    format!("invalid arguments for `{tool}`: not valid JSON: {raw}. Call the tool again with a JSON object.")
+}
 
 /// The instruction sent with a forced final answer.
 pub(crate) fn forced_answer_instruction() -> String {

@@ -35,6 +35,7 @@ use crate::context;
 use crate::forced::{Forced, ForcedReason};
 use crate::history::{INTERRUPTED_RESULT, repair_history};
 use crate::loops::{Cycle, LoopDetector};
+use crate::prompts;
 use crate::protocol::Protocol;
 use crate::step::{RunIdentity, Step, StepError, ToolOutcome};
 
@@ -548,7 +549,7 @@ impl RunState {
         }
         let pending = self.approval.take_pending();
         if let Phase::NeedsTools { batch } = std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
-            self.abandon_with(batch, |_| crate::prompts::AWAITING_APPROVAL_RESULT.to_owned());
+            self.abandon_with(batch, |_| prompts::AWAITING_APPROVAL_RESULT.to_owned());
         }
         let names: Vec<&str> = pending.iter().map(|call| call.name.as_str()).collect();
         let detail = format!(
@@ -569,7 +570,7 @@ impl RunState {
         self.request.messages.push(Message::user(
             self.forced_answer_instruction
                 .clone()
-                .unwrap_or_else(crate::prompts::forced_answer_instruction),
+                .unwrap_or_else(prompts::forced_answer_instruction),
         ));
         self.phase = Phase::NeedsModel {
             forced: Some(Forced {
@@ -582,7 +583,7 @@ impl RunState {
 
     /// Answers calls that will not run, so the record and the history stay complete.
     fn abandon(&mut self, batch: Batch, reason: &str) {
-        self.abandon_with(batch, |_| format!("Not run: {reason}."));
+        self.abandon_with(batch, |_| prompts::not_run(reason));
     }
 
     /// Answers every call of `batch` that has not finished with
