@@ -8,9 +8,10 @@ use agent_provider_llama::models::{self, ModelStore};
 /// The examples that run offline with the default features.
 const OFFLINE: &[&str] = &["typed_tool", "streaming", "switch_provider"];
 
-/// Runs each example with `cargo`; the local-model one runs where the model
-/// is fetched, or always when `AGENTRY_REQUIRE_MODEL=1` (as in CI), so a
-/// missing model fails there instead of skipping.
+/// Runs each example with `cargo`; the local-model ones (`local_model`, and
+/// `travel_assistant`, the demo's ten turns on the embedded model) run where
+/// the model is fetched, or always when `AGENTRY_REQUIRE_MODEL=1` (as in
+/// CI), so a missing model fails there instead of skipping.
 pub fn run(cargo: &str) -> Result<(), String> {
     let mut runs: Vec<Vec<&str>> = OFFLINE
         .iter()
@@ -25,10 +26,13 @@ pub fn run(cargo: &str) -> Result<(), String> {
             "--features",
             "agentry/llama",
         ]);
+        // agent-travel-assistant has the llama provider as a dev-dependency:
+        // no feature to turn on.
+        runs.push(vec!["run", "--quiet", "--example", "travel_assistant"]);
     } else {
         eprintln!(
-            "xtask ci: examples: skipping local_model: the model is not fetched (run `cargo xtask fetch-model`, or set \
-             AGENTRY_REQUIRE_MODEL=1 to fail instead)"
+            "xtask ci: examples: skipping local_model and travel_assistant: the model is not fetched (run `cargo xtask \
+             fetch-model`, or set AGENTRY_REQUIRE_MODEL=1 to fail instead)"
         );
     }
     for args in runs {
@@ -50,7 +54,7 @@ pub fn run(cargo: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether the local-model example should run.
+/// Whether the local-model examples should run.
 fn model_expected() -> bool {
     if std::env::var("AGENTRY_REQUIRE_MODEL").is_ok_and(|value| value == "1") {
         return true;

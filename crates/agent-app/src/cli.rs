@@ -32,6 +32,7 @@ use std::process::ExitCode;
 
 use agent_core::{AgentRunResult, StopCause};
 use agent_runner::ChatSession;
+use agent_travel_assistant::{DemoOptions, check_demo};
 use chrono::NaiveDate;
 use clap::{Args, Parser, Subcommand};
 
@@ -39,7 +40,7 @@ use crate::assemble::{build_agent, catalog_for};
 use crate::chat::{ChatSink, CtrlC, Rustyline, Unsaved, cost_report, run_chat};
 use crate::config::{Overrides, Settings};
 use crate::console::Console;
-use crate::demo::{DemoOptions, check_demo, run_demo};
+use crate::demo::run_demo;
 use crate::env::Env;
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::providers::{Progress, build_client};
@@ -511,14 +512,16 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     agent.request.max_tokens = configured.request.max_tokens.or(agent.request.max_tokens);
     agent.request.temperature = configured.request.temperature.or(agent.request.temperature);
     agent.run.tool_protocol = configured.run.tool_protocol;
-    let options = DemoOptions {
+    let mut options = DemoOptions {
         agent,
         // Only small local models need an example to copy.
         worked_example: client.provider() == "llama",
         today: args.today.unwrap_or(defaults.today),
-        scenes: crate::scenes::specs(&settings)?,
         ..defaults
     };
+    if let Some(specs) = crate::scenes::specs(&settings)? {
+        options.scenes = Some(crate::demo::scenes(&specs, &options)?);
+    }
     let mut console = Console::stdout().with_text_prefix("assistant> ");
     let reports = run_demo(client, catalog, &options, &mut console).await?;
     let failed = reports

@@ -15,7 +15,9 @@
 //! - [`catalog`]: model prices shipped in `data/models.toml`, overridable.
 //! - [`output`]: the `run --json` contract.
 //! - [`scenes`]: `[scenes]`, named sub-agents the model routes each request to.
-//! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts.
+//! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts
+//!   (the demo's turns, agents and checker are the `agent-travel-assistant`
+//!   crate's; [`demo`] renders them).
 //! - [`cli`]: the commands (`run` and `resume` live in a module of their own).
 //! - [`telemetry`]: `[telemetry]`, OTLP/HTTP export of the GenAI spans and
 //!   metrics (tracing-opentelemetry and a `metrics` recorder).

@@ -1,5 +1,6 @@
 //! `[scenes]`: scenes declared in `agentry.toml`, and how `run`, `chat`
-//! and `demo` use them.
+//! and `demo` use them (the demo's as [`scene_list`], given to the
+//! travel-assistant crate).
 //!
 //! ```toml
 //! [scenes]
@@ -184,7 +185,19 @@ pub fn router_builder(
     providers: &[Arc<dyn ToolProvider>],
     base_prompt: &str,
 ) -> Result<SceneRouterBuilder, ConfigError> {
-    let mut builder = SceneRouter::builder(client).providers(providers.iter().cloned());
+    let mut builder = SceneRouter::builder(client)
+        .providers(providers.iter().cloned())
+        .scenes(scene_list(specs, base_prompt)?);
+    if let Some(default) = &specs.default {
+        builder = builder.default_scene(default.clone());
+    }
+    Ok(builder)
+}
+
+/// The runner's scenes of `specs`, in order; scenes without a prompt of
+/// their own get `base_prompt` and a line naming them.
+pub fn scene_list(specs: &SceneSpecs, base_prompt: &str) -> Result<Vec<Scene>, ConfigError> {
+    let mut scenes = Vec::with_capacity(specs.scenes.len());
     for spec in &specs.scenes {
         let entry = &spec.entry;
         let mut scene = Scene::new(spec.name.clone(), entry.description.clone()).tools(entry.tools.iter().cloned());
@@ -213,12 +226,9 @@ pub fn router_builder(
                 .fold(SceneContext::new(), |values, (name, value)| values.with(name, value));
             scene = scene.actor(Arc::new(StaticContext::new("context", values)));
         }
-        builder = builder.scene(scene);
+        scenes.push(scene);
     }
-    if let Some(default) = &specs.default {
-        builder = builder.default_scene(default.clone());
-    }
-    Ok(builder)
+    Ok(scenes)
 }
 
 /// A router's build error as a configuration error naming the key.
@@ -275,7 +285,7 @@ pub fn router_for(
         .map_err(|error| config_error(settings, &error).into())
 }
 
-/// What `chat` and `demo` run a turn with: an agent, or a scene router.
+/// What `chat` runs a turn with: an agent, or a scene router.
 pub trait TurnRunner: Send + Sync {
     /// The model client.
     fn client(&self) -> &Arc<dyn LlmClient>;

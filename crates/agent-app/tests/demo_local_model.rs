@@ -19,10 +19,11 @@ use std::time::Instant;
 use agent_app::assemble::catalog_for;
 use agent_app::config::{Overrides, Settings};
 use agent_app::console::{Console, SharedBuffer};
-use agent_app::demo::{DemoOptions, LIMIT_TURN, TURNS, run_demo};
+use agent_app::demo::run_demo;
 use agent_app::env::Env;
 use agent_app::providers::{Progress, build_client};
 use agent_core::StopCause;
+use agent_travel_assistant::{DemoOptions, LIMIT_TURN, TURNS};
 
 #[test]
 fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
@@ -85,7 +86,7 @@ fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
                 index + 1
             );
         }
-        eprintln!("{}", agent_app::demo::check_demo(&reports, options.today));
+        eprintln!("{}", agent_travel_assistant::check_demo(&reports, options.today));
         // With one iteration allowed, a turn that calls a tool must end at
         // the limit with a forced answer. (Whether the model calls one is
         // the model's doing: the checker's verdicts above say.)

@@ -34,7 +34,7 @@ fn agent(client: Arc<dyn LlmClient>) -> Agent {
         .register(Arc::new(TravelTools::with_today(today()).tool_set()), true)
         .unwrap();
     Agent::builder(client)
-        .system_prompt(agent_app::demo::system_prompt(today()))
+        .system_prompt(agent_travel_assistant::system_prompt(today()))
         .tools(Arc::new(registry))
         .max_iterations(4)
         .max_tokens(160)

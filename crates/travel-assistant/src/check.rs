@@ -1,7 +1,7 @@
-//! `agentry demo --check`: machine-checkable expectations for each demo turn
-//! (tools called and not called, facts of their arguments as the tools
-//! resolved them, facts the answer must contain, a question back where
-//! information is missing) and a verdict per turn.
+//! The demo checker (`agentry demo --check`): machine-checkable
+//! expectations for each turn (tools called and not called, facts of their
+//! arguments as the tools resolved them, facts the answer must contain, a
+//! question back where information is missing) and a verdict per turn.
 //!
 //! The checks read the run's record, never the model's wording beyond the
 //! facts, so they hold for any provider.
@@ -12,7 +12,8 @@ use agent_core::{StopCause, ToolCallRecord};
 use chrono::{Datelike, Months, NaiveDate};
 use serde_json::Value;
 
-use super::{DemoTurnReport, LIMIT_TURN, TURNS};
+use crate::assistant::DemoTurnReport;
+use crate::turns::{LIMIT_TURN, TURNS};
 
 /// One turn's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
