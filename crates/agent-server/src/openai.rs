@@ -1,0 +1,309 @@
+//! `POST /v1/chat/completions`: OpenAI's chat completions with the agent as
+//! the model, plain or streamed as server-sent events.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use agent_core::{AgentEvent, AgentRunResult, Message, StopCause, ToolContext};
+use axum::Json;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt, stream};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::state::{Caller, RunSlot, Shared};
+
+/// The request fields the server reads; the others (sampling settings,
+/// tools) are the agent's own and are ignored.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatCompletionRequest {
+    #[serde(default)]
+    model: Option<String>,
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Content>,
+}
+
+/// A message's content: a string, or parts of which the text ones count.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+#[derive(Debug, Deserialize)]
+struct ContentPart {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+impl Content {
+    fn text(self) -> Result<String, ApiError> {
+        match self {
+            Self::Text(text) => Ok(text),
+            Self::Parts(parts) => parts
+                .into_iter()
+                .map(|part| match (part.kind.as_str(), part.text) {
+                    ("text", Some(text)) => Ok(text),
+                    (kind, _) => Err(ApiError::InvalidRequest(format!(
+                        "content parts of type `{kind}` are not supported; send text"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(|texts| texts.join("\n")),
+        }
+    }
+}
+
+/// The history and the prompt of a request: the last message is the user's
+/// prompt, the ones before it the history.
+fn conversation(messages: Vec<ChatMessage>) -> Result<(Vec<Message>, String), ApiError> {
+    let mut history = Vec::with_capacity(messages.len());
+    for (index, message) in messages.into_iter().enumerate() {
+        let text = message.content.map(Content::text).transpose()?.unwrap_or_default();
+        history.push(match message.role.as_str() {
+            "system" | "developer" => Message::system(text),
+            "user" => Message::user(text),
+            "assistant" => Message::assistant(text),
+            "tool" | "function" => {
+                return Err(ApiError::InvalidRequest(format!(
+                    "messages[{index}]: tool results are not accepted: the agent calls its own tools"
+                )));
+            }
+            other => {
+                return Err(ApiError::InvalidRequest(format!(
+                    "messages[{index}]: unknown role `{other}`; expected system, developer, user or assistant"
+                )));
+            }
+        });
+    }
+    match history.pop() {
+        Some(Message::User { content }) => Ok((history, content)),
+        _ => Err(ApiError::InvalidRequest(
+            "the last message must be the user's: it is the prompt".to_owned(),
+        )),
+    }
+}
+
+/// Handles `POST /v1/chat/completions`.
+pub(crate) async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    body: Result<Json<ChatCompletionRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let request = shared.body(body)?;
+    let (history, prompt) = conversation(request.messages)?;
+    let slot = shared.run_slot(caller)?;
+    let reply = Reply::new(request.model.unwrap_or_else(|| shared.agent.name().to_owned()));
+    if request.stream {
+        let include_usage = request.stream_options.is_some_and(|options| options.include_usage);
+        let events = shared.agent.run_stream(history, prompt, ToolContext::new());
+        let keep_alive = KeepAlive::new().interval(shared.keep_alive);
+        return Ok(Sse::new(chunks(events, reply, include_usage, slot))
+            .keep_alive(keep_alive)
+            .into_response());
+    }
+    // Dropping this future (the client went away) drops the run, which
+    // cancels it.
+    let result = match shared.agent.run(history, prompt, &ToolContext::new()).await {
+        Ok(result) => result,
+        Err(error) => return Err(ApiError::RunFailed(error.to_string())),
+    };
+    drop(slot);
+    Ok(Json(reply.completion(&result)).into_response())
+}
+
+/// What every object of one reply shares.
+struct Reply {
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Reply {
+    fn new(model: String) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let created = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        Self {
+            id: format!("chatcmpl-agentry-{created}-{}", NEXT.fetch_add(1, Ordering::Relaxed)),
+            created,
+            model,
+        }
+    }
+
+    fn completion(&self, result: &AgentRunResult) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": result.response},
+                "finish_reason": finish_reason(result.stop_reason),
+            }],
+            "usage": usage(result),
+        })
+    }
+
+    fn chunk(&self, delta: &Value, finish_reason: Option<&str>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        })
+    }
+
+    fn usage_chunk(&self, result: &AgentRunResult) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage(result),
+        })
+    }
+}
+
+/// `length` when the run stopped on a limit before a finished answer,
+/// `stop` otherwise.
+fn finish_reason(stop: StopCause) -> &'static str {
+    match stop {
+        StopCause::BudgetExceeded => "length",
+        _ => "stop",
+    }
+}
+
+fn usage(result: &AgentRunResult) -> Value {
+    json!({
+        "prompt_tokens": result.usage.input_tokens,
+        "completion_tokens": result.usage.output_tokens,
+        "total_tokens": result.usage.total_tokens(),
+    })
+}
+
+/// The run's events as chunks: the role first, the text as it comes, the
+/// finish reason, the usage when asked for, then `[DONE]`. A failed run
+/// ends with an error object instead. The run slot is held until the last
+/// chunk; dropping the stream (the client went away) drops the run, which
+/// cancels it.
+fn chunks(
+    events: impl Stream<Item = AgentEvent> + Send + Unpin + 'static,
+    reply: Reply,
+    include_usage: bool,
+    slot: RunSlot,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
+    let data = |value: &Value| Ok(Event::default().data(value.to_string()));
+    let first = data(&reply.chunk(&json!({"role": "assistant", "content": ""}), None));
+    let body = events.flat_map(move |event| {
+        let out: Vec<Result<Event, Infallible>> = match event {
+            AgentEvent::TextDelta { text } if !text.is_empty() => {
+                vec![data(&reply.chunk(&json!({"content": text}), None))]
+            }
+            AgentEvent::RunFinished { result } if result.stop_reason == StopCause::Error => {
+                let message = result.stop_detail.as_deref().unwrap_or("the run failed");
+                vec![data(
+                    &json!({"error": {"message": message, "type": "api_error", "code": null}}),
+                )]
+            }
+            AgentEvent::RunFinished { result } => {
+                let mut out = vec![data(&reply.chunk(&json!({}), Some(finish_reason(result.stop_reason))))];
+                if include_usage {
+                    out.push(data(&reply.usage_chunk(&result)));
+                }
+                out
+            }
+            _ => Vec::new(),
+        };
+        stream::iter(out)
+    });
+    let done = stream::once(async move {
+        drop(slot);
+        Ok(Event::default().data("[DONE]"))
+    });
+    stream::once(async move { first }).chain(body).chain(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(value: Value) -> Vec<ChatMessage> {
+        serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_last_user_message_is_the_prompt_and_the_rest_the_history() {
+        let (history, prompt) = conversation(messages(json!([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": [{"type": "text", "text": "Weather"}, {"type": "text", "text": "in Rome?"}]},
+        ])))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(prompt, "Weather\nin Rome?");
+        assert_eq!(
+            history,
+            [
+                Message::system("Be brief."),
+                Message::user("Hi"),
+                Message::assistant("Hello")
+            ]
+        );
+    }
+
+    #[test]
+    fn requests_the_agent_cannot_take_say_why() {
+        for (value, expected) in [
+            (json!([]), "last message must be the user's"),
+            (
+                json!([{"role": "assistant", "content": "x"}]),
+                "last message must be the user's",
+            ),
+            (
+                json!([{"role": "tool", "content": "42"}, {"role": "user", "content": "x"}]),
+                "messages[0]",
+            ),
+            (json!([{"role": "robot", "content": "x"}]), "unknown role `robot`"),
+            (
+                json!([{"role": "user", "content": [{"type": "image_url"}]}]),
+                "type `image_url`",
+            ),
+        ] {
+            let error = conversation(messages(value))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+}

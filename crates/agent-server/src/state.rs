@@ -1,0 +1,145 @@
+//! What every handler shares: the agent, the keys, the limits; and the
+//! pieces every `/v1` handler starts with (the caller, its run slot, the
+//! JSON body).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agent_runner::Agent;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::RenderRun;
+use crate::auth::{ApiKeys, KeyId};
+use crate::error::ApiError;
+
+/// The server's state, shared by every request.
+pub(crate) struct Shared {
+    pub(crate) agent: Agent,
+    keys: ApiKeys,
+    max_body_bytes: usize,
+    max_runs_per_key: usize,
+    pub(crate) keep_alive: Duration,
+    pub(crate) render_run: RenderRun,
+    ready: AtomicBool,
+    in_flight: Mutex<HashMap<KeyId, usize>>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        agent: Agent,
+        keys: ApiKeys,
+        max_body_bytes: usize,
+        max_runs_per_key: usize,
+        keep_alive: Duration,
+        render_run: RenderRun,
+    ) -> Self {
+        Self {
+            agent,
+            keys,
+            max_body_bytes,
+            max_runs_per_key,
+            keep_alive,
+            render_run,
+            ready: AtomicBool::new(true),
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// From now on `/readyz` answers 503.
+    pub(crate) fn stop_taking_requests(&self) {
+        self.ready.store(false, Ordering::SeqCst);
+    }
+
+    /// A run slot of `caller`, or [`ApiError::TooManyRuns`].
+    pub(crate) fn run_slot(self: &Arc<Self>, caller: Caller) -> Result<RunSlot, ApiError> {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        let runs = in_flight.entry(caller.0).or_insert(0);
+        if *runs >= self.max_runs_per_key {
+            return Err(ApiError::TooManyRuns {
+                limit: self.max_runs_per_key,
+            });
+        }
+        *runs += 1;
+        Ok(RunSlot {
+            shared: Arc::clone(self),
+            key: caller.0,
+        })
+    }
+
+    /// The JSON body, or the error that says what is wrong with it (413
+    /// over the size limit).
+    pub(crate) fn body<T>(&self, body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+        match body {
+            Ok(Json(value)) => Ok(value),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::TooLarge {
+                limit: self.max_body_bytes,
+            }),
+            Err(rejection) => Err(ApiError::InvalidRequest(rejection.body_text())),
+        }
+    }
+}
+
+/// The caller of a `/v1` request: a configured key, presented as a bearer
+/// token. Rejects the request with 401 otherwise.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caller(pub(crate) KeyId);
+
+impl FromRequestParts<Arc<Shared>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<Shared>) -> Result<Self, Self::Rejection> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or(ApiError::Unauthorized)?;
+        state.keys.identify(token).map(Caller).ok_or(ApiError::Unauthorized)
+    }
+}
+
+/// One run in flight for a key; the slot is given back when it is dropped
+/// (the run ended, or its client went away).
+pub(crate) struct RunSlot {
+    shared: Arc<Shared>,
+    key: KeyId,
+}
+
+impl Drop for RunSlot {
+    fn drop(&mut self) {
+        let mut in_flight = self.shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(runs) = in_flight.get_mut(&self.key) {
+            *runs = runs.saturating_sub(1);
+            if *runs == 0 {
+                in_flight.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// `GET /healthz`: the process answers.
+pub(crate) async fn healthz() -> Response {
+    Json(json!({"status": "ok"})).into_response()
+}
+
+/// `GET /readyz`: 200 while requests are taken, 503 once shutting down.
+pub(crate) async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    if shared.ready.load(Ordering::SeqCst) {
+        Json(json!({"status": "ready"})).into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "shutting_down"})),
+        )
+            .into_response()
+    }
+}
