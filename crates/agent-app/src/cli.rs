@@ -81,6 +81,9 @@ pub enum Command {
     /// Serve the enabled tools as an MCP server over stdio (for Claude
     /// Desktop, IDEs, other agents).
     Mcp(crate::mcp::McpArgs),
+    /// Serve the agent over HTTP: OpenAI-compatible /v1/chat/completions,
+    /// /v1/runs, /healthz, /readyz (API keys from [serve]).
+    Serve(crate::serve::ServeArgs),
 }
 
 /// Options that choose the provider and model (shared by `run`, `chat` and `demo`).
@@ -106,7 +109,7 @@ fn provider_help() -> String {
 }
 
 impl ProviderOptions {
-    fn overrides(&self) -> Overrides {
+    pub(crate) fn overrides(&self) -> Overrides {
         Overrides {
             config: self.config.clone(),
             provider: self.provider.clone(),
@@ -145,7 +148,7 @@ impl AgentOptions {
 }
 
 /// `--tools a,b` as domain names: trimmed, empty entries dropped (so `--tools ""` means none).
-fn tool_list(tools: &[String]) -> Vec<String> {
+pub(crate) fn tool_list(tools: &[String]) -> Vec<String> {
     tools
         .iter()
         .map(|t| t.trim().to_owned())
@@ -351,6 +354,7 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
         Command::Resume(args) => args.provider.config.clone(),
         Command::Demo(args) => args.provider.config.clone(),
         Command::Mcp(args) => args.config.clone(),
+        Command::Serve(args) => args.provider.config.clone(),
         Command::Tools(_) | Command::Sessions(_) => None,
     };
     let started = match &cli.command {
@@ -404,6 +408,7 @@ pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         Command::Tools(args) => tools(&args, env, cwd).await,
         Command::Sessions(command) => sessions(command, env).await,
         Command::Mcp(args) => crate::mcp::serve(&args, env, cwd).await,
+        Command::Serve(args) => crate::serve::serve(args, env, cwd).await,
     }
 }
 

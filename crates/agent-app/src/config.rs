@@ -259,6 +259,9 @@ pub struct Config {
     /// `[scenes]`: named sub-agents (see [`crate::scenes`]).
     #[serde(skip_serializing_if = "crate::scenes::SceneTables::is_empty")]
     pub scenes: crate::scenes::SceneTables,
+    /// `[serve]`: API keys and limits of `agentry serve` (see [`crate::serve`]).
+    #[serde(skip_serializing_if = "crate::serve::ServeSettings::is_default")]
+    pub serve: crate::serve::ServeSettings,
 }
 
 fn is_empty_tables(tables: &ProviderTables) -> bool {
@@ -275,6 +278,7 @@ impl Default for Config {
             telemetry: TelemetrySettings::default(),
             mcp: crate::mcp::McpSettings::default(),
             scenes: crate::scenes::SceneTables::default(),
+            serve: crate::serve::ServeSettings::default(),
         }
     }
 }
@@ -428,6 +432,7 @@ impl Settings {
         }
         crate::mcp::validate(self)?;
         crate::scenes::validate(self)?;
+        crate::serve::api_keys(self)?;
         for name in &self.config.tools.enabled {
             if tool_domain(name).is_none() && !self.config.mcp.has(name) {
                 let mut available = tool_domain_names();

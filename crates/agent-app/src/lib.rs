@@ -56,6 +56,7 @@ pub mod output;
 pub mod providers;
 mod runs;
 pub mod scenes;
+pub mod serve;
 pub mod sessions;
 pub mod telemetry;
 pub mod tools;
