@@ -1104,6 +1104,7 @@ mod tests {
             ("[agent.budget]\ndeadline_secs = 1e300\n", "agent.budget.deadline_secs"),
             ("[agent]\ntemperature = nan\n", "agent.temperature"),
             ("[tools]\ntimeout_secs = inf\n", "tools.timeout_secs"),
+            ("[serve]\napi_keys = [\"sk-plain-key\"]\n", "serve.api_keys"),
         ] {
             let error = load_in(dir.path(), Some(toml), &[], &Overrides::default())
                 .err()
