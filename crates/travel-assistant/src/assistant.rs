@@ -11,7 +11,7 @@ use agent_core::{
     AgentEvent, AgentRunResult, AssistantMessage, LlmClient, Message, ModelCatalog, RegistryError, StopCause, ToolCall,
     ToolContext, ToolProvider, ToolRegistry, ToolResult, Usage,
 };
-use agent_runner::{Agent, BuildError, SceneError, SceneRouter};
+use agent_runner::{Agent, BuildError, ChatSession, SceneError, SceneRouter};
 use agent_tools::Registry;
 use agent_tools_travel::{NaiveDate, TravelTools};
 use futures::StreamExt;
@@ -265,10 +265,10 @@ impl TravelAssistant {
         })
         .map_err(DemoError::Observer)?;
         let started = Instant::now();
-        let mut history = if options.worked_example {
-            worked_example(self.registry.as_ref()).await
+        let mut conversation = if options.worked_example {
+            ChatSession::with_history(worked_example(self.registry.as_ref()).await)
         } else {
-            Vec::new()
+            ChatSession::new()
         };
         let mut reports = Vec::with_capacity(TURNS.len());
         for (index, turn) in TURNS.iter().enumerate() {
@@ -286,7 +286,7 @@ impl TravelAssistant {
             })
             .map_err(DemoError::Observer)?;
             let turn_started = Instant::now();
-            let mut events = runner.run_stream(history.clone(), turn.prompt);
+            let mut events = runner.run_stream(conversation.messages.clone(), turn.prompt);
             let mut result = None;
             while let Some(event) = events.next().await {
                 if let AgentEvent::RunFinished { result: finished } = event {
@@ -298,9 +298,8 @@ impl TravelAssistant {
             let Some(result) = result else {
                 return Err(DemoError::Unfinished { turn: index + 1 });
             };
-            if result.stop_reason != StopCause::Error {
-                history.clone_from(&result.messages);
-            }
+            // A failed turn stays out of the history.
+            conversation.record(&result);
             let report = DemoTurnReport {
                 prompt: turn.prompt,
                 result,
