@@ -6,38 +6,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, StopCause, ToolContext, ToolError};
+use agent_core::{AgentEvent, StopCause, ToolContext};
 use agent_provider_gemini::{GeminiClient, GeminiConfig};
 use agent_runner::Agent;
-use agent_tools::{Json, Registry, ToolSet, TypedTool};
+use agentry_tests::{scripted_server, weather_tools};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
-
-/// Answers with the scripted responses in order (the last one repeats).
-struct Script {
-    responses: Vec<ResponseTemplate>,
-    next: AtomicUsize,
-}
-
-impl Respond for Script {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        let turn = self.next.fetch_add(1, Ordering::SeqCst);
-        self.responses[turn.min(self.responses.len() - 1)].clone()
-    }
-}
-
-async fn scripted_server(responses: Vec<ResponseTemplate>) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(Script {
-            responses,
-            next: AtomicUsize::new(0),
-        })
-        .mount(&server)
-        .await;
-    server
-}
+use wiremock::{MockServer, ResponseTemplate};
 
 fn chunk(parts: &Value, finish: Option<&str>, usage: (u64, u64), response_id: &str) -> Value {
     let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
@@ -70,37 +45,15 @@ fn final_answer() -> ResponseTemplate {
     ))
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct WeatherArgs {
-    /// City name.
-    city: String,
-}
-
 fn agent(server: &MockServer) -> (Agent, Arc<AtomicUsize>) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&runs);
-    let weather = TypedTool::new(
-        "get_weather",
-        "Current weather for a city.",
-        move |args: WeatherArgs, _: ToolContext| {
-            let counter = Arc::clone(&counter);
-            async move {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, ToolError>(Json(json!({"city": args.city, "temp_c": 18, "sky": "cloudy"})))
-            }
-        },
-    );
-    let registry = Registry::new();
-    registry
-        .register(Arc::new(ToolSet::new("travel", "Travel tools").tool(weather)), true)
-        .unwrap();
+    let (registry, runs) = weather_tools();
     let config = GeminiConfig::new("gemini-2.5-flash")
         .with_api_key("AIza-test")
         .with_base_url(server.uri());
     let client = GeminiClient::new(config).unwrap();
     let agent = Agent::builder(Arc::new(client))
         .system_prompt("You are a travel assistant.")
-        .tools(Arc::new(registry))
+        .tools(registry)
         .build();
     (agent, runs)
 }

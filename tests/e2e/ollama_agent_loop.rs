@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, AgentRunResult, StopCause, ToolContext, ToolError};
+use agent_core::{AgentEvent, AgentRunResult, StopCause, ToolContext};
 use agent_provider_ollama::{OllamaClient, OllamaConfig};
 use agent_runner::Agent;
-use agent_tools::{Json, Registry, ToolSet, TypedTool};
+use agentry_tests::weather_tools;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
@@ -60,12 +60,6 @@ fn answer_reply() -> Value {
     })
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct WeatherArgs {
-    /// City name.
-    city: String,
-}
-
 async fn run(streamed: bool) {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
@@ -75,27 +69,11 @@ async fn run(streamed: bool) {
         })
         .mount(&server)
         .await;
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&runs);
-    let weather = TypedTool::new(
-        "get_weather",
-        "Current weather for a city.",
-        move |args: WeatherArgs, _: ToolContext| {
-            let counter = Arc::clone(&counter);
-            async move {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, ToolError>(Json(json!({"city": args.city, "temp_c": 18, "sky": "cloudy"})))
-            }
-        },
-    );
-    let registry = Registry::new();
-    registry
-        .register(Arc::new(ToolSet::new("weather", "Weather tools").tool(weather)), true)
-        .unwrap();
+    let (registry, runs) = weather_tools();
     let client = OllamaClient::with_env(OllamaConfig::new("llama3.2").with_base_url(server.uri()), |_| None).unwrap();
     let agent = Agent::builder(Arc::new(client))
         .system_prompt("You are a weather assistant.")
-        .tools(Arc::new(registry))
+        .tools(registry)
         .build();
     let prompt = "What's the weather in Paris?";
     let result: AgentRunResult = if streamed {

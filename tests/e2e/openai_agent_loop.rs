@@ -5,38 +5,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, StopCause, ToolContext, ToolError};
+use agent_core::{AgentEvent, StopCause, ToolContext};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::Agent;
-use agent_tools::{Json, Registry, ToolSet, TypedTool};
+use agentry_tests::{request_bodies, scripted_server, weather_tools};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
-
-/// Answers with the scripted responses in order (the last one repeats).
-struct Script {
-    responses: Vec<ResponseTemplate>,
-    next: AtomicUsize,
-}
-
-impl Respond for Script {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        let turn = self.next.fetch_add(1, Ordering::SeqCst);
-        self.responses[turn.min(self.responses.len() - 1)].clone()
-    }
-}
-
-async fn scripted_server(responses: Vec<ResponseTemplate>) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(Script {
-            responses,
-            next: AtomicUsize::new(0),
-        })
-        .mount(&server)
-        .await;
-    server
-}
+use wiremock::{MockServer, ResponseTemplate};
 
 fn completion(message: &Value, finish_reason: &str, usage: (u64, u64)) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(json!({
@@ -67,48 +42,16 @@ fn final_answer() -> ResponseTemplate {
     )
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct WeatherArgs {
-    /// City name.
-    city: String,
-}
-
 fn agent(server: &MockServer) -> (Agent, Arc<AtomicUsize>) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&runs);
-    let weather = TypedTool::new(
-        "get_weather",
-        "Current weather for a city.",
-        move |args: WeatherArgs, _: ToolContext| {
-            let counter = Arc::clone(&counter);
-            async move {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, ToolError>(Json(json!({"city": args.city, "temp_c": 18, "sky": "cloudy"})))
-            }
-        },
-    );
-    let registry = Registry::new();
-    registry
-        .register(Arc::new(ToolSet::new("travel", "Travel tools").tool(weather)), true)
-        .unwrap();
+    let (registry, runs) = weather_tools();
     let mut config = OpenAiConfig::openai("gpt-4o-mini").with_api_key("sk-test");
     config.base_url = Some(format!("{}/v1", server.uri()));
     let client = OpenAiClient::new(config).unwrap();
     let agent = Agent::builder(Arc::new(client))
         .system_prompt("You are a travel assistant.")
-        .tools(Arc::new(registry))
+        .tools(registry)
         .build();
     (agent, runs)
-}
-
-async fn request_bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|request| serde_json::from_slice(&request.body).unwrap())
-        .collect()
 }
 
 #[tokio::test]
