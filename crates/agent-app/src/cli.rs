@@ -120,9 +120,9 @@ impl ProviderOptions {
     }
 }
 
-/// Options that choose and shape the agent.
+/// Options that choose and shape the agent (shared by `run`, `chat` and `serve`).
 #[derive(Debug, Clone, Default, Args)]
-pub struct AgentOptions {
+pub struct AgentShape {
     /// Provider and model.
     #[command(flatten)]
     pub provider: ProviderOptions,
@@ -132,12 +132,9 @@ pub struct AgentOptions {
     /// Model calls that may request tools before the answer is forced.
     #[arg(long = "max-iterations", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: Option<u32>,
-    /// Continue the stored conversation NAME, and save it afterwards.
-    #[arg(long, value_name = "NAME")]
-    pub session: Option<String>,
 }
 
-impl AgentOptions {
+impl AgentShape {
     pub(crate) fn overrides(&self) -> Overrides {
         Overrides {
             tools: self.tools.as_deref().map(tool_list),
@@ -147,8 +144,25 @@ impl AgentOptions {
     }
 }
 
+/// The agent's options and the stored conversation it continues (`run`, `chat`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct AgentOptions {
+    /// Provider, model, tools and iterations.
+    #[command(flatten)]
+    pub shape: AgentShape,
+    /// Continue the stored conversation NAME, and save it afterwards.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+}
+
+impl AgentOptions {
+    pub(crate) fn overrides(&self) -> Overrides {
+        self.shape.overrides()
+    }
+}
+
 /// `--tools a,b` as domain names: trimmed, empty entries dropped (so `--tools ""` means none).
-pub(crate) fn tool_list(tools: &[String]) -> Vec<String> {
+fn tool_list(tools: &[String]) -> Vec<String> {
     tools
         .iter()
         .map(|t| t.trim().to_owned())
@@ -349,12 +363,12 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
             .with_filter(tracing_subscriber::EnvFilter::new(filter))
     });
     let config = match &cli.command {
-        Command::Run(args) => args.agent.provider.config.clone(),
-        Command::Chat(args) => args.agent.provider.config.clone(),
+        Command::Run(args) => args.agent.shape.provider.config.clone(),
+        Command::Chat(args) => args.agent.shape.provider.config.clone(),
         Command::Resume(args) => args.provider.config.clone(),
         Command::Demo(args) => args.provider.config.clone(),
         Command::Mcp(args) => args.config.clone(),
-        Command::Serve(args) => args.provider.config.clone(),
+        Command::Serve(args) => args.agent.provider.config.clone(),
         Command::Tools(_) | Command::Sessions(_) => None,
     };
     let started = match &cli.command {

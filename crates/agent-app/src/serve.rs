@@ -21,8 +21,8 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::assemble::build_agent;
-use crate::cli::{ProviderOptions, tool_list};
-use crate::config::{Overrides, Settings};
+use crate::cli::AgentShape;
+use crate::config::Settings;
 use crate::env::Env;
 use crate::error::{AppError, ConfigError};
 use crate::output::RunOutput;
@@ -64,15 +64,9 @@ impl ServeSettings {
 /// `agentry serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Provider and model.
+    /// Provider, model, tools and iterations.
     #[command(flatten)]
-    pub provider: ProviderOptions,
-    /// Tool domains to enable, comma-separated (replaces [tools] enabled; "" for none).
-    #[arg(long, value_name = "a,b", value_delimiter = ',')]
-    pub tools: Option<Vec<String>>,
-    /// Model calls that may request tools before the answer is forced.
-    #[arg(long = "max-iterations", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_iterations: Option<u32>,
+    pub agent: AgentShape,
     /// Address to listen on (port 0: any free port; the address taken is
     /// printed on the first line of stdout).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
@@ -91,12 +85,7 @@ pub(crate) fn api_keys(settings: &Settings) -> Result<ApiKeys, ConfigError> {
 /// Serves the agent of `run` until Ctrl-C or SIGTERM; the requests in flight
 /// finish first.
 pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
-    let overrides = Overrides {
-        tools: args.tools.as_deref().map(tool_list),
-        max_iterations: args.max_iterations,
-        ..args.provider.overrides()
-    };
-    let settings = Settings::load(&overrides, env, cwd)?;
+    let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let keys = api_keys(&settings)?;
     if keys.is_empty() {
         return Err(ConfigError::MissingKey {
