@@ -3,6 +3,7 @@
 //! ([`tools_from`](crate::AgentBuilder::tools_from)), registered when the
 //! agent is built.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_core::{CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolExecution, ToolProvider, ToolRegistry};
@@ -128,7 +129,10 @@ fn clash_with(taken: &[ToolDefinition], provider: &dyn ToolProvider) -> Option<S
 
 fn layered(own: Registry, shared: Option<Arc<dyn ToolRegistry>>) -> Arc<dyn ToolRegistry> {
     match shared {
-        Some(shared) => Arc::new(Layered { own, shared }),
+        Some(shared) => {
+            let own_names = own.shared_definitions().iter().map(|tool| tool.name.clone()).collect();
+            Arc::new(Layered { own, own_names, shared })
+        }
         None => Arc::new(own),
     }
 }
@@ -138,12 +142,15 @@ fn layered(own: Registry, shared: Option<Arc<dyn ToolRegistry>>) -> Arc<dyn Tool
 /// registry enables later is hidden behind them), else to the shared one.
 struct Layered {
     own: Registry,
+    /// The own tools' names, read once: nothing changes the own registry
+    /// after the agent is built.
+    own_names: HashSet<String>,
     shared: Arc<dyn ToolRegistry>,
 }
 
 impl Layered {
     fn owns(&self, tool: &str) -> bool {
-        self.own.shared_definitions().iter().any(|known| known.name == tool)
+        self.own_names.contains(tool)
     }
 }
 
@@ -156,7 +163,7 @@ impl ToolRegistry for Layered {
             self.shared
                 .definitions()
                 .into_iter()
-                .filter(|tool| !own.iter().any(|known| known.name == tool.name)),
+                .filter(|tool| !self.own_names.contains(&tool.name)),
         );
         definitions
     }
