@@ -21,13 +21,11 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_core::{
-    AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, ConversationStore, Message, StopCause, StoreError,
-    ToolContext,
+use agent_core::{AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, StopCause, ToolContext};
+use agent_runner::{
+    Agent, RunCheckpoints, RunState, SavedRun, SavedRunError, StoreCheckpoints, TypedError, check_schema,
 };
-use agent_runner::{Agent, RunCheckpoints, RunState, TypedError, check_schema};
 use futures::{Stream, StreamExt};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::assemble::build_agent;
@@ -82,36 +80,6 @@ pub(crate) async fn open_session(
         interrupted: conversation.meta.has_checkpoint,
         _lock: lock,
     }))
-}
-
-/// What is saved of a run in progress: the version of this format and the
-/// runner's state.
-#[derive(Debug, Serialize, Deserialize)]
-struct SavedRun {
-    format: u32,
-    state: RunState,
-}
-
-/// The format of [`SavedRun`] this version writes and reads.
-const SAVED_RUN_FORMAT: u32 = 1;
-
-/// Saves a session's run state in its store after every step.
-struct SessionCheckpoints {
-    store: Arc<dyn ConversationStore>,
-    name: String,
-}
-
-#[async_trait::async_trait]
-impl RunCheckpoints for SessionCheckpoints {
-    async fn save(&self, state: &RunState) -> Result<(), StoreError> {
-        let saved = SavedRun {
-            format: SAVED_RUN_FORMAT,
-            state: state.clone(),
-        };
-        let value = serde_json::to_value(&saved)
-            .map_err(|error| StoreError::backend(format!("the run state could not be encoded: {error}")))?;
-        self.store.save_checkpoint(&self.name, &value).await
-    }
 }
 
 /// `agentry run`.
@@ -264,20 +232,14 @@ pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8
                  starts a new one"
             ))
         })?;
-    let saved: SavedRun = serde_json::from_value(saved).map_err(|error| {
-        AppError::Session(format!(
-            "the interrupted run of `{name}` cannot be read ({error}); `agentry run --session {name} PROMPT` \
-             starts a new one"
-        ))
+    let mut state = SavedRun::decode(saved).map_err(|error| match error {
+        SavedRunError::Unreadable(_) => AppError::Session(format!(
+            "the interrupted run of `{name}` {error}; `agentry run --session {name} PROMPT` starts a new one"
+        )),
+        SavedRunError::OtherFormat { .. } => AppError::Session(format!("the interrupted run of `{name}` {error}")),
     })?;
-    if saved.format != SAVED_RUN_FORMAT {
-        return Err(AppError::Session(format!(
-            "the interrupted run of `{name}` was saved by another version of agentry (format {}, this one reads {})",
-            saved.format, SAVED_RUN_FORMAT
-        )));
-    }
     let client = build_client(&settings, env, Progress::Show).await?;
-    let identity = saved.state.identity();
+    let identity = state.identity();
     if identity.provider != client.provider() || identity.model != client.model() {
         return Err(AppError::Usage(format!(
             "the interrupted run of `{name}` used {}/{}, not {}/{}; resume it with --provider and --model \
@@ -288,7 +250,6 @@ pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8
             client.model()
         )));
     }
-    let mut state = saved.state;
     decide(&mut state, &args)?;
     let agent = build_agent(&settings, client, &tools);
     let history = session.messages.clone();
@@ -342,10 +303,10 @@ async fn finish(
 ) -> Result<u8, AppError> {
     let (context, on_ctrl_c) = cancel_on_ctrl_c();
     let checkpoints = session.map(|open| {
-        Arc::new(SessionCheckpoints {
-            store: Arc::clone(open.store.conversations()),
-            name: open.name.clone(),
-        }) as Arc<dyn RunCheckpoints>
+        Arc::new(StoreCheckpoints::new(
+            Arc::clone(open.store.conversations()),
+            open.name.clone(),
+        )) as Arc<dyn RunCheckpoints>
     });
     let result = if output.stream {
         print_stream(agent.stream_from(state, context, checkpoints), output.json).await?

@@ -71,6 +71,7 @@ mod react;
 pub mod scenes;
 mod state;
 mod step;
+mod stored;
 mod telemetry;
 pub mod typed;
 
@@ -87,4 +88,5 @@ pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
 pub use scenes::{AgentTool, Scene, SceneActor, SceneError, SceneRouter};
 pub use state::{ApprovalError, RunState};
 pub use step::{RunIdentity, Step, StepError, ToolOutcome};
+pub use stored::{SAVED_RUN_FORMAT, SavedRun, SavedRunError, StoreCheckpoints, store_turn};
 pub use typed::{SchemaViolation, TypedError, TypedRun, check_schema, schema_of};

@@ -89,6 +89,14 @@ impl fmt::Debug for ApiKeys {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyId([u8; 32]);
 
+impl KeyId {
+    /// Sixteen hex digits of the key's hash: what the server stores with a
+    /// key's sessions to tell whose they are. It reveals nothing of the key.
+    pub fn tag(&self) -> String {
+        hex(&self.0[..8])
+    }
+}
+
 impl fmt::Debug for KeyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Eight hex digits of the hash tell keys apart in logs.

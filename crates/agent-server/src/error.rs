@@ -2,7 +2,7 @@
 //! show them: `{"error": {"message", "type", "code"}}`.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -27,9 +27,31 @@ pub enum ApiError {
         /// The per-key limit.
         limit: usize,
     },
+    /// The key sent more requests than its rate allows (429, with
+    /// `Retry-After`).
+    #[error("too many requests for this API key (at most {per_minute} a minute); retry in {retry_after_secs} s")]
+    RateLimited {
+        /// The per-key rate.
+        per_minute: u32,
+        /// Seconds until a request is allowed again.
+        retry_after_secs: u64,
+    },
+    /// No such run or session for this key (404). Another key's runs and
+    /// sessions are not found either.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request contradicts what is stored (409).
+    #[error("{0}")]
+    Conflict(String),
     /// The agent's run failed (502: the model behind it did).
     #[error("the run failed: {0}")]
     RunFailed(String),
+    /// The conversation store failed (503).
+    #[error("the session store failed: {0}")]
+    Store(String),
+    /// The server is shutting down and starts no new run (503).
+    #[error("the server is shutting down; retry on another instance")]
+    ShuttingDown,
 }
 
 impl ApiError {
@@ -38,8 +60,11 @@ impl ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::InvalidRequest(_) => StatusCode::BAD_REQUEST,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::TooManyRuns { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::TooManyRuns { .. } | Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
             Self::RunFailed(_) => StatusCode::BAD_GATEWAY,
+            Self::Store(_) | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -47,8 +72,10 @@ impl ApiError {
         match self {
             Self::Unauthorized => "authentication_error",
             Self::InvalidRequest(_) | Self::TooLarge { .. } => "invalid_request_error",
-            Self::TooManyRuns { .. } => "rate_limit_error",
-            Self::RunFailed(_) => "api_error",
+            Self::TooManyRuns { .. } | Self::RateLimited { .. } => "rate_limit_error",
+            Self::NotFound(_) => "not_found_error",
+            Self::Conflict(_) => "conflict_error",
+            Self::RunFailed(_) | Self::Store(_) | Self::ShuttingDown => "api_error",
         }
     }
 }
@@ -57,11 +84,15 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"message": self.to_string(), "type": self.kind(), "code": null}});
         let mut response = (self.status(), Json(body)).into_response();
-        if self == Self::Unauthorized {
-            response.headers_mut().insert(
-                axum::http::header::WWW_AUTHENTICATE,
-                axum::http::HeaderValue::from_static("Bearer"),
-            );
+        let headers = response.headers_mut();
+        match self {
+            Self::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::RateLimited { retry_after_secs, .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+            }
+            _ => {}
         }
         response
     }

@@ -48,15 +48,18 @@
 
 mod auth;
 mod error;
+mod limits;
 mod openai;
 mod runs;
+mod sessions;
 mod state;
 
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::AgentRunResult;
+use agent_core::{AgentRunResult, ConversationStore, InMemoryStore};
 use agent_runner::Agent;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -73,8 +76,18 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The default number of runs one key may have in flight.
 pub const DEFAULT_MAX_RUNS_PER_KEY: usize = 8;
 
+/// The default number of requests one key may send a minute.
+pub const DEFAULT_REQUESTS_PER_MINUTE: u32 = 600;
+
 /// The default interval of a streamed reply's keep-alive comments.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How long runs may go on at shutdown by default before they are
+/// cancelled.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// How long an ended run is kept by default for `GET /v1/runs/{id}`.
+pub const DEFAULT_RUN_RETENTION: Duration = Duration::from_secs(15 * 60);
 
 /// How `POST /v1/runs` writes a run's record.
 pub type RenderRun = Arc<dyn Fn(&AgentRunResult) -> serde_json::Value + Send + Sync>;
@@ -85,24 +98,61 @@ pub struct Server {
     api_keys: ApiKeys,
     max_body_bytes: usize,
     max_runs_per_key: usize,
+    requests_per_minute: Option<NonZeroU32>,
     drain_delay: Duration,
+    shutdown_grace: Duration,
     keep_alive: Duration,
     render_run: RenderRun,
+    store: Arc<dyn ConversationStore>,
+    run_retention: Duration,
 }
 
 impl Server {
     /// Serves `agent`. Without [`api_keys`](Self::api_keys) every `/v1`
-    /// request is refused (401).
+    /// request is refused (401); without a [`store`](Self::store) sessions
+    /// are kept in memory.
     pub fn new(agent: Agent) -> Self {
         Self {
             agent,
             api_keys: ApiKeys::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_runs_per_key: DEFAULT_MAX_RUNS_PER_KEY,
+            requests_per_minute: NonZeroU32::new(DEFAULT_REQUESTS_PER_MINUTE),
             drain_delay: Duration::ZERO,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             keep_alive: DEFAULT_KEEP_ALIVE,
             render_run: Arc::new(|result| serde_json::to_value(result).unwrap_or(serde_json::Value::Null)),
+            store: Arc::new(InMemoryStore::new()),
+            run_retention: DEFAULT_RUN_RETENTION,
         }
+    }
+
+    /// Where sessions are kept (default: this process's memory). Instances
+    /// sharing a store (PostgreSQL, say) continue each other's sessions.
+    pub fn store(mut self, store: Arc<dyn ConversationStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Requests one key may send a minute, in bursts of up to as many
+    /// (default 600; `None`: no limit). Above it: 429 with `Retry-After`.
+    pub fn requests_per_minute(mut self, rate: Option<NonZeroU32>) -> Self {
+        self.requests_per_minute = rate;
+        self
+    }
+
+    /// How long runs in flight may go on once the server shuts down
+    /// (default 30 s); then they are cancelled, and each stores what it did
+    /// in its session before [`serve`](Self::serve) returns.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// How long an ended run stays readable by id (default 15 minutes).
+    pub fn run_retention(mut self, retention: Duration) -> Self {
+        self.run_retention = retention;
+        self
     }
 
     /// The keys that may call the API.
@@ -151,10 +201,12 @@ impl Server {
         self.into_parts().1
     }
 
-    /// Serves on `listener` until `shutdown` completes; then `/readyz`
-    /// answers 503, and after the [drain delay](Self::drain_delay) no new
-    /// connection is taken and the requests in flight (their runs
-    /// included) finish before this returns.
+    /// Serves on `listener` until `shutdown` completes. Then `/readyz`
+    /// answers 503 and no new run starts (503); after the
+    /// [drain delay](Self::drain_delay) no new connection is taken. Runs in
+    /// flight may finish within the [grace](Self::shutdown_grace); those
+    /// still going are cancelled, and every run stores its turn in its
+    /// session before this returns.
     ///
     /// # Errors
     ///
@@ -164,33 +216,55 @@ impl Server {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let drain_delay = self.drain_delay;
+        let (drain_delay, grace) = (self.drain_delay, self.shutdown_grace);
         let (shared, router) = self.into_parts();
-        axum::serve(listener, router)
+        let stopping = Arc::clone(&shared);
+        let served = axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 shutdown.await;
-                shared.stop_taking_requests();
-                tracing::info!(?drain_delay, "shutting down: finishing the requests in flight");
+                stopping.stop_taking_requests();
+                tracing::info!(?drain_delay, ?grace, runs = stopping.runs.running(), "shutting down");
+                let runs = Arc::clone(&stopping);
+                tokio::spawn(async move {
+                    if tokio::time::timeout(grace, runs.runs.wait_idle()).await.is_err() {
+                        tracing::warn!(
+                            runs = runs.runs.running(),
+                            "cancelling the runs still going after the grace"
+                        );
+                        runs.runs.cancel_all();
+                    }
+                });
                 tokio::time::sleep(drain_delay).await;
             })
-            .await
+            .await;
+        // Runs not tied to a request (`"wait": false`) end here, stored.
+        shared.runs.wait_idle().await;
+        served
     }
 
     fn into_parts(self) -> (Arc<Shared>, Router) {
         let max_body_bytes = self.max_body_bytes;
-        let shared = Arc::new(Shared::new(
-            self.agent,
-            self.api_keys,
-            self.max_body_bytes,
-            self.max_runs_per_key,
-            self.keep_alive,
-            self.render_run,
-        ));
+        let settings = state::Settings {
+            keys: self.api_keys,
+            max_body_bytes: self.max_body_bytes,
+            max_runs_per_key: self.max_runs_per_key,
+            requests_per_minute: self.requests_per_minute,
+            keep_alive: self.keep_alive,
+            render_run: self.render_run,
+            store: self.store,
+            run_retention: self.run_retention,
+        };
+        let shared = Arc::new(Shared::new(self.agent, settings));
         let router = Router::new()
             .route("/healthz", get(state::healthz))
             .route("/readyz", get(state::readyz))
             .route("/v1/chat/completions", post(openai::chat_completions))
             .route("/v1/runs", post(runs::create_run))
+            .route("/v1/runs/{id}", get(runs::get_run))
+            .route("/v1/runs/{id}/events", get(runs::run_events))
+            .route("/v1/runs/{id}/cancel", post(runs::cancel_run))
+            .route("/v1/sessions", post(sessions::create).get(sessions::list))
+            .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
             .layer(DefaultBodyLimit::max(max_body_bytes))
             .with_state(Arc::clone(&shared));
         (shared, router)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use agent_core::{AgentEvent, AgentRunResult, Message, StopCause, ToolContext};
+use agent_core::{AgentEvent, AgentRunResult, Message, StopCause};
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
@@ -15,9 +15,11 @@ use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt, stream};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio_util::sync::DropGuard;
 
 use crate::error::ApiError;
-use crate::state::{Caller, RunSlot, Shared};
+use crate::runs::Continues;
+use crate::state::{Caller, Shared};
 
 /// The request fields the server reads; the others (sampling settings,
 /// tools) are the agent's own and are ignored.
@@ -117,24 +119,32 @@ pub(crate) async fn chat_completions(
 ) -> Result<Response, ApiError> {
     let request = shared.body(body)?;
     let (history, prompt) = conversation(request.messages)?;
-    let slot = shared.run_slot(caller)?;
     let reply = Reply::new(request.model.unwrap_or_else(|| shared.agent.name().to_owned()));
+    let entry = shared.launch(caller, prompt, Continues::History(history))?;
+    // Dropping the response (the client went away) cancels the run.
+    let cancel_on_drop = entry.cancel.clone().drop_guard();
     if request.stream {
         let include_usage = request.stream_options.is_some_and(|options| options.include_usage);
-        let events = shared.agent.run_stream(history, prompt, ToolContext::new());
         let keep_alive = KeepAlive::new().interval(shared.keep_alive);
-        return Ok(Sse::new(chunks(events, reply, include_usage, slot))
+        return Ok(Sse::new(chunks(entry.events(), reply, include_usage, cancel_on_drop))
             .keep_alive(keep_alive)
             .into_response());
     }
-    // Dropping this future (the client went away) drops the run, which
-    // cancels it.
-    let result = match shared.agent.run(history, prompt, &ToolContext::new()).await {
-        Ok(result) => result,
-        Err(error) => return Err(ApiError::RunFailed(error.to_string())),
-    };
-    drop(slot);
-    Ok(Json(reply.completion(&result)).into_response())
+    let outcome = entry.ended().await;
+    cancel_on_drop.disarm();
+    match outcome {
+        Some(outcome) if outcome.result.stop_reason != StopCause::Error => {
+            Ok(Json(reply.completion(&outcome.result)).into_response())
+        }
+        Some(outcome) => Err(ApiError::RunFailed(
+            outcome
+                .result
+                .stop_detail
+                .clone()
+                .unwrap_or_else(|| "the run failed".to_owned()),
+        )),
+        None => Err(ApiError::RunFailed("the run ended without a record".to_owned())),
+    }
 }
 
 /// What every object of one reply shares.
@@ -213,14 +223,13 @@ fn usage(result: &AgentRunResult) -> Value {
 
 /// The run's events as chunks: the role first, the text as it comes, the
 /// finish reason, the usage when asked for, then `[DONE]`. A failed run
-/// ends with an error object instead. The run slot is held until the last
-/// chunk; dropping the stream (the client went away) drops the run, which
-/// cancels it.
+/// ends with an error object instead. Dropping the stream (the client went
+/// away) drops `cancel_on_drop`, which cancels the run.
 fn chunks(
-    events: impl Stream<Item = AgentEvent> + Send + Unpin + 'static,
+    events: impl Stream<Item = AgentEvent> + Send + 'static,
     reply: Reply,
     include_usage: bool,
-    slot: RunSlot,
+    cancel_on_drop: DropGuard,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
     let data = |value: &Value| Ok(Event::default().data(value.to_string()));
     let first = data(&reply.chunk(&json!({"role": "assistant", "content": ""}), None));
@@ -247,7 +256,7 @@ fn chunks(
         stream::iter(out)
     });
     let done = stream::once(async move {
-        drop(slot);
+        cancel_on_drop.disarm();
         Ok(Event::default().data("[DONE]"))
     });
     stream::once(async move { first }).chain(body).chain(done)

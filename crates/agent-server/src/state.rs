@@ -1,12 +1,14 @@
-//! What every handler shares: the agent, the keys, the limits; and the
-//! pieces every `/v1` handler starts with (the caller, its run slot, the
-//! JSON body).
+//! What every handler shares: the agent, the keys, the limits, the store,
+//! the runs; and the pieces every `/v1` handler starts with (the caller,
+//! its run slot, the JSON body).
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use agent_core::ConversationStore;
 use agent_runner::Agent;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -19,6 +21,12 @@ use serde_json::json;
 use crate::RenderRun;
 use crate::auth::{ApiKeys, KeyId};
 use crate::error::ApiError;
+use crate::limits::RequestRate;
+use crate::runs::registry::RunRegistry;
+use crate::sessions::SessionLocks;
+
+/// Ended runs kept at most, whatever their age.
+const MAX_ENDED_RUNS: usize = 10_000;
 
 /// The server's state, shared by every request.
 pub(crate) struct Shared {
@@ -26,36 +34,54 @@ pub(crate) struct Shared {
     keys: ApiKeys,
     max_body_bytes: usize,
     max_runs_per_key: usize,
+    rate: Option<RequestRate>,
     pub(crate) keep_alive: Duration,
     pub(crate) render_run: RenderRun,
+    pub(crate) store: Arc<dyn ConversationStore>,
+    pub(crate) runs: RunRegistry,
+    pub(crate) session_locks: SessionLocks,
     ready: AtomicBool,
     in_flight: Mutex<HashMap<KeyId, usize>>,
 }
 
+/// The settings [`Shared`] is made of.
+pub(crate) struct Settings {
+    pub(crate) keys: ApiKeys,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) max_runs_per_key: usize,
+    pub(crate) requests_per_minute: Option<NonZeroU32>,
+    pub(crate) keep_alive: Duration,
+    pub(crate) render_run: RenderRun,
+    pub(crate) store: Arc<dyn ConversationStore>,
+    pub(crate) run_retention: Duration,
+}
+
 impl Shared {
-    pub(crate) fn new(
-        agent: Agent,
-        keys: ApiKeys,
-        max_body_bytes: usize,
-        max_runs_per_key: usize,
-        keep_alive: Duration,
-        render_run: RenderRun,
-    ) -> Self {
+    pub(crate) fn new(agent: Agent, settings: Settings) -> Self {
         Self {
             agent,
-            keys,
-            max_body_bytes,
-            max_runs_per_key,
-            keep_alive,
-            render_run,
+            keys: settings.keys,
+            max_body_bytes: settings.max_body_bytes,
+            max_runs_per_key: settings.max_runs_per_key,
+            rate: settings.requests_per_minute.map(RequestRate::per_minute),
+            keep_alive: settings.keep_alive,
+            render_run: settings.render_run,
+            store: settings.store,
+            runs: RunRegistry::new(settings.run_retention, MAX_ENDED_RUNS),
+            session_locks: SessionLocks::default(),
             ready: AtomicBool::new(true),
             in_flight: Mutex::new(HashMap::new()),
         }
     }
 
-    /// From now on `/readyz` answers 503.
+    /// From now on `/readyz` answers 503 and no run starts.
     pub(crate) fn stop_taking_requests(&self) {
         self.ready.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether runs are taken.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
     }
 
     /// A run slot of `caller`, or [`ApiError::TooManyRuns`].
@@ -103,7 +129,11 @@ impl FromRequestParts<Arc<Shared>> for Caller {
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or(ApiError::Unauthorized)?;
-        state.keys.identify(token).map(Caller).ok_or(ApiError::Unauthorized)
+        let caller = state.keys.identify(token).ok_or(ApiError::Unauthorized)?;
+        if let Some(rate) = &state.rate {
+            rate.check(caller)?;
+        }
+        Ok(Caller(caller))
     }
 }
 
@@ -133,7 +163,7 @@ pub(crate) async fn healthz() -> Response {
 
 /// `GET /readyz`: 200 while requests are taken, 503 once shutting down.
 pub(crate) async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
-    if shared.ready.load(Ordering::SeqCst) {
+    if shared.is_ready() {
         Json(json!({"status": "ready"})).into_response()
     } else {
         (

@@ -19,7 +19,7 @@ mod view;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_core::{AgentRunResult, Conversation, ConversationStore, Message, StopCause, StoreError, TurnMeta};
+use agent_core::{AgentRunResult, Conversation, ConversationStore, Message, StoreError};
 use agent_store_sqlite::SqliteStore;
 
 pub use import::{IMPORTED_DIR, ImportReport, import_json_sessions};
@@ -121,11 +121,8 @@ impl SessionStore {
     }
 
     /// Stores the turn of a run of `provider` that continued `history`
-    /// (the session's context as loaded): first the summaries that replaced
-    /// its oldest messages, if the run compacted the conversation, then the
-    /// messages the run added (none when it failed: the conversation stays
-    /// as it was and the message can be sent again) with its usage and
-    /// cost, which count either way.
+    /// (the session's context as loaded), as [`agent_runner::store_turn`]
+    /// does.
     pub async fn record_turn(
         &self,
         name: &str,
@@ -133,34 +130,15 @@ impl SessionStore {
         history: &[Message],
         result: &AgentRunResult,
     ) -> Result<(), AppError> {
-        let Some(start) = result.added_messages_start(history.len()) else {
+        if result.added_messages_start(history.len()).is_none() {
             return Err(AppError::Session(format!(
                 "the run's conversation does not continue the stored session `{name}`; its turn was not stored"
             )));
-        };
-        for compaction in result.compactions.iter().filter(|c| c.replaced_messages > 0) {
-            let Some(summary) = &compaction.summary else { continue };
-            self.conversations
-                .compact(name, compaction.replaced_messages, summary)
-                .await
-                .map_err(|error| store_error(name, error))?;
         }
-        let added = if result.stop_reason == StopCause::Error {
-            &[][..]
-        } else {
-            &result.messages[start..]
-        };
-        let delta = TurnMeta::new(
-            provider,
-            result.model.clone(),
-            result.usage,
-            result.cost_usd.unwrap_or_default(),
-        );
-        self.conversations
-            .append(name, added, &delta)
+        agent_runner::store_turn(self.conversations.as_ref(), name, provider, history, result)
             .await
-            .map_err(|error| store_error(name, error))?;
-        Ok(())
+            .map(drop)
+            .map_err(|error| store_error(name, error))
     }
 
     /// Empties the session `name` (`/reset` in a chat): it is deleted and

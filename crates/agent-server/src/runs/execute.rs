@@ -1,0 +1,170 @@
+//! Every run of the server, whatever the endpoint, starts here: it is
+//! registered, runs in a task of its own (so it can outlive the request that
+//! started it, be followed by id and be cancelled at shutdown), keeps its
+//! events for its followers and, when it continues a session, saves its
+//! state in the store after every step and appends its turn at the end.
+
+use std::sync::Arc;
+
+use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, StopCause, ToolContext, Usage};
+use agent_runner::{RunCheckpoints, StoreCheckpoints, store_turn};
+use futures::StreamExt;
+
+use super::registry::{RunEntry, RunOutcome};
+use crate::error::ApiError;
+use crate::sessions::SessionRef;
+use crate::state::{Caller, RunSlot, Shared};
+
+/// What a run continues: a session of the caller, or a history the request
+/// brought (none for a new conversation).
+pub(crate) enum Continues {
+    Session(SessionRef),
+    History(Vec<Message>),
+}
+
+impl Shared {
+    /// Starts a run of `prompt` for `caller`.
+    ///
+    /// # Errors
+    ///
+    /// [`ApiError::ShuttingDown`] once the server stops taking runs;
+    /// [`ApiError::TooManyRuns`] when the caller has as many in flight as it
+    /// may.
+    pub(crate) fn launch(
+        self: &Arc<Self>,
+        caller: Caller,
+        prompt: String,
+        continues: Continues,
+    ) -> Result<Arc<RunEntry>, ApiError> {
+        if !self.is_ready() {
+            return Err(ApiError::ShuttingDown);
+        }
+        let slot = self.run_slot(caller)?;
+        let session = match &continues {
+            Continues::Session(session) => Some(session.id.clone()),
+            Continues::History(_) => None,
+        };
+        let entry = self.runs.insert(caller.0, session, CancellationToken::new());
+        let context = ToolContext {
+            user_id: Some(format!("key:{}", caller.0.tag())),
+            cancel: entry.cancel.clone(),
+            ..ToolContext::new()
+        };
+        tokio::spawn(execute(
+            Arc::clone(self),
+            Arc::clone(&entry),
+            prompt,
+            continues,
+            context,
+            slot,
+        ));
+        Ok(entry)
+    }
+}
+
+/// Runs the turn, records its events, stores it, and ends the entry.
+async fn execute(
+    shared: Arc<Shared>,
+    entry: Arc<RunEntry>,
+    prompt: String,
+    continues: Continues,
+    context: ToolContext,
+    _slot: RunSlot,
+) {
+    let (history, session, _held) = match continues {
+        Continues::History(history) => (history, None, None),
+        Continues::Session(session) => {
+            let held = shared.session_locks.lock(&session.stored).await;
+            match shared.store.load(&session.stored).await {
+                Ok(Some(conversation)) => (conversation.messages, Some(session), Some(held)),
+                Ok(None) => {
+                    let message = format!("the session `{}` was deleted before the run started", session.id);
+                    return end_failed(&shared, &entry, message, Vec::new());
+                }
+                Err(error) => {
+                    let message = format!("the session `{}` could not be loaded: {error}", session.id);
+                    return end_failed(&shared, &entry, message, Vec::new());
+                }
+            }
+        }
+    };
+    let state = shared.agent.start(history.clone(), prompt);
+    let checkpoints = session.as_ref().map(|session| {
+        Arc::new(StoreCheckpoints::new(Arc::clone(&shared.store), session.stored.clone())) as Arc<dyn RunCheckpoints>
+    });
+    let mut events = shared.agent.stream_from(state, context, checkpoints);
+    let mut result = None;
+    while let Some(event) = events.next().await {
+        match event {
+            // Held back until the turn is stored: a follower that sees the
+            // end finds the session up to date.
+            AgentEvent::RunFinished { result: finished } => result = Some(finished),
+            other => entry.push(other),
+        }
+    }
+    let Some(result) = result else {
+        let message = "the run ended without a result".to_owned();
+        return end_failed(&shared, &entry, message, history);
+    };
+    let store_error = match &session {
+        Some(session) => store_turn(
+            shared.store.as_ref(),
+            &session.stored,
+            shared.agent.client().provider(),
+            &history,
+            &result,
+        )
+        .await
+        .err()
+        .map(|error| {
+            tracing::error!(run = %entry.id, session = %session.id, %error, "the turn could not be stored");
+            error.to_string()
+        }),
+        None => None,
+    };
+    entry.push(AgentEvent::RunFinished { result: result.clone() });
+    shared.runs.end(
+        &entry,
+        RunOutcome {
+            result: Arc::from(result),
+            store_error,
+        },
+    );
+}
+
+/// Ends `entry` as a failed run that did nothing.
+fn end_failed(shared: &Shared, entry: &RunEntry, message: String, history: Vec<Message>) {
+    let client = shared.agent.client();
+    let result = failed_result(message.clone(), client.provider(), client.model(), history);
+    entry.push(AgentEvent::Error { message });
+    entry.push(AgentEvent::RunFinished {
+        result: Box::new(result.clone()),
+    });
+    shared.runs.end(
+        entry,
+        RunOutcome {
+            result: Arc::new(result),
+            store_error: None,
+        },
+    );
+}
+
+/// The record of a run that failed before the agent ran.
+pub(crate) fn failed_result(message: String, provider: &str, model: &str, messages: Vec<Message>) -> AgentRunResult {
+    AgentRunResult {
+        response: String::new(),
+        stop_reason: StopCause::Error,
+        stop_detail: Some(message),
+        iterations: 0,
+        tool_calls: Vec::new(),
+        model_calls: Vec::new(),
+        usage: Usage::default(),
+        cost_usd: None,
+        provider: provider.to_owned(),
+        model: model.to_owned(),
+        messages,
+        compactions: Vec::new(),
+        pending_approvals: Vec::new(),
+        scene: None,
+    }
+}

@@ -1,0 +1,175 @@
+//! The runs API.
+//!
+//! - `POST /v1/runs`: `{"prompt", "session"?, "messages"?, "wait"?}` runs
+//!   one turn. It continues the caller's `session` (its turn is stored
+//!   there) or the `messages` given (a previous record's), or starts a new
+//!   conversation. By default the answer is the run's record when it ends
+//!   (its id in the `x-run-id` header); with `"wait": false` it is a
+//!   `202 Accepted` naming the run at once, to follow with the next two.
+//! - `GET /v1/runs/{id}`: the run's status and, once it ended, its record.
+//! - `GET /v1/runs/{id}/events`: server-sent events of the run from its
+//!   first event, each named by its `type` with the event as JSON data,
+//!   live until the run ends.
+//! - `POST /v1/runs/{id}/cancel`: cancels it; it ends soon, keeping (and
+//!   storing) what it did.
+//!
+//! Only the key that started a run sees it: any other gets 404.
+
+mod execute;
+pub(crate) mod registry;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use agent_core::{AgentEvent, Message, StopCause};
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+pub(crate) use self::execute::Continues;
+use self::registry::{RunEntry, RunOutcome};
+use crate::error::ApiError;
+use crate::state::{Caller, Shared};
+
+/// A run request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunRequest {
+    prompt: String,
+    /// The caller's session to continue and store the turn in.
+    #[serde(default)]
+    session: Option<String>,
+    /// The conversation to continue when there is no session.
+    #[serde(default)]
+    messages: Vec<Message>,
+    /// Answer when the run ends (default) or at once.
+    #[serde(default = "answer_at_the_end")]
+    wait: bool,
+}
+
+fn answer_at_the_end() -> bool {
+    true
+}
+
+/// Handles `POST /v1/runs`. A run that ends early (a limit, a budget, a
+/// cancellation) is a record like any other; a failed one is a 502 naming
+/// the failure.
+pub(crate) async fn create_run(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    body: Result<Json<RunRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let request = shared.body(body)?;
+    if request.prompt.trim().is_empty() {
+        return Err(ApiError::InvalidRequest("`prompt` is empty".to_owned()));
+    }
+    let continues = match request.session {
+        Some(_) if !request.messages.is_empty() => {
+            return Err(ApiError::InvalidRequest(
+                "give `session` or `messages`, not both: a session's history is stored".to_owned(),
+            ));
+        }
+        Some(id) => Continues::Session(shared.session(caller, &id).await?),
+        None => Continues::History(request.messages),
+    };
+    let entry = shared.launch(caller, request.prompt, continues)?;
+    if !request.wait {
+        return Ok((StatusCode::ACCEPTED, Json(status(&shared, &entry, None))).into_response());
+    }
+    // Dropping this future (the client went away) cancels the run.
+    let cancel_on_drop = entry.cancel.clone().drop_guard();
+    let outcome = entry.ended().await;
+    cancel_on_drop.disarm();
+    let outcome = outcome.ok_or_else(|| ApiError::RunFailed("the run ended without a record".to_owned()))?;
+    if outcome.result.stop_reason == StopCause::Error {
+        let detail = outcome
+            .result
+            .stop_detail
+            .clone()
+            .unwrap_or_else(|| "the run failed".to_owned());
+        return Err(ApiError::RunFailed(detail));
+    }
+    if let Some(error) = outcome.store_error {
+        return Err(ApiError::Store(format!(
+            "the run {} ended but its turn could not be stored ({error}); its record is at /v1/runs/{}",
+            entry.id, entry.id
+        )));
+    }
+    let mut response = Json((shared.render_run)(&outcome.result)).into_response();
+    if let Ok(id) = HeaderValue::from_str(&entry.id) {
+        response.headers_mut().insert("x-run-id", id);
+    }
+    Ok(response)
+}
+
+/// A run's status: running, or ended with its record.
+fn status(shared: &Shared, entry: &RunEntry, outcome: Option<&RunOutcome>) -> Value {
+    json!({
+        "id": entry.id,
+        "object": "run",
+        "status": if outcome.is_some() { "ended" } else { "running" },
+        "session": entry.session,
+        "created_at": entry.created_at,
+        "events_url": format!("/v1/runs/{}/events", entry.id),
+        "record": outcome.map(|outcome| (shared.render_run)(&outcome.result)),
+        "store_error": outcome.and_then(|outcome| outcome.store_error.clone()),
+    })
+}
+
+fn find(shared: &Shared, caller: Caller, id: &str) -> Result<Arc<RunEntry>, ApiError> {
+    shared
+        .runs
+        .get(id, caller.0)
+        .ok_or_else(|| ApiError::NotFound(format!("no run `{id}` for this API key (ended runs are kept a while)")))
+}
+
+/// `GET /v1/runs/{id}`.
+pub(crate) async fn get_run(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let entry = find(&shared, caller, &id)?;
+    Ok(Json(status(&shared, &entry, entry.outcome().as_ref())))
+}
+
+/// `POST /v1/runs/{id}/cancel`.
+pub(crate) async fn cancel_run(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let entry = find(&shared, caller, &id)?;
+    entry.cancel.cancel();
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(status(&shared, &entry, entry.outcome().as_ref())),
+    ))
+}
+
+/// `GET /v1/runs/{id}/events`: following a run does not hold it; a
+/// follower that leaves does not cancel it.
+pub(crate) async fn run_events(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let entry = find(&shared, caller, &id)?;
+    let events = entry.events().map(|event| Ok::<_, Infallible>(sse_event(&event)));
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(shared.keep_alive))
+        .into_response())
+}
+
+/// An agent event as a server-sent event named by its type.
+fn sse_event(event: &AgentEvent) -> Event {
+    let data = serde_json::to_value(event).unwrap_or_default();
+    let name = data.get("type").and_then(Value::as_str).unwrap_or("event").to_owned();
+    Event::default().event(name).data(data.to_string())
+}
