@@ -8,76 +8,15 @@ use std::time::Duration;
 
 use agent_core::ToolContext;
 use agent_runner::Agent;
-use agent_server::{ApiKeys, Server, hash_key};
 use agent_testing::{ScriptedClient, response};
 use agent_tools::{NoArgs, TypedTool};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-const KEY: &str = "test-key-1";
-const OTHER_KEY: &str = "test-key-2";
+mod common;
 
-struct Running {
-    base: String,
-    http: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    served: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-impl Running {
-    fn post(&self, path: &str, key: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
-        let request = self.http.post(format!("{}{path}", self.base)).json(body);
-        match key {
-            Some(key) => request.bearer_auth(key),
-            None => request,
-        }
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        let response = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let status = response.status();
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-}
-
-async fn start(agent: Agent, configure: impl FnOnce(Server) -> Server) -> Running {
-    let keys = ApiKeys::from_hashes([hash_key(KEY), hash_key(OTHER_KEY)]).unwrap_or_else(|e| panic!("{e}"));
-    let server = configure(Server::new(agent).api_keys(keys));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(server.serve(listener, async move {
-        let _ = stopped.await;
-    }));
-    Running {
-        base: format!("http://{address}"),
-        http: reqwest::Client::new(),
-        stop: Some(stop),
-        served,
-    }
-}
-
-fn chat(content: &str) -> Value {
-    json!({"model": "agentry", "messages": [{"role": "user", "content": content}]})
-}
-
-fn answering(text: &str) -> Agent {
-    Agent::builder(Arc::new(ScriptedClient::new().respond(response::text(text)))).build()
-}
-
-async fn json_of(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    let response = request.send().await.unwrap_or_else(|e| panic!("{e}"));
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
+use common::{KEY, OTHER_KEY, answering, chat, json_of, start};
 
 #[tokio::test]
 async fn health_and_readiness_answer_without_a_key_and_readiness_ends_at_shutdown() {
