@@ -11,6 +11,9 @@
 //!   and answers with the run's record (by default the runner's
 //!   [`AgentRunResult`]; `agentry serve` answers with the `run --json`
 //!   object).
+//! - `GET /`: a web chat page (no key needed for the page; it asks for
+//!   one and keeps it in the tab's session storage) to talk with the agent
+//!   in its sessions, with its text streamed and its tool calls shown.
 //! - `GET /healthz` (the process is up) and `GET /readyz` (it takes
 //!   requests; 503 once shutting down).
 //!
@@ -50,6 +53,7 @@ mod auth;
 mod error;
 mod limits;
 mod openai;
+mod page;
 mod runs;
 mod sessions;
 mod state;
@@ -256,6 +260,7 @@ impl Server {
         };
         let shared = Arc::new(Shared::new(self.agent, settings));
         let router = Router::new()
+            .route("/", get(page::chat_page))
             .route("/healthz", get(state::healthz))
             .route("/readyz", get(state::readyz))
             .route("/v1/chat/completions", post(openai::chat_completions))

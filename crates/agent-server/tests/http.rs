@@ -253,3 +253,31 @@ async fn a_client_leaving_mid_stream_cancels_the_run() {
     }
     assert!(cancelled.load(Ordering::SeqCst), "the tool was not cancelled");
 }
+
+#[tokio::test]
+async fn cross_origin_requests_get_no_cors_permission() {
+    let server = start(answering("x"), |server| server).await;
+    let preflight = server
+        .http
+        .request(reqwest::Method::OPTIONS, format!("{}/v1/runs", server.base))
+        .header("origin", "https://evil.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "authorization, content-type")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!preflight.status().is_success(), "{}", preflight.status());
+    let simple = server
+        .post("/v1/runs", Some(KEY), &json!({"prompt": "hi"}))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for response in [&preflight, &simple] {
+        assert!(
+            response.headers().get("access-control-allow-origin").is_none(),
+            "{:?}",
+            response.headers()
+        );
+    }
+}
