@@ -262,6 +262,9 @@ pub struct Config {
     /// `[serve]`: API keys and limits of `agentry serve` (see [`crate::serve`]).
     #[serde(skip_serializing_if = "crate::serve::ServeSettings::is_default")]
     pub serve: crate::serve::ServeSettings,
+    /// `[store]`: where `agentry serve` keeps sessions (see [`crate::serve`]).
+    #[serde(skip_serializing_if = "crate::serve::StoreSettings::is_default")]
+    pub store: crate::serve::StoreSettings,
 }
 
 fn is_empty_tables(tables: &ProviderTables) -> bool {
@@ -279,6 +282,7 @@ impl Default for Config {
             mcp: crate::mcp::McpSettings::default(),
             scenes: crate::scenes::SceneTables::default(),
             serve: crate::serve::ServeSettings::default(),
+            store: crate::serve::StoreSettings::default(),
         }
     }
 }

@@ -6,17 +6,31 @@
 //! api_keys = ["sha256:85dbe15d75ef9308c7ae0f33c7a324cc6f4bf519a2ed2f3027bd33c140a4f9aa"]
 //! max_body_bytes = 1048576       # 413 above it
 //! max_runs_per_key = 8           # 429 above it
+//! requests_per_minute = 600      # per key; 429 with Retry-After above it (0: no limit)
 //! drain_secs = 0                 # /readyz says 503 this long before the listener closes
+//! shutdown_grace_secs = 30       # runs may finish this long at shutdown, then are cancelled
+//!
+//! [store]
+//! # Where sessions are kept. Default: a SQLite file in $AGENTRY_HOME/serve.
+//! # Instances sharing a PostgreSQL database continue each other's sessions.
+//! url = "postgres://agentry@db.internal/agentry"
 //! ```
 //!
 //! `POST /v1/runs` answers with the `run --json` object.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_server::{ApiKeys, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RUNS_PER_KEY, Server};
+use agent_core::{ConversationStore, StoreError};
+use agent_server::{
+    ApiKeys, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RUNS_PER_KEY, DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE,
+    Server,
+};
+use agent_store_postgres::PostgresStore;
+use agent_store_sqlite::SqliteStore;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
@@ -39,8 +53,12 @@ pub struct ServeSettings {
     pub max_body_bytes: usize,
     /// Runs one key may have in flight.
     pub max_runs_per_key: usize,
+    /// Requests one key may send a minute (0: no limit).
+    pub requests_per_minute: u32,
     /// Seconds `/readyz` answers 503 at shutdown before the listener closes.
     pub drain_secs: u64,
+    /// Seconds runs may go on at shutdown before they are cancelled.
+    pub shutdown_grace_secs: u64,
 }
 
 impl Default for ServeSettings {
@@ -49,7 +67,9 @@ impl Default for ServeSettings {
             api_keys: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_runs_per_key: DEFAULT_MAX_RUNS_PER_KEY,
+            requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
             drain_secs: 0,
+            shutdown_grace_secs: DEFAULT_SHUTDOWN_GRACE.as_secs(),
         }
     }
 }
@@ -101,12 +121,16 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path) -> Result<u8, 
     let client = build_client(&settings, env, Progress::Show).await?;
     let agent = build_agent(&settings, client, &tools);
     let provider = settings.provider()?.name().to_owned();
+    let store = open_store(&settings, env).await?;
     let serve = &settings.config.serve;
     let server = Server::new(agent)
         .api_keys(keys)
+        .store(store)
         .max_body_bytes(serve.max_body_bytes)
         .max_runs_per_key(serve.max_runs_per_key)
+        .requests_per_minute(NonZeroU32::new(serve.requests_per_minute))
         .drain_delay(Duration::from_secs(serve.drain_secs))
+        .shutdown_grace(Duration::from_secs(serve.shutdown_grace_secs))
         .render_runs(Arc::new(move |result| {
             let mut output = RunOutput::from_result(result);
             output.provider.clone_from(&provider);
@@ -124,6 +148,87 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path) -> Result<u8, 
         .await
         .map_err(|error| AppError::io("serving HTTP", error))?;
     Ok(crate::error::EXIT_OK)
+}
+
+/// The `[store]` table.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreSettings {
+    /// `postgres://...` (or `postgresql://`), or `sqlite:PATH`; none: a
+    /// SQLite file in `$AGENTRY_HOME/serve`.
+    pub url: Option<String>,
+}
+
+impl StoreSettings {
+    /// Whether the table is the default one (not written out then).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl std::fmt::Debug for StoreSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreSettings")
+            .field("url", &self.url.as_deref().map(redact_url))
+            .finish()
+    }
+}
+
+/// `url` with its password, if any, replaced by `[redacted]`.
+pub(crate) fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) if user_info.contains(':') => {
+            let user = user_info.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:[redacted]@{host}{path}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// The configured session store of `serve`.
+async fn open_store(settings: &Settings, env: &Env) -> Result<Arc<dyn ConversationStore>, AppError> {
+    let url = settings.config.store.url.as_deref().map(str::trim);
+    let failed = |shown: &str, error: StoreError| {
+        AppError::Session(format!("opening the session store {shown} failed: {error}"))
+    };
+    match url {
+        None | Some("") => {
+            let path = env.agentry_home().join("serve").join("sessions.db");
+            let shown = path.display().to_string();
+            let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
+                .await
+                .map_err(|error| AppError::Session(format!("opening the session store failed: {error}")))?
+                .map_err(|error| failed(&shown, error))?;
+            Ok(Arc::new(store))
+        }
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            let store = PostgresStore::connect(url)
+                .await
+                .map_err(|error| failed(&redact_url(url), error))?;
+            Ok(Arc::new(store))
+        }
+        Some(url) if url.starts_with("sqlite:") => {
+            let path = url.trim_start_matches("sqlite:").trim_start_matches("//").to_owned();
+            let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
+                .await
+                .map_err(|error| AppError::Session(format!("opening the session store failed: {error}")))?
+                .map_err(|error| failed(url, error))?;
+            Ok(Arc::new(store))
+        }
+        Some(other) => Err(ConfigError::InvalidValue {
+            origin: settings.origin("store.url"),
+            key: "store.url".to_owned(),
+            message: format!(
+                "`{}` is not a store URL: use postgres://USER@HOST/DATABASE or sqlite:PATH",
+                redact_url(other)
+            ),
+        }
+        .into()),
+    }
 }
 
 /// Completes on Ctrl-C or SIGTERM.
@@ -146,5 +251,29 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_urls_password_never_shows() {
+        for (url, shown) in [
+            (
+                "postgres://agentry:s3cret-pw@db:5432/app",
+                "postgres://agentry:[redacted]@db:5432/app",
+            ),
+            ("postgresql://agentry@db/app", "postgresql://agentry@db/app"),
+            ("postgres://u:p@ss@db/app", "postgres://u:[redacted]@db/app"),
+            ("sqlite:/var/lib/agentry.db", "sqlite:/var/lib/agentry.db"),
+        ] {
+            assert_eq!(redact_url(url), shown);
+        }
+        let settings = StoreSettings {
+            url: Some("postgres://agentry:s3cret-pw@db/app".to_owned()),
+        };
+        assert!(!format!("{settings:?}").contains("s3cret"));
     }
 }

@@ -5,76 +5,23 @@
 
 mod cli_support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use cli_support::completion;
+use cli_support::{Serving, completion, sse, start_serve, stop_serving};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
 const KEY: &str = "serve-test-key";
 
 /// `agentry serve` on a free port over the mock model; its base URL.
 fn start(dir: &Path, model: &MockServer) -> (Serving, String) {
-    std::fs::write(
-        dir.join("agentry.toml"),
-        format!(
-            "[tools]\nenabled = [\"math\"]\n[serve]\napi_keys = [\"{}\"]\n",
-            agent_server::hash_key(KEY)
-        ),
-    )
-    .unwrap();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("agentry"))
-        .env_clear()
-        .env("AGENTRY_HOME", dir.join("home"))
-        .env("OPENAI_API_KEY", "sk-test")
-        .current_dir(dir)
-        .args(["serve", "--provider", "openai", "--base-url"])
-        .arg(format!("{}/v1", model.uri()))
-        .args(["--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("agentry serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    (Serving(Some(child)), base)
-}
-
-/// An SSE body of OpenAI chunks: `delta`, then the finish reason with usage.
-fn sse(delta: &Value, finish_reason: &str, usage: (u64, u64)) -> ResponseTemplate {
-    let chunk = |choices: Value, usage: Value| json!({"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": choices, "usage": usage});
-    let chunks = [
-        chunk(
-            json!([{"index": 0, "delta": delta, "finish_reason": null}]),
-            Value::Null,
-        ),
-        chunk(
-            json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}]),
-            Value::Null,
-        ),
-        chunk(
-            json!([]),
-            json!({"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1}),
-        ),
-    ];
-    let mut body = String::new();
-    for chunk in chunks {
-        body.push_str("data: ");
-        body.push_str(&chunk.to_string());
-        body.push_str("\n\n");
-    }
-    body.push_str("data: [DONE]\n\n");
-    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+    let config = format!(
+        "[tools]\nenabled = [\"math\"]\n[serve]\napi_keys = [\"{}\"]\n",
+        agent_server::hash_key(KEY)
+    );
+    start_serve(dir, &config, &model.uri())
 }
 
 /// A model that asks for the calculator, then answers once the result is
@@ -123,30 +70,6 @@ async fn model() -> MockServer {
     server
 }
 
-/// Kills the server if a test fails before stopping it (it would otherwise
-/// hold the test's output open).
-struct Serving(Option<Child>);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        if let Some(child) = self.0.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn stop(mut serving: Serving) {
-    let Some(mut child) = serving.0.take() else { return };
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = child.wait().unwrap();
-    assert_eq!(exit.code(), Some(0), "agentry serve exits cleanly on SIGTERM");
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_over_http_answers_with_the_run_json_object_and_needs_a_key() {
     let model = model().await;
@@ -192,7 +115,7 @@ async fn a_run_over_http_answers_with_the_run_json_object_and_needs_a_key() {
     assert_eq!(refused.status(), 401);
     let health = http.get(format!("{base}/healthz")).send().await.unwrap();
     assert_eq!(health.status(), 200);
-    stop(child);
+    stop_serving(child);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -252,5 +175,27 @@ except Exception as error:
             "wrong key: AuthenticationError"
         ]
     );
-    stop(child);
+    stop_serving(child);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_url_of_no_known_kind_is_a_configuration_error_that_hides_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentry.toml"),
+        format!(
+            "[serve]\napi_keys = [\"{}\"]\n[store]\nurl = \"mysql://agentry:hunter2-secret@db/app\"\n",
+            agent_server::hash_key(KEY)
+        ),
+    )
+    .unwrap();
+    let mut command = cli_support::agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["serve", "--provider", "openai", "--addr", "127.0.0.1:0"]);
+    let output = cli_support::run_cmd(command).await;
+    let stderr = cli_support::stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("store.url"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
 }

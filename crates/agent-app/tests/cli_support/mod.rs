@@ -88,3 +88,87 @@ pub async fn mount_calls_then_answer(
         .mount(server)
         .await;
 }
+
+/// An `agentry serve` process, killed if a test fails before stopping it
+/// (it would otherwise hold the test's output open).
+pub struct Serving(Option<std::process::Child>);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `agentry serve` in `dir` with `config` as its `agentry.toml`, on a free
+/// port, over the OpenAI-compatible model at `model_uri`; its base URL.
+pub fn start_serve(dir: &Path, config: &str, model_uri: &str) -> (Serving, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    std::fs::write(dir.join("agentry.toml"), config).unwrap_or_else(|e| panic!("{e}"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentry"))
+        .env_clear()
+        .env("AGENTRY_HOME", dir.join("home"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .current_dir(dir)
+        .args(["serve", "--provider", "openai", "--base-url"])
+        .arg(format!("{model_uri}/v1"))
+        .args(["--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("agentry serve starts: {e}"));
+    let stdout = child.stdout.take();
+    let serving = Serving(Some(child));
+    let mut line = String::new();
+    if let Some(stdout) = stdout {
+        let _ = BufReader::new(stdout).read_line(&mut line);
+    }
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    (serving, base)
+}
+
+/// Stops the server with SIGTERM and checks that it exits with 0.
+pub fn stop_serving(mut serving: Serving) {
+    let Some(mut child) = serving.0.take() else { return };
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    let exit = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(exit.code(), Some(0), "agentry serve exits cleanly on SIGTERM");
+}
+
+/// An SSE body of OpenAI chunks: `delta`, then the finish reason with usage.
+pub fn sse(delta: &Value, finish_reason: &str, usage: (u64, u64)) -> ResponseTemplate {
+    let chunk = |choices: Value, usage: Value| json!({"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": choices, "usage": usage});
+    let chunks = [
+        chunk(
+            json!([{"index": 0, "delta": delta, "finish_reason": null}]),
+            Value::Null,
+        ),
+        chunk(
+            json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}]),
+            Value::Null,
+        ),
+        chunk(
+            json!([]),
+            json!({"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1}),
+        ),
+    ];
+    let mut body = String::new();
+    for chunk in chunks {
+        body.push_str("data: ");
+        body.push_str(&chunk.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}

@@ -1,0 +1,337 @@
+//! Load on `agentry serve`: two instances on one PostgreSQL database (a
+//! throwaway cluster), 1,000 concurrent runs against a mock OpenAI model
+//! that answers after 50 ms on loopback.
+//!
+//! ```text
+//! cargo bench -p agent-app --bench serve_load --no-default-features --features openai
+//! ```
+//!
+//! It prints:
+//! - memory per in-flight run: both instances' resident memory with 1,000
+//!   runs waiting for the model, less what they used idle, per run;
+//! - throughput and the latency of 1,000 concurrent runs, each on the
+//!   instance that did not create its session (p50, p99, and the same less
+//!   the model's 50 ms: what Agentry adds);
+//! - messages lost or duplicated: every session must hold exactly its two
+//!   turns afterwards.
+//!
+//! Needs PostgreSQL's `initdb` and `pg_ctl` (Debian's `postgresql`); the
+//! figures go in the closing notes, not in a timed test.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use agent_store_postgres::testing::TempCluster;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::post;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+const RUNS: usize = 1_000;
+const MODEL_LATENCY: Duration = Duration::from_millis(50);
+const KEY: &str = "load-bench-key";
+
+/// The mock model: answers every request after [`MODEL_LATENCY`], once the
+/// gate is open, with a stream saying which prompt it answered.
+#[derive(Clone)]
+struct Model {
+    received: Arc<AtomicUsize>,
+    gate: watch::Receiver<bool>,
+}
+
+async fn complete(State(model): State<Model>, body: axum::body::Bytes) -> Response {
+    model.received.fetch_add(1, Ordering::SeqCst);
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let mut gate = model.gate.clone();
+    let _ = gate.wait_for(|open| *open).await;
+    tokio::time::sleep(MODEL_LATENCY).await;
+    let prompt = request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let chunk = |choices: Value, usage: Value| json!({"id": "c", "object": "chat.completion.chunk", "model": "mock", "choices": choices, "usage": usage});
+    let chunks = [
+        chunk(
+            json!([{"index": 0, "delta": {"role": "assistant", "content": format!("answer: {prompt}")}, "finish_reason": null}]),
+            Value::Null,
+        ),
+        chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]), Value::Null),
+        chunk(
+            json!([]),
+            json!({"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}),
+        ),
+    ];
+    let mut text = String::new();
+    for chunk in chunks {
+        text.push_str("data: ");
+        text.push_str(&chunk.to_string());
+        text.push_str("\n\n");
+    }
+    text.push_str("data: [DONE]\n\n");
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from(text))
+        .unwrap_or_default()
+}
+
+/// An `agentry serve` process, killed when dropped.
+struct Instance {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Instance {
+    fn start(dir: &Path, store_url: &str, model: &str) -> Self {
+        let config = format!(
+            "[tools]\nenabled = []\n[serve]\napi_keys = [\"{}\"]\nmax_runs_per_key = {}\nrequests_per_minute = 0\n\
+             [store]\nurl = \"{store_url}\"\n",
+            agent_server::hash_key(KEY),
+            RUNS * 2
+        );
+        std::fs::write(dir.join("agentry.toml"), config).unwrap_or_else(|e| panic!("{e}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentry"))
+            .env_clear()
+            .env("AGENTRY_HOME", dir.join("home"))
+            .env("OPENAI_API_KEY", "sk-bench")
+            .current_dir(dir)
+            .args(["serve", "--provider", "openai", "--base-url", &format!("{model}/v1")])
+            .args(["--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("agentry serve: {e}"));
+        let mut line = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            let _ = BufReader::new(stdout).read_line(&mut line);
+        }
+        let base = line.trim().trim_start_matches("listening on ").to_owned();
+        assert!(base.starts_with("http://"), "unexpected first line: {line:?}");
+        Self { child, base }
+    }
+
+    /// Resident memory in KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.split_whitespace().next())
+            .and_then(|kib| kib.parse().ok())
+            .unwrap_or_default()
+    }
+}
+
+async fn post_json(http: &reqwest::Client, url: String, body: Value) -> Value {
+    let response = http
+        .post(url)
+        .bearer_auth(KEY)
+        .json(&body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or_default();
+    assert!(status.is_success(), "{status}: {body}");
+    body
+}
+
+/// Runs `prompt(i)` in session `i` for every session at once, each on the
+/// instance that did not create it; the latency of each.
+async fn run_all(http: &reqwest::Client, instances: &[Instance], sessions: &[String], prompt: &str) -> Vec<Duration> {
+    let runs = sessions.iter().enumerate().map(|(i, session)| {
+        let url = format!("{}/v1/runs", instances[(i + 1) % 2].base);
+        let body = json!({"prompt": format!("{prompt} {i}"), "session": session});
+        async move {
+            let started = Instant::now();
+            let record = post_json(http, url, body).await;
+            assert_eq!(record["stop_reason"], "completed", "{record}");
+            started.elapsed()
+        }
+    });
+    futures::future::join_all(runs).await
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    runtime.block_on(bench());
+}
+
+async fn bench() {
+    let cluster = match TempCluster::start() {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => {
+            eprintln!("serve_load: skipped, PostgreSQL is not installed");
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    let store_url = cluster
+        .create_database("agentry")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (open, gate) = watch::channel(true);
+    let model = Model {
+        received: Arc::new(AtomicUsize::new(0)),
+        gate,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let model_url = format!("http://{}", listener.local_addr().unwrap_or_else(|e| panic!("{e}")));
+    let router = Router::new()
+        .route("/v1/chat/completions", post(complete))
+        .with_state(model.clone());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let dirs = [(); 2].map(|()| tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")));
+    let instances: Vec<Instance> = dirs
+        .iter()
+        .map(|dir| Instance::start(dir.path(), &store_url, &model_url))
+        .collect();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(RUNS)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    // Sessions, created alternately on each instance.
+    let sessions: Vec<String> = futures::stream::iter(0..RUNS)
+        .map(|i| {
+            let url = format!("{}/v1/sessions", instances[i % 2].base);
+            let http = &http;
+            async move {
+                post_json(http, url, json!({})).await["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            }
+        })
+        .buffered(64)
+        .collect()
+        .await;
+
+    // Memory: 1,000 runs waiting for the model, against the idle instances.
+    let idle: u64 = instances.iter().map(Instance::rss_kib).sum();
+    open.send_replace(false);
+    let held = tokio::spawn({
+        let (http, bases) = (
+            http.clone(),
+            instances.iter().map(|i| i.base.clone()).collect::<Vec<_>>(),
+        );
+        let sessions = sessions.clone();
+        async move {
+            let runs = sessions.iter().enumerate().map(|(i, session)| {
+                post_json(
+                    &http,
+                    format!("{}/v1/runs", bases[(i + 1) % 2]),
+                    json!({"prompt": format!("hold {i}"), "session": session}),
+                )
+            });
+            futures::future::join_all(runs).await.len()
+        }
+    });
+    while model.received.load(Ordering::SeqCst) < RUNS {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let busy: u64 = instances.iter().map(Instance::rss_kib).sum();
+    open.send_replace(true);
+    let held = held.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(held, RUNS);
+    println!(
+        "memory: {idle} KiB idle, {busy} KiB with {RUNS} runs in flight (two instances): {:.1} KiB per in-flight run",
+        (busy.saturating_sub(idle)) as f64 / RUNS as f64
+    );
+
+    // Latency and throughput.
+    let started = Instant::now();
+    let mut latencies = run_all(&http, &instances, &sessions, "run").await;
+    let wall = started.elapsed();
+    latencies.sort_unstable();
+    let (p50, p99) = (percentile(&latencies, 0.50), percentile(&latencies, 0.99));
+    println!(
+        "throughput: {RUNS} concurrent runs in {:.0} ms = {:.0} runs/s",
+        ms(wall),
+        RUNS as f64 / wall.as_secs_f64()
+    );
+    println!(
+        "latency: p50 {:.1} ms, p99 {:.1} ms; added by Agentry over the model's {} ms: p50 {:.1} ms, p99 {:.1} ms",
+        ms(p50),
+        ms(p99),
+        MODEL_LATENCY.as_millis(),
+        ms(p50.saturating_sub(MODEL_LATENCY)),
+        ms(p99.saturating_sub(MODEL_LATENCY))
+    );
+
+    // Every session holds exactly its two turns.
+    let problems: Vec<String> = futures::stream::iter(sessions.iter().enumerate())
+        .map(|(i, session)| {
+            let url = format!("{}/v1/sessions/{session}", instances[i % 2].base);
+            let http = &http;
+            async move {
+                let shown: Value = http
+                    .get(url)
+                    .bearer_auth(KEY)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .json()
+                    .await
+                    .unwrap_or_default();
+                let texts: Vec<&str> = shown["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m["content"].as_str())
+                    .collect();
+                let expected = [
+                    format!("hold {i}"),
+                    format!("answer: hold {i}"),
+                    format!("run {i}"),
+                    format!("answer: run {i}"),
+                ];
+                (texts != expected).then(|| format!("{session}: {texts:?}"))
+            }
+        })
+        .buffer_unordered(64)
+        .filter_map(|problem| async move { problem })
+        .collect()
+        .await;
+    println!(
+        "messages: {} sessions checked, {} with lost or duplicated messages",
+        sessions.len(),
+        problems.len()
+    );
+    for problem in problems.iter().take(5) {
+        println!("  {problem}");
+    }
+    assert!(problems.is_empty());
+}
