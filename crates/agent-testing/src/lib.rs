@@ -13,6 +13,9 @@
 //! - [`collect_events`]: a client's event stream drained up to its first error.
 //! - [`canonical`]: the conversations every provider's request mapper is
 //!   snapshot-tested on.
+//! - [`store_contract`]: the checks every
+//!   [`ConversationStore`](agent_core::ConversationStore) passes, for a
+//!   store's own tests.
 //!
 //! ```
 //! use agent_core::{ChatRequest, LlmClient, Message, CancellationToken};
@@ -38,6 +41,10 @@ pub mod mocks;
 pub mod response;
 mod schemas;
 mod scripted;
+/// The contract every [`ConversationStore`](agent_core::ConversationStore)
+/// keeps, as `check_*` functions a store's tests run on a new store of
+/// theirs, with the turn builders the checks use.
+pub mod store_contract;
 mod tools;
 pub mod wire;
 

@@ -1,6 +1,7 @@
-//! The store's behaviour: the shared contract (as the SQLite store's tests
-//! check it), reopening, crash repair, exact round trips, damaged rows, a
-//! newer schema, and what `Debug` and errors show of the URL.
+//! The store's behaviour: the shared contract (`agent_testing::store_contract`,
+//! as the SQLite store's tests check it), reopening, crash repair, exact
+//! round trips, damaged rows, a newer schema, and what `Debug` and errors
+//! show of the URL.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -10,109 +11,11 @@ use agent_core::{
 };
 use agent_runner::history::is_sendable;
 use agent_store_postgres::{LATEST_MIGRATION, PgPoolOptions, PostgresStore};
-use common::{cluster, execute, rich_turn, temp_store};
+use agent_testing::store_contract::{check_contract, rich_turn};
+use common::{cluster, execute, temp_store};
 use serde_json::json;
 
 mod common;
-
-/// What every ConversationStore must do.
-async fn check_contract(store: &dyn ConversationStore) {
-    assert!(store.list().await.unwrap().is_empty());
-    assert!(store.load("trip").await.unwrap().is_none());
-    let created = store.create("trip").await.unwrap();
-    assert_eq!((created.message_count, created.cost_usd), (0, 0.0));
-    assert!(matches!(store.create("trip").await, Err(StoreError::Conflict { .. })));
-
-    let delta = TurnMeta::new("openai", "gpt-4o-mini", Usage::new(100, 20), 0.25);
-    store.append("trip", &rich_turn("a"), &delta).await.unwrap();
-    let unnamed = TurnMeta {
-        usage: Usage {
-            cache_read_tokens: 7,
-            reasoning_tokens: 3,
-            ..Usage::new(1, 5)
-        },
-        cost_usd: 0.5,
-        ..TurnMeta::default()
-    };
-    let meta = store.append("trip", &rich_turn("b"), &unnamed).await.unwrap();
-    assert_eq!((meta.message_count, meta.user_turns), (10, 2));
-    assert_eq!((meta.provider.as_str(), meta.model.as_str()), ("openai", "gpt-4o-mini"));
-    assert_eq!(
-        meta.usage,
-        Usage {
-            input_tokens: 101,
-            output_tokens: 25,
-            cache_read_tokens: 7,
-            cache_write_tokens: 0,
-            reasoning_tokens: 3
-        }
-    );
-    assert!((meta.cost_usd - 0.75).abs() < 1e-12);
-    assert!(meta.updated_at >= meta.created_at);
-
-    let loaded = store.load("trip").await.unwrap().unwrap();
-    assert_eq!(loaded.messages, [rich_turn("a"), rich_turn("b")].concat());
-    assert_eq!((loaded.repairs, loaded.summarised, &loaded.meta), (0, 0, &meta));
-    assert!(!meta.has_checkpoint);
-    assert_eq!(
-        store.transcript("trip").await.unwrap().unwrap(),
-        loaded,
-        "without a summary the transcript is the context"
-    );
-
-    store.create("other").await.unwrap();
-    let names: Vec<String> = store.list().await.unwrap().into_iter().map(|m| m.name).collect();
-    assert_eq!(names.len(), 2);
-    // Timestamps have millisecond resolution.
-    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
-    store
-        .append("trip", &[Message::user("again")], &TurnMeta::default())
-        .await
-        .unwrap();
-    assert_eq!(
-        store.list().await.unwrap()[0].name,
-        "trip",
-        "most recently updated first"
-    );
-
-    for bad in ["", "../etc", ".hidden", "a/b", "a b"] {
-        assert!(
-            matches!(store.create(bad).await, Err(StoreError::InvalidName { .. })),
-            "{bad:?}"
-        );
-        assert!(matches!(store.load(bad).await, Err(StoreError::InvalidName { .. })));
-        assert!(matches!(
-            store.append(bad, &[], &TurnMeta::default()).await,
-            Err(StoreError::InvalidName { .. })
-        ));
-        assert!(matches!(store.delete(bad).await, Err(StoreError::InvalidName { .. })));
-    }
-    assert!(matches!(
-        store
-            .append("missing", &[Message::user("x")], &TurnMeta::default())
-            .await,
-        Err(StoreError::NotFound { .. })
-    ));
-
-    // import keeps timestamps and totals, recounts messages, refuses a clash.
-    let mut copy = store.load("trip").await.unwrap().unwrap();
-    copy.meta.name = "copy".into();
-    copy.meta.message_count = 0;
-    let imported = store.import(&copy).await.unwrap();
-    assert_eq!((imported.message_count, imported.user_turns), (11, 3));
-    let reloaded = store.load("copy").await.unwrap().unwrap();
-    assert_eq!(reloaded.messages, copy.messages);
-    assert_eq!(reloaded.meta.created_at, copy.meta.created_at);
-    assert_eq!(reloaded.meta.usage, copy.meta.usage);
-    assert!(matches!(store.import(&copy).await, Err(StoreError::Conflict { .. })));
-
-    store.delete("trip").await.unwrap();
-    assert!(store.load("trip").await.unwrap().is_none());
-    assert!(matches!(store.delete("trip").await, Err(StoreError::NotFound { .. })));
-    let fresh = store.load_or_create("trip").await.unwrap();
-    assert!(fresh.messages.is_empty(), "no message survives a delete");
-    assert_eq!(store.load_or_create("copy").await.unwrap().messages.len(), 11);
-}
 
 #[tokio::test]
 async fn the_postgres_store_keeps_the_store_contract() {

@@ -1,13 +1,12 @@
 //! Helpers shared by the test files: one PostgreSQL server per test binary
-//! (a `TempCluster`), a database of its own per test.
+//! (a `TempCluster`), a database of its own per test. The turn builders are
+//! in `agent_testing::store_contract`.
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::sync::OnceLock;
 
-use agent_core::{AssistantMessage, Message, ReasoningBlock, ToolCall, ToolResult};
 use agent_store_postgres::PostgresStore;
 use agent_store_postgres::testing::TempCluster;
-use serde_json::json;
 
 /// The server of this test binary; `None` when PostgreSQL is not installed
 /// (and `AGENTRY_REQUIRE_POSTGRES` is not set). Never dropped: its watchdog
@@ -42,34 +41,4 @@ pub async fn temp_store(test: &str) -> Option<(String, PostgresStore)> {
 pub async fn execute(store: &PostgresStore, sql: &str) {
     use sqlx_core::executor::Executor as _;
     store.pool().execute(sql).await.unwrap();
-}
-
-/// A turn of every kind of message: text, parallel tool calls with
-/// malformed arguments, reasoning blocks, results (one failed), unicode.
-pub fn rich_turn(tag: &str) -> Vec<Message> {
-    let mut malformed = ToolCall::from_argument_text(format!("{tag}-2"), "calc", "{1 + }");
-    malformed.raw_arguments = Some("{1 + }".into());
-    vec![
-        Message::user(format!("{tag}: weather in Tōkyō? 🌧")),
-        Message::Assistant(AssistantMessage {
-            content: "Looking it up.".into(),
-            tool_calls: vec![
-                ToolCall::new(
-                    format!("{tag}-1"),
-                    "get_weather",
-                    json!({"location": "Tokyo", "days": [1, 2]}),
-                ),
-                malformed,
-            ],
-            reasoning: vec![ReasoningBlock {
-                text: "think".into(),
-                signature: Some("sig==".into()),
-                data: Some(json!({"opaque": true})),
-                provider: Some("anthropic".into()),
-            }],
-        }),
-        Message::tool(ToolResult::success(format!("{tag}-1"), "get_weather", r#"{"temp":21}"#)),
-        Message::tool(ToolResult::error(format!("{tag}-2"), "calc", "invalid arguments")),
-        Message::assistant(format!("{tag}: sunny, 21°C.")),
-    ]
 }
