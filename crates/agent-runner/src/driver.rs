@@ -12,7 +12,6 @@ use agent_parse::StreamingToolCallFilter;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
-use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
 use crate::Protocol;
@@ -32,7 +31,7 @@ pub(crate) struct Driver<'a> {
     pub max_concurrent_tools: usize,
     pub capture_content: bool,
     /// Where events go; `None` for runs nobody watches.
-    pub events: Option<&'a UnboundedSender<AgentEvent>>,
+    pub events: Option<&'a crate::agent::EventSender>,
     /// Results of idempotent tools: the run's own, or one shared by the agent.
     pub cache: ToolResultCache,
     /// Who is asking, as the cache keys it ([`crate::cache::caller_scope`]).

@@ -223,7 +223,9 @@ impl Server {
         let (drain_delay, grace) = (self.drain_delay, self.shutdown_grace);
         let (shared, router) = self.into_parts();
         let stopping = Arc::clone(&shared);
-        let served = axum::serve(listener, router)
+        // A make-service clones the router for each connection (one Arc);
+        // serving the router itself would rebuild its routes for each.
+        let served = axum::serve(listener, router.into_make_service())
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 stopping.stop_taking_requests();

@@ -25,8 +25,9 @@ use crate::limits::RequestRate;
 use crate::runs::registry::RunRegistry;
 use crate::sessions::SessionLocks;
 
-/// Ended runs kept at most, whatever their age.
-const MAX_ENDED_RUNS: usize = 10_000;
+/// Ended runs kept at most, whatever their age (each keeps its events and
+/// record, the conversation included).
+const MAX_ENDED_RUNS: usize = 1_000;
 
 /// The server's state, shared by every request.
 pub(crate) struct Shared {

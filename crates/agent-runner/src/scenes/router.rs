@@ -9,7 +9,6 @@ use agent_core::{
     StopCause, ToolContext, ToolRegistry,
 };
 use futures::{Stream, StreamExt};
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::actor::{SceneContext, SceneRequest};
@@ -322,17 +321,13 @@ impl SceneRouter {
     ) -> impl Stream<Item = AgentEvent> + Send + 'static {
         let router = self.clone();
         let user_message = user_message.into();
-        let (sender, receiver) = mpsc::unbounded_channel();
         let cancel = context.cancel.child_token();
-        let guard = cancel.clone().drop_guard();
+        let (sender, events) = crate::agent::event_channel(cancel.clone().drop_guard());
         let context = ToolContext { cancel, ..context };
         tokio::spawn(async move {
             router.stream_into(history, user_message, context, &sender).await;
         });
-        crate::agent::EventStream {
-            receiver,
-            _cancel_on_drop: guard,
-        }
+        events
     }
 
     async fn stream_into(
@@ -340,7 +335,7 @@ impl SceneRouter {
         history: Vec<Message>,
         user_message: String,
         context: ToolContext,
-        sender: &mpsc::UnboundedSender<AgentEvent>,
+        sender: &crate::agent::EventSender,
     ) {
         let choice = match self.route(&history, &user_message, &context).await {
             Ok(choice) => choice,
@@ -381,7 +376,7 @@ impl SceneRouter {
     /// routing call (if it was made) saying why.
     fn send_failure(
         &self,
-        sender: &mpsc::UnboundedSender<AgentEvent>,
+        sender: &crate::agent::EventSender,
         error: &SceneError,
         choice: Option<&SceneChoice>,
         history: Vec<Message>,

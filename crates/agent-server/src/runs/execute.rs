@@ -96,8 +96,9 @@ async fn execute(
     let mut result = None;
     while let Some(event) = events.next().await {
         match event {
-            // Held back until the turn is stored: a follower that sees the
-            // end finds the session up to date.
+            // Kept as the outcome, which followers get last, once the turn
+            // is stored: a follower that sees the end finds the session up
+            // to date.
             AgentEvent::RunFinished { result: finished } => result = Some(finished),
             other => entry.push(other),
         }
@@ -122,7 +123,6 @@ async fn execute(
         }),
         None => None,
     };
-    entry.push(AgentEvent::RunFinished { result: result.clone() });
     shared.runs.end(
         &entry,
         RunOutcome {
@@ -137,9 +137,6 @@ fn end_failed(shared: &Shared, entry: &RunEntry, message: String, history: Vec<M
     let client = shared.agent.client();
     let result = failed_result(message.clone(), client.provider(), client.model(), history);
     entry.push(AgentEvent::Error { message });
-    entry.push(AgentEvent::RunFinished {
-        result: Box::new(result.clone()),
-    });
     shared.runs.end(
         entry,
         RunOutcome {

@@ -157,22 +157,28 @@ impl RunEntry {
     }
 
     /// Every event of the run from the first, then each new one as it
-    /// comes; the stream ends after the last event of an ended run.
+    /// comes, and at the end [`AgentEvent::RunFinished`] with its record
+    /// (kept once, in the outcome); the stream ends with the run.
     pub(crate) fn events(self: &Arc<Self>) -> impl Stream<Item = AgentEvent> + Send + 'static {
         let changed = self.changed.subscribe();
         stream::unfold(
-            (Arc::clone(self), changed, 0_usize),
+            (Arc::clone(self), changed, Some(0_usize)),
             |(entry, mut changed, next)| async move {
+                let next = next?;
                 loop {
                     {
                         let log = entry.lock();
                         if let Some(event) = log.events.get(next) {
                             let event = event.clone();
                             drop(log);
-                            return Some((event, (entry, changed, next + 1)));
+                            return Some((event, (entry, changed, Some(next + 1))));
                         }
-                        if log.outcome.is_some() {
-                            return None;
+                        if let Some(outcome) = &log.outcome {
+                            let finished = AgentEvent::RunFinished {
+                                result: Box::new(AgentRunResult::clone(&outcome.result)),
+                            };
+                            drop(log);
+                            return Some((finished, (entry, changed, None)));
                         }
                     }
                     // The sender lives in `entry`, so this only waits.
@@ -234,13 +240,17 @@ mod tests {
         registry.end(&entry, outcome());
         let events = follower.await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
-            events,
+            events[..2],
             [
                 AgentEvent::TextDelta { text: "one".into() },
                 AgentEvent::TextDelta { text: "two".into() }
             ]
         );
-        assert_eq!(entry.events().count().await, 2, "a late follower gets them all too");
+        assert!(
+            matches!(&events[2..], [AgentEvent::RunFinished { result }] if result.provider == "p"),
+            "the record comes last: {events:?}"
+        );
+        assert_eq!(entry.events().count().await, 3, "a late follower gets them all too");
         assert_eq!(registry.running(), 0);
     }
 
