@@ -272,6 +272,7 @@ impl Server {
             .route("/v1/runs/{id}/cancel", post(runs::cancel_run))
             .route("/v1/sessions", post(sessions::create).get(sessions::list))
             .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
+            .route("/v1/sessions/{id}/resume", post(runs::resume_session))
             .layer(DefaultBodyLimit::max(max_body_bytes))
             .with_state(Arc::clone(&shared));
         (shared, router)

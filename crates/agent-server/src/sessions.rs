@@ -7,6 +7,8 @@
 //! - `GET /v1/sessions`: the caller's sessions, most recently used first.
 //! - `GET /v1/sessions/{id}`: one session with every stored message.
 //! - `DELETE /v1/sessions/{id}`: deletes it (204).
+//! - `POST /v1/sessions/{id}/resume`: goes on with its run that did not end
+//!   (see [`crate::runs`]).
 //!
 //! A session is stored under `TAG.ID`, where `TAG` is sixteen hex digits of
 //! the owner key's hash ([`KeyId::tag`]), so every store (SQLite,
@@ -64,11 +66,12 @@ fn not_found(session: &str) -> ApiError {
 }
 
 impl Shared {
-    /// The caller's session `id`, checked to exist.
-    pub(crate) async fn session(&self, caller: Caller, id: &str) -> Result<SessionRef, ApiError> {
+    /// The caller's session `id`, checked to exist, with what is known
+    /// of it.
+    pub(crate) async fn session(&self, caller: Caller, id: &str) -> Result<(SessionRef, ConversationMeta), ApiError> {
         let session = SessionRef::of(caller.0, id).ok_or_else(|| not_found(id))?;
         match self.store.load(&session.stored).await {
-            Ok(Some(_)) => Ok(session),
+            Ok(Some(conversation)) => Ok((session, conversation.meta)),
             Ok(None) => Err(not_found(id)),
             Err(error) => Err(store_error(id, error)),
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{ConversationStore, InMemoryStore, Message, ToolContext};
-use agent_runner::Agent;
+use agent_runner::{Agent, RunCheckpoints, StoreCheckpoints};
 use agent_testing::{ScriptedClient, response};
 use agent_tools::{NoArgs, TypedTool};
 use common::{KEY, OTHER_KEY, json_of, start};
@@ -339,4 +339,45 @@ async fn no_run_starts_once_the_server_shuts_down() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     let stopped = tokio::time::timeout(Duration::from_secs(10), server.stop()).await;
     assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?}");
+}
+
+#[tokio::test]
+async fn an_interrupted_run_of_a_session_is_resumed_from_its_saved_state() {
+    let client = ScriptedClient::new().respond(response::text("It is noon."));
+    let agent = Agent::builder(Arc::new(client)).build();
+    let store = Arc::new(InMemoryStore::new());
+    let server = start(agent.clone(), |server| server.store(store.clone())).await;
+    let session = new_session(&server, KEY).await;
+    let path = format!("/v1/sessions/{session}/resume");
+    let (status, body) = json_of(server.post(&path, Some(KEY), &json!({}))).await;
+    assert_eq!(status, StatusCode::CONFLICT, "nothing to resume yet: {body}");
+
+    // The instance that ran it saved its state after its first step, then died.
+    let stored = store.list().await.unwrap_or_else(|e| panic!("{e}"));
+    let name = stored
+        .iter()
+        .find(|meta| meta.name.ends_with(&session))
+        .map(|meta| meta.name.clone())
+        .unwrap_or_else(|| panic!("stored: {stored:?}"));
+    let state = agent.start(Vec::new(), "What time is it?");
+    StoreCheckpoints::new(store.clone(), name)
+        .save(&state)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, shown) = server.get_as(&format!("/v1/sessions/{session}"), KEY).await;
+    assert_eq!(shown["interrupted"], true, "{shown}");
+
+    let (status, _) = json_of(server.post(&path, Some(OTHER_KEY), &json!({}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "not the other key's");
+    let (status, record) = json_of(server.post(&path, Some(KEY), &json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{record}");
+    assert_eq!(record["response"], "It is noon.");
+    let (_, shown) = server.get_as(&format!("/v1/sessions/{session}"), KEY).await;
+    assert_eq!(shown["interrupted"], false, "{shown}");
+    assert_eq!(
+        shown["messages"],
+        json!([Message::user("What time is it?"), Message::assistant("It is noon.")])
+    );
+    let (status, _) = json_of(server.post(&path, Some(KEY), &json!({}))).await;
+    assert_eq!(status, StatusCode::CONFLICT, "resumed once");
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, StopCause, ToolContext, Usage};
-use agent_runner::{RunCheckpoints, StoreCheckpoints, store_turn};
+use agent_runner::{RunCheckpoints, RunState, SavedRun, StoreCheckpoints, store_turn};
 use futures::StreamExt;
 
 use super::registry::{RunEntry, RunOutcome};
@@ -15,80 +15,80 @@ use crate::error::ApiError;
 use crate::sessions::SessionRef;
 use crate::state::{Caller, RunSlot, Shared};
 
-/// What a run continues: a session of the caller, or a history the request
-/// brought (none for a new conversation).
-pub(crate) enum Continues {
-    Session(SessionRef),
-    History(Vec<Message>),
+/// How a run starts.
+pub(crate) enum RunStart {
+    /// A prompt continuing a history the request brought (none for a new
+    /// conversation).
+    History { prompt: String, history: Vec<Message> },
+    /// A prompt continuing a session of the caller.
+    Session { prompt: String, session: SessionRef },
+    /// The run of a session that did not end (its instance stopped or
+    /// crashed), from the state it saved after its last step.
+    Interrupted { session: SessionRef },
+}
+
+impl RunStart {
+    fn session(&self) -> Option<&SessionRef> {
+        match self {
+            Self::History { .. } => None,
+            Self::Session { session, .. } | Self::Interrupted { session } => Some(session),
+        }
+    }
 }
 
 impl Shared {
-    /// Starts a run of `prompt` for `caller`.
+    /// Starts a run for `caller`.
     ///
     /// # Errors
     ///
     /// [`ApiError::ShuttingDown`] once the server stops taking runs;
     /// [`ApiError::TooManyRuns`] when the caller has as many in flight as it
     /// may.
-    pub(crate) fn launch(
-        self: &Arc<Self>,
-        caller: Caller,
-        prompt: String,
-        continues: Continues,
-    ) -> Result<Arc<RunEntry>, ApiError> {
+    pub(crate) fn launch(self: &Arc<Self>, caller: Caller, start: RunStart) -> Result<Arc<RunEntry>, ApiError> {
         if !self.is_ready() {
             return Err(ApiError::ShuttingDown);
         }
         let slot = self.run_slot(caller)?;
-        let session = match &continues {
-            Continues::Session(session) => Some(session.id.clone()),
-            Continues::History(_) => None,
-        };
+        let session = start.session().map(|session| session.id.clone());
         let entry = self.runs.insert(caller.0, session, CancellationToken::new());
         let context = ToolContext {
             user_id: Some(format!("key:{}", caller.0.tag())),
             cancel: entry.cancel.clone(),
             ..ToolContext::new()
         };
-        tokio::spawn(execute(
-            Arc::clone(self),
-            Arc::clone(&entry),
-            prompt,
-            continues,
-            context,
-            slot,
-        ));
+        tokio::spawn(execute(Arc::clone(self), Arc::clone(&entry), start, context, slot));
         Ok(entry)
     }
 }
 
 /// Runs the turn, records its events, stores it, and ends the entry.
-async fn execute(
-    shared: Arc<Shared>,
-    entry: Arc<RunEntry>,
-    prompt: String,
-    continues: Continues,
-    context: ToolContext,
-    _slot: RunSlot,
-) {
-    let (history, session, _held) = match continues {
-        Continues::History(history) => (history, None, None),
-        Continues::Session(session) => {
+async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, context: ToolContext, _slot: RunSlot) {
+    let (state, history, session, _held) = match start {
+        RunStart::History { prompt, history } => (shared.agent.start(history.clone(), prompt), history, None, None),
+        RunStart::Session { prompt, session } => {
             let held = shared.session_locks.lock(&session.stored).await;
-            match shared.store.load(&session.stored).await {
-                Ok(Some(conversation)) => (conversation.messages, Some(session), Some(held)),
-                Ok(None) => {
-                    let message = format!("the session `{}` was deleted before the run started", session.id);
-                    return end_failed(&shared, &entry, message, Vec::new());
-                }
-                Err(error) => {
-                    let message = format!("the session `{}` could not be loaded: {error}", session.id);
-                    return end_failed(&shared, &entry, message, Vec::new());
-                }
+            match load_history(&shared, &session).await {
+                Ok(history) => (
+                    shared.agent.start(history.clone(), prompt),
+                    history,
+                    Some(session),
+                    Some(held),
+                ),
+                Err(message) => return end_failed(&shared, &entry, message, Vec::new()),
+            }
+        }
+        RunStart::Interrupted { session } => {
+            let held = shared.session_locks.lock(&session.stored).await;
+            let resumed = match load_history(&shared, &session).await {
+                Ok(history) => saved_state(&shared, &session).await.map(|state| (state, history)),
+                Err(message) => Err(message),
+            };
+            match resumed {
+                Ok((state, history)) => (state, history, Some(session), Some(held)),
+                Err(message) => return end_failed(&shared, &entry, message, Vec::new()),
             }
         }
     };
-    let state = shared.agent.start(history.clone(), prompt);
     let checkpoints = session.as_ref().map(|session| {
         Arc::new(StoreCheckpoints::new(Arc::clone(&shared.store), session.stored.clone())) as Arc<dyn RunCheckpoints>
     });
@@ -130,6 +130,42 @@ async fn execute(
             store_error,
         },
     );
+}
+
+/// The messages of `session` a run continues, or why there are none.
+async fn load_history(shared: &Shared, session: &SessionRef) -> Result<Vec<Message>, String> {
+    match shared.store.load(&session.stored).await {
+        Ok(Some(conversation)) => Ok(conversation.messages),
+        Ok(None) => Err(format!(
+            "the session `{}` was deleted before the run started",
+            session.id
+        )),
+        Err(error) => Err(format!("the session `{}` could not be loaded: {error}", session.id)),
+    }
+}
+
+/// The state the interrupted run of `session` saved, if this agent can go
+/// on with it.
+async fn saved_state(shared: &Shared, session: &SessionRef) -> Result<RunState, String> {
+    let saved = match shared.store.checkpoint(&session.stored).await {
+        Ok(Some(saved)) => saved,
+        Ok(None) => return Err(format!("the session `{}` has no interrupted run", session.id)),
+        Err(error) => return Err(format!("the session `{}` could not be read: {error}", session.id)),
+    };
+    let state = SavedRun::decode(saved).map_err(|error| format!("the interrupted run of `{}` {error}", session.id))?;
+    let identity = state.identity();
+    let client = shared.agent.client();
+    if identity.provider != client.provider() || identity.model != client.model() {
+        return Err(format!(
+            "the interrupted run of `{}` used {}/{}, not this server's {}/{}",
+            session.id,
+            identity.provider,
+            identity.model,
+            client.provider(),
+            client.model()
+        ));
+    }
+    Ok(state)
 }
 
 /// Ends `entry` as a failed run that did nothing.

@@ -32,7 +32,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub(crate) use self::execute::Continues;
+pub(crate) use self::execute::RunStart;
 use self::registry::{RunEntry, RunOutcome};
 use crate::error::ApiError;
 use crate::state::{Caller, Shared};
@@ -69,18 +69,58 @@ pub(crate) async fn create_run(
     if request.prompt.trim().is_empty() {
         return Err(ApiError::InvalidRequest("`prompt` is empty".to_owned()));
     }
-    let continues = match request.session {
+    let prompt = request.prompt;
+    let start = match request.session {
         Some(_) if !request.messages.is_empty() => {
             return Err(ApiError::InvalidRequest(
                 "give `session` or `messages`, not both: a session's history is stored".to_owned(),
             ));
         }
-        Some(id) => Continues::Session(shared.session(caller, &id).await?),
-        None => Continues::History(request.messages),
+        Some(id) => RunStart::Session {
+            prompt,
+            session: shared.session(caller, &id).await?.0,
+        },
+        None => RunStart::History {
+            prompt,
+            history: request.messages,
+        },
     };
-    let entry = shared.launch(caller, request.prompt, continues)?;
-    if !request.wait {
-        return Ok((StatusCode::ACCEPTED, Json(status(&shared, &entry, None))).into_response());
+    answer(&shared, caller, start, request.wait).await
+}
+
+/// What `POST /v1/sessions/{id}/resume` takes: whether to wait.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResumeRequest {
+    #[serde(default = "answer_at_the_end")]
+    wait: bool,
+}
+
+/// Handles `POST /v1/sessions/{id}/resume`: the run of the session that
+/// did not end (its instance stopped or crashed) goes on from its last
+/// step, on any instance sharing the store; it answers as `POST /v1/runs`
+/// does. 409 when the session has no such run.
+pub(crate) async fn resume_session(
+    State(shared): State<Arc<Shared>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Option<Json<ResumeRequest>>,
+) -> Result<Response, ApiError> {
+    let wait = body.map_or(true, |Json(request)| request.wait);
+    let (session, meta) = shared.session(caller, &id).await?;
+    if !meta.has_checkpoint {
+        return Err(ApiError::Conflict(format!(
+            "the session `{id}` has no interrupted run; POST /v1/runs continues it with a new prompt"
+        )));
+    }
+    answer(&shared, caller, RunStart::Interrupted { session }, wait).await
+}
+
+/// Launches the run and answers: at once (`202`) or with its record.
+async fn answer(shared: &Arc<Shared>, caller: Caller, start: RunStart, wait: bool) -> Result<Response, ApiError> {
+    let entry = shared.launch(caller, start)?;
+    if !wait {
+        return Ok((StatusCode::ACCEPTED, Json(status(shared, &entry, None))).into_response());
     }
     // Dropping this future (the client went away) cancels the run.
     let cancel_on_drop = entry.cancel.clone().drop_guard();
