@@ -357,8 +357,7 @@ async fn an_interrupted_run_of_a_session_is_resumed_from_its_saved_state() {
     let name = stored
         .iter()
         .find(|meta| meta.name.ends_with(&session))
-        .map(|meta| meta.name.clone())
-        .unwrap_or_else(|| panic!("stored: {stored:?}"));
+        .map_or_else(|| panic!("stored: {stored:?}"), |meta| meta.name.clone());
     let state = agent.start(Vec::new(), "What time is it?");
     StoreCheckpoints::new(store.clone(), name)
         .save(&state)

@@ -106,7 +106,7 @@ pub(crate) async fn resume_session(
     Path(id): Path<String>,
     body: Option<Json<ResumeRequest>>,
 ) -> Result<Response, ApiError> {
-    let wait = body.map_or(true, |Json(request)| request.wait);
+    let wait = body.is_none_or(|Json(request)| request.wait);
     let (session, meta) = shared.session(caller, &id).await?;
     if !meta.has_checkpoint {
         return Err(ApiError::Conflict(format!(
