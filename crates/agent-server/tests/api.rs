@@ -380,3 +380,37 @@ async fn an_interrupted_run_of_a_session_is_resumed_from_its_saved_state() {
     let (status, _) = json_of(server.post(&path, Some(KEY), &json!({}))).await;
     assert_eq!(status, StatusCode::CONFLICT, "resumed once");
 }
+
+#[tokio::test]
+async fn every_v1_endpoint_needs_a_key() {
+    let server = start(timekeeper(&["Noon."]), |server| server).await;
+    let session = new_session(&server, KEY).await;
+    let run = "run_0123456789abcdef01234567";
+    let endpoints = [
+        (reqwest::Method::POST, "/v1/chat/completions".to_owned()),
+        (reqwest::Method::POST, "/v1/runs".to_owned()),
+        (reqwest::Method::GET, format!("/v1/runs/{run}")),
+        (reqwest::Method::GET, format!("/v1/runs/{run}/events")),
+        (reqwest::Method::POST, format!("/v1/runs/{run}/cancel")),
+        (reqwest::Method::POST, "/v1/sessions".to_owned()),
+        (reqwest::Method::GET, "/v1/sessions".to_owned()),
+        (reqwest::Method::GET, format!("/v1/sessions/{session}")),
+        (reqwest::Method::DELETE, format!("/v1/sessions/{session}")),
+        (reqwest::Method::POST, format!("/v1/sessions/{session}/resume")),
+    ];
+    for (method, path) in endpoints {
+        for key in [None, Some("not-a-key")] {
+            let mut request = server
+                .http
+                .request(method.clone(), format!("{}{path}", server.base))
+                .json(&json!({"prompt": "x", "messages": [{"role": "user", "content": "x"}]}));
+            if let Some(key) = key {
+                request = request.bearer_auth(key);
+            }
+            let status = request.send().await.map_or_else(|e| panic!("{e}"), |r| r.status());
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path} with {key:?}");
+        }
+    }
+    let (status, _) = server.get_as(&format!("/v1/sessions/{session}"), KEY).await;
+    assert_eq!(status, StatusCode::OK, "the refused DELETE deleted nothing");
+}
