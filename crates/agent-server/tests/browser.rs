@@ -21,6 +21,7 @@ use agent_tools::schemars::JsonSchema;
 use agent_tools::{NoArgs, TypedTool};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -197,8 +198,7 @@ impl Chromedriver {
         let serde_json::Value::Object(capabilities) = capabilities else {
             unreachable!("an object")
         };
-        ClientBuilder::rustls()
-            .unwrap_or_else(|e| panic!("{e}"))
+        ClientBuilder::new(HttpConnector::new())
             .capabilities(capabilities)
             .connect(&url)
             .await
