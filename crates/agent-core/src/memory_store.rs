@@ -134,6 +134,11 @@ impl ConversationStore for InMemoryStore {
         }))
     }
 
+    async fn meta(&self, name: &str) -> Result<Option<ConversationMeta>, StoreError> {
+        validate_conversation_name(name)?;
+        Ok(self.lock().get(name).map(|stored| stored.meta.clone()))
+    }
+
     async fn transcript(&self, name: &str) -> Result<Option<Conversation>, StoreError> {
         validate_conversation_name(name)?;
         let Some(stored) = self.lock().get(name).cloned() else {

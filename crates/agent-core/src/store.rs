@@ -316,6 +316,14 @@ pub trait ConversationStore: Send + Sync {
     /// such conversation.
     async fn transcript(&self, name: &str) -> Result<Option<Conversation>, StoreError>;
 
+    /// What is known about the conversation `name` (its
+    /// [`ConversationMeta`]), without reading its messages; `None` when
+    /// there is none. The default loads the whole conversation; stores
+    /// answer it with one small read.
+    async fn meta(&self, name: &str) -> Result<Option<ConversationMeta>, StoreError> {
+        Ok(self.load(name).await?.map(|conversation| conversation.meta))
+    }
+
     /// Appends one turn to `name` and adds `delta` to its metadata, as one
     /// atomic operation: after a crash either all of it is stored or none.
     /// The same operation clears the conversation's run checkpoint

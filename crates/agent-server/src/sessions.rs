@@ -70,8 +70,8 @@ impl Shared {
     /// of it.
     pub(crate) async fn session(&self, caller: Caller, id: &str) -> Result<(SessionRef, ConversationMeta), ApiError> {
         let session = SessionRef::of(caller.0, id).ok_or_else(|| not_found(id))?;
-        match self.store.load(&session.stored).await {
-            Ok(Some(conversation)) => Ok((session, conversation.meta)),
+        match self.store.meta(&session.stored).await {
+            Ok(Some(meta)) => Ok((session, meta)),
             Ok(None) => Err(not_found(id)),
             Err(error) => Err(store_error(id, error)),
         }

@@ -170,6 +170,9 @@ pub async fn check_contract(store: &dyn ConversationStore) {
     let loaded = store.load("trip").await.unwrap().unwrap();
     assert_eq!(loaded.messages, [rich_turn("a"), rich_turn("b")].concat());
     assert_eq!((loaded.repairs, loaded.summarised, &loaded.meta), (0, 0, &meta));
+    assert_eq!(store.meta("trip").await.unwrap(), Some(meta.clone()), "meta is load's");
+    assert_eq!(store.meta("elsewhere").await.unwrap(), None);
+    assert!(matches!(store.meta("../x").await, Err(StoreError::InvalidName { .. })));
     assert!(!meta.has_checkpoint);
     assert_eq!(
         store.transcript("trip").await.unwrap().unwrap(),

@@ -229,6 +229,12 @@ impl ConversationStore for PostgresStore {
         context::load(&self.pool, name).await
     }
 
+    async fn meta(&self, name: &str) -> Result<Option<ConversationMeta>, StoreError> {
+        validate_conversation_name(name)?;
+        let mut conn = self.pool.acquire().await.map_err(error::db)?;
+        ops::read_meta(&mut conn, name).await
+    }
+
     async fn transcript(&self, name: &str) -> Result<Option<Conversation>, StoreError> {
         validate_conversation_name(name)?;
         context::transcript(&self.pool, name).await

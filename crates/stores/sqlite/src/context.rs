@@ -3,7 +3,9 @@
 //! conversation is current and hides the messages with `seq` below its
 //! `summarised`. Superseded summaries stay, as every message does.
 
-use agent_core::{Conversation, Message, StoreError, compaction_cut, context_with_summary, make_sendable};
+use agent_core::{
+    Conversation, ConversationMeta, Message, StoreError, compaction_cut, context_with_summary, make_sendable,
+};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use crate::db;
@@ -45,6 +47,14 @@ fn read_rows(
         messages.push(message);
     }
     Ok(messages)
+}
+
+/// The metadata of the conversation `name`, if it exists.
+pub fn meta(conn: &mut Connection, name: &str) -> Result<Option<ConversationMeta>, StoreError> {
+    let tx = conn.transaction().map_err(db)?;
+    let meta = read_meta(&tx, name)?.map(|(_, meta)| meta);
+    tx.finish().map_err(db)?;
+    Ok(meta)
 }
 
 /// Loads the context of a conversation (its summary, then the messages

@@ -184,6 +184,12 @@ impl ConversationStore for SqliteStore {
         self.run(move |conn| context::load(conn, &name)).await
     }
 
+    async fn meta(&self, name: &str) -> Result<Option<ConversationMeta>, StoreError> {
+        validate_conversation_name(name)?;
+        let name = name.to_owned();
+        self.run(move |conn| context::meta(conn, &name)).await
+    }
+
     async fn transcript(&self, name: &str) -> Result<Option<Conversation>, StoreError> {
         validate_conversation_name(name)?;
         let name = name.to_owned();
