@@ -8,11 +8,13 @@
 //!
 //! It prints:
 //! - memory per in-flight run: both instances' resident memory with 1,000
-//!   runs waiting for the model, less what they used idle, per run;
+//!   runs (started with `"wait": false`) waiting for the model, less what
+//!   they used idle, per run;
 //! - throughput and the latency of 1,000 concurrent runs, each on the
 //!   instance that did not create its session (p50, p99, and the same less
 //!   the model's 50 ms: what Agentry adds);
-//! - messages lost or duplicated: every session must hold exactly its two
+//! - the latency of 200 runs one at a time, less the model's 50 ms;
+//! - messages lost or duplicated: every session must hold exactly its
 //!   turns afterwards.
 //!
 //! Needs PostgreSQL's `initdb` and `pg_ctl` (Debian's `postgresql`); the
@@ -36,6 +38,8 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 const RUNS: usize = 1_000;
+/// Runs timed one at a time.
+const SEQUENTIAL_RUNS: usize = 200;
 const MODEL_LATENCY: Duration = Duration::from_millis(50);
 const KEY: &str = "load-bench-key";
 
@@ -238,36 +242,52 @@ async fn bench() {
         .collect()
         .await;
 
-    // Memory: 1,000 runs waiting for the model, against the idle instances.
+    // Memory: 1,000 runs started with `"wait": false` (their requests
+    // answered, their connections closed) waiting for the model, against
+    // the idle instances.
     let idle: u64 = instances.iter().map(Instance::rss_kib).sum();
     open.send_replace(false);
-    let held = tokio::spawn({
-        let (http, bases) = (
-            http.clone(),
-            instances.iter().map(|i| i.base.clone()).collect::<Vec<_>>(),
-        );
-        let sessions = sessions.clone();
-        async move {
-            let runs = sessions.iter().enumerate().map(|(i, session)| {
-                post_json(
-                    &http,
-                    format!("{}/v1/runs", bases[(i + 1) % 2]),
-                    json!({"prompt": format!("hold {i}"), "session": session}),
-                )
-            });
-            futures::future::join_all(runs).await.len()
-        }
-    });
+    let started: Vec<(usize, String)> = futures::stream::iter(sessions.iter().enumerate())
+        .map(|(i, session)| {
+            let base = &instances[(i + 1) % 2].base;
+            let body = json!({"prompt": format!("hold {i}"), "session": session, "wait": false});
+            let http = &http;
+            async move {
+                let run = post_json(http, format!("{base}/v1/runs"), body).await;
+                ((i + 1) % 2, run["id"].as_str().unwrap_or_default().to_owned())
+            }
+        })
+        .buffered(64)
+        .collect()
+        .await;
     while model.received.load(Ordering::SeqCst) < RUNS {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let busy: u64 = instances.iter().map(Instance::rss_kib).sum();
     open.send_replace(true);
-    let held = held.await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(held, RUNS);
+    for (instance, id) in &started {
+        let url = format!("{}/v1/runs/{id}", instances[*instance].base);
+        loop {
+            let run: Value = http
+                .get(&url)
+                .bearer_auth(KEY)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .json()
+                .await
+                .unwrap_or_default();
+            if run["status"] == "ended" {
+                assert_eq!(run["record"]["stop_reason"], "completed", "{run}");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     println!(
-        "memory: {idle} KiB idle, {busy} KiB with {RUNS} runs in flight (two instances): {:.1} KiB per in-flight run",
+        "memory: {idle} KiB idle, {busy} KiB with {RUNS} runs in flight (two instances, each run waiting for the model \
+         on its own HTTP/1.1 connection): {:.1} KiB per in-flight run",
         (busy.saturating_sub(idle)) as f64 / RUNS as f64
     );
 
@@ -291,7 +311,29 @@ async fn bench() {
         ms(p99.saturating_sub(MODEL_LATENCY))
     );
 
-    // Every session holds exactly its two turns.
+    // One run at a time: the latency Agentry adds without queueing (a
+    // third turn of the first sessions, on the instance that created them).
+    let mut alone = Vec::with_capacity(SEQUENTIAL_RUNS);
+    for (i, session) in sessions.iter().enumerate().take(SEQUENTIAL_RUNS) {
+        let url = format!("{}/v1/runs", instances[i % 2].base);
+        let started = Instant::now();
+        let record = post_json(&http, url, json!({"prompt": format!("alone {i}"), "session": session})).await;
+        alone.push(started.elapsed());
+        assert_eq!(record["stop_reason"], "completed", "{record}");
+    }
+    alone.sort_unstable();
+    let (p50, p99) = (percentile(&alone, 0.50), percentile(&alone, 0.99));
+    println!(
+        "latency, one run at a time ({SEQUENTIAL_RUNS} runs): p50 {:.1} ms, p99 {:.1} ms; added by Agentry over the \
+         model's {} ms: p50 {:.1} ms, p99 {:.1} ms",
+        ms(p50),
+        ms(p99),
+        MODEL_LATENCY.as_millis(),
+        ms(p50.saturating_sub(MODEL_LATENCY)),
+        ms(p99.saturating_sub(MODEL_LATENCY))
+    );
+
+    // Every session holds exactly its turns, each once, in order.
     let problems: Vec<String> = futures::stream::iter(sessions.iter().enumerate())
         .map(|(i, session)| {
             let url = format!("{}/v1/sessions/{session}", instances[i % 2].base);
@@ -312,12 +354,15 @@ async fn bench() {
                     .flatten()
                     .filter_map(|m| m["content"].as_str())
                     .collect();
-                let expected = [
+                let mut expected = vec![
                     format!("hold {i}"),
                     format!("answer: hold {i}"),
                     format!("run {i}"),
                     format!("answer: run {i}"),
                 ];
+                if i < SEQUENTIAL_RUNS {
+                    expected.extend([format!("alone {i}"), format!("answer: alone {i}")]);
+                }
                 (texts != expected).then(|| format!("{session}: {texts:?}"))
             }
         })
