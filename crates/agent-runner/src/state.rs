@@ -171,6 +171,26 @@ impl RunState {
         self
     }
 
+    /// Ends the run after at most `max_iterations` model calls (with a
+    /// forced final answer), instead of its configuration's limit.
+    pub fn with_max_iterations(mut self, max_iterations: u32) -> Self {
+        self.config.max_iterations = max_iterations;
+        self
+    }
+
+    /// Sends these sampling settings with every model call of the run:
+    /// `max_tokens` and `temperature` replace the configured ones when
+    /// given.
+    pub fn with_sampling(mut self, max_tokens: Option<u32>, temperature: Option<f32>) -> Self {
+        if max_tokens.is_some() {
+            self.request.max_tokens = max_tokens;
+        }
+        if temperature.is_some() {
+            self.request.temperature = temperature;
+        }
+        self
+    }
+
     /// Replaces the instruction sent with a forced final answer.
     pub fn with_forced_answer_instruction(mut self, instruction: impl Into<String>) -> Self {
         self.forced_answer_instruction = Some(instruction.into());

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::DropGuard;
 
 use crate::error::ApiError;
-use crate::runs::RunStart;
+use crate::runs::{RunOptions, RunStart};
 use crate::state::{Caller, Shared};
 
 /// The request fields the server reads; the others (sampling settings,
@@ -120,7 +120,12 @@ pub(crate) async fn chat_completions(
     let request = shared.body(body)?;
     let (history, prompt) = conversation(request.messages)?;
     let reply = Reply::new(request.model.unwrap_or_else(|| shared.agent.name().to_owned()));
-    let entry = shared.launch(caller, RunStart::History { prompt, history })?;
+    let start = RunStart::History {
+        prompt,
+        history,
+        options: RunOptions::default(),
+    };
+    let entry = shared.launch(caller, start)?;
     // Dropping the response (the client went away) cancels the run.
     let cancel_on_drop = entry.cancel.clone().drop_guard();
     if request.stream {

@@ -414,3 +414,43 @@ async fn every_v1_endpoint_needs_a_key() {
     let (status, _) = server.get_as(&format!("/v1/sessions/{session}"), KEY).await;
     assert_eq!(status, StatusCode::OK, "the refused DELETE deleted nothing");
 }
+
+#[tokio::test]
+async fn run_options_lower_the_limits_and_reach_the_model_but_cannot_raise_them() {
+    let client = Arc::new(
+        ScriptedClient::new()
+            .respond(response::tool_calls([("now", json!({}))]))
+            .respond(response::text("Noon.")),
+    );
+    let agent = Agent::builder(client.clone())
+        .tool(TypedTool::new("now", "The time", |_: NoArgs, _: ToolContext| async {
+            Ok("12:00")
+        }))
+        .build();
+    let server = start(agent, |server| server).await;
+    let limit = agent_runner::AgentConfig::default().run.max_iterations;
+    let (status, body) = json_of(server.post(
+        "/v1/runs",
+        Some(KEY),
+        &json!({"prompt": "Time?", "options": {"max_iterations": limit + 1}}),
+    ))
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("options.max_iterations")),
+        "{body}"
+    );
+
+    let (status, record) = json_of(server.post(
+        "/v1/runs",
+        Some(KEY),
+        &json!({"prompt": "Time?", "options": {"max_iterations": 1, "max_tokens": 64, "temperature": 0.25}}),
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{record}");
+    assert_eq!(record["stop_reason"], "max_iterations", "{record}");
+    let first = &client.requests()[0];
+    assert_eq!((first.max_tokens, first.temperature), (Some(64), Some(0.25)));
+}

@@ -10,6 +10,7 @@ use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, StopCau
 use agent_runner::{RunCheckpoints, RunState, SavedRun, StoreCheckpoints, store_turn};
 use futures::StreamExt;
 
+use super::RunOptions;
 use super::registry::{RunEntry, RunOutcome};
 use crate::error::ApiError;
 use crate::sessions::SessionRef;
@@ -19,9 +20,17 @@ use crate::state::{Caller, RunSlot, Shared};
 pub(crate) enum RunStart {
     /// A prompt continuing a history the request brought (none for a new
     /// conversation).
-    History { prompt: String, history: Vec<Message> },
+    History {
+        prompt: String,
+        history: Vec<Message>,
+        options: RunOptions,
+    },
     /// A prompt continuing a session of the caller.
-    Session { prompt: String, session: SessionRef },
+    Session {
+        prompt: String,
+        session: SessionRef,
+        options: RunOptions,
+    },
     /// The run of a session that did not end (its instance stopped or
     /// crashed), from the state it saved after its last step.
     Interrupted { session: SessionRef },
@@ -64,16 +73,25 @@ impl Shared {
 /// Runs the turn, records its events, stores it, and ends the entry.
 async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, context: ToolContext, _slot: RunSlot) {
     let (state, history, session, _held) = match start {
-        RunStart::History { prompt, history } => (shared.agent.start(history.clone(), prompt), history, None, None),
-        RunStart::Session { prompt, session } => {
+        RunStart::History {
+            prompt,
+            history,
+            options,
+        } => {
+            let state = options.apply(shared.agent.start(history.clone(), prompt));
+            (state, history, None, None)
+        }
+        RunStart::Session {
+            prompt,
+            session,
+            options,
+        } => {
             let held = shared.session_locks.lock(&session.stored).await;
             match load_history(&shared, &session).await {
-                Ok(history) => (
-                    shared.agent.start(history.clone(), prompt),
-                    history,
-                    Some(session),
-                    Some(held),
-                ),
+                Ok(history) => {
+                    let state = options.apply(shared.agent.start(history.clone(), prompt));
+                    (state, history, Some(session), Some(held))
+                }
                 Err(message) => return end_failed(&shared, &entry, message, Vec::new()),
             }
         }

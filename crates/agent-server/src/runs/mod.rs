@@ -1,11 +1,14 @@
 //! The runs API.
 //!
-//! - `POST /v1/runs`: `{"prompt", "session"?, "messages"?, "wait"?}` runs
+//! - `POST /v1/runs`: `{"prompt", "session"?, "messages"?, "wait"?,
+//!   "options"?}` runs
 //!   one turn. It continues the caller's `session` (its turn is stored
 //!   there) or the `messages` given (a previous record's), or starts a new
 //!   conversation. By default the answer is the run's record when it ends
 //!   (its id in the `x-run-id` header); with `"wait": false` it is a
 //!   `202 Accepted` naming the run at once, to follow with the next two.
+//!   `options` (`max_iterations`, `max_tokens`, `temperature`) may lower
+//!   the server's limits for this run, never raise them.
 //! - `GET /v1/runs/{id}`: the run's status and, once it ended, its record.
 //! - `GET /v1/runs/{id}/events`: server-sent events of the run from its
 //!   first event, each named by its `type` with the event as JSON data,
@@ -16,6 +19,7 @@
 //! Only the key that started a run sees it: any other gets 404.
 
 mod execute;
+mod options;
 pub(crate) mod registry;
 
 use std::convert::Infallible;
@@ -33,6 +37,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 pub(crate) use self::execute::RunStart;
+pub(crate) use self::options::RunOptions;
 use self::registry::{RunEntry, RunOutcome};
 use crate::error::ApiError;
 use crate::state::{Caller, Shared};
@@ -51,6 +56,9 @@ pub(crate) struct RunRequest {
     /// Answer when the run ends (default) or at once.
     #[serde(default = "answer_at_the_end")]
     wait: bool,
+    /// Limits lowered for this run, and the temperature.
+    #[serde(default)]
+    options: RunOptions,
 }
 
 fn answer_at_the_end() -> bool {
@@ -70,6 +78,7 @@ pub(crate) async fn create_run(
         return Err(ApiError::InvalidRequest("`prompt` is empty".to_owned()));
     }
     let prompt = request.prompt;
+    let options = request.options.checked(shared.agent.agent_config())?;
     let start = match request.session {
         Some(_) if !request.messages.is_empty() => {
             return Err(ApiError::InvalidRequest(
@@ -79,10 +88,12 @@ pub(crate) async fn create_run(
         Some(id) => RunStart::Session {
             prompt,
             session: shared.session(caller, &id).await?.0,
+            options,
         },
         None => RunStart::History {
             prompt,
             history: request.messages,
+            options,
         },
     };
     answer(&shared, caller, start, request.wait).await
