@@ -16,7 +16,8 @@
 //! url = "postgres://agentry@db.internal/agentry"
 //! ```
 //!
-//! `POST /v1/runs` answers with the `run --json` object.
+//! `POST /v1/runs` answers with the `run --json` object. With `[scenes]`,
+//! each prompt goes to the scene the router picks, as in `run` and `chat`.
 
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
@@ -119,6 +120,7 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path) -> Result<u8, 
     }
     let tools = ToolBox::from_settings(&settings, env).await?;
     let client = build_client(&settings, env, Progress::Show).await?;
+    let scenes = crate::scenes::router_for(&settings, &client, &tools)?;
     let agent = build_agent(&settings, client, &tools);
     let provider = settings.provider()?.name().to_owned();
     let store = open_store(&settings, env).await?;
@@ -136,6 +138,10 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path) -> Result<u8, 
             output.provider.clone_from(&provider);
             serde_json::to_value(output).unwrap_or_default()
         }));
+    let server = match scenes {
+        Some(router) => server.scenes(router),
+        None => server,
+    };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|error| AppError::io(format!("listening on {}", args.addr), error))?;

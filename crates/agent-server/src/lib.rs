@@ -24,7 +24,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agent_runner::Agent;
+//! use agent_runner::{Agent, SceneRouter};
 //! use agent_server::{ApiKeys, Server, hash_key};
 //! use agent_testing::{ScriptedClient, response};
 //!
@@ -64,7 +64,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{AgentRunResult, ConversationStore, InMemoryStore};
-use agent_runner::Agent;
+use agent_runner::{Agent, SceneRouter};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -99,6 +99,7 @@ pub type RenderRun = Arc<dyn Fn(&AgentRunResult) -> serde_json::Value + Send + S
 /// An agent and how it is served: keys, limits, the run record's form.
 pub struct Server {
     agent: Agent,
+    scenes: Option<SceneRouter>,
     api_keys: ApiKeys,
     max_body_bytes: usize,
     max_runs_per_key: usize,
@@ -118,6 +119,7 @@ impl Server {
     pub fn new(agent: Agent) -> Self {
         Self {
             agent,
+            scenes: None,
             api_keys: ApiKeys::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_runs_per_key: DEFAULT_MAX_RUNS_PER_KEY,
@@ -129,6 +131,14 @@ impl Server {
             store: Arc::new(InMemoryStore::new()),
             run_retention: DEFAULT_RUN_RETENTION,
         }
+    }
+
+    /// Routes every prompt to one of these scenes' agents (the router
+    /// chooses by the request) instead of running `agent` itself. Scene
+    /// runs are not checkpointed, and take no run `options`.
+    pub fn scenes(mut self, router: SceneRouter) -> Self {
+        self.scenes = Some(router);
+        self
     }
 
     /// Where sessions are kept (default: this process's memory). Instances
@@ -251,6 +261,7 @@ impl Server {
     fn into_parts(self) -> (Arc<Shared>, Router) {
         let max_body_bytes = self.max_body_bytes;
         let settings = state::Settings {
+            scenes: self.scenes,
             keys: self.api_keys,
             max_body_bytes: self.max_body_bytes,
             max_runs_per_key: self.max_runs_per_key,

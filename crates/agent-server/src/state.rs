@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agent_core::ConversationStore;
-use agent_runner::Agent;
+use agent_runner::{Agent, SceneRouter};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequestParts, State};
@@ -32,6 +32,8 @@ const MAX_ENDED_RUNS: usize = 1_000;
 /// The server's state, shared by every request.
 pub(crate) struct Shared {
     pub(crate) agent: Agent,
+    /// Routes each prompt to a scene's agent, when scenes are served.
+    pub(crate) scenes: Option<SceneRouter>,
     keys: ApiKeys,
     max_body_bytes: usize,
     max_runs_per_key: usize,
@@ -47,6 +49,7 @@ pub(crate) struct Shared {
 
 /// The settings [`Shared`] is made of.
 pub(crate) struct Settings {
+    pub(crate) scenes: Option<SceneRouter>,
     pub(crate) keys: ApiKeys,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_runs_per_key: usize,
@@ -61,6 +64,7 @@ impl Shared {
     pub(crate) fn new(agent: Agent, settings: Settings) -> Self {
         Self {
             agent,
+            scenes: settings.scenes,
             keys: settings.keys,
             max_body_bytes: settings.max_body_bytes,
             max_runs_per_key: settings.max_runs_per_key,

@@ -454,3 +454,51 @@ async fn run_options_lower_the_limits_and_reach_the_model_but_cannot_raise_them(
     let first = &client.requests()[0];
     assert_eq!((first.max_tokens, first.temperature), (Some(64), Some(0.25)));
 }
+
+#[tokio::test]
+async fn with_scenes_each_prompt_goes_to_the_chosen_scene_and_its_turn_is_stored() {
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("Weather", json!({}))]))
+        .respond(response::tool_calls([("get_weather", json!({}))]))
+        .respond(response::text("Sunny in Paris."));
+    let weather = agent_testing::TestTools::new("travel").with(agent_testing::TestTool::new(
+        "get_weather",
+        agent_testing::ToolBehaviour::Reply("sunny, 21 °C".into()),
+    ));
+    let router = agent_runner::SceneRouter::builder(Arc::new(client.clone()))
+        .providers([Arc::new(weather) as Arc<dyn agent_core::ToolProvider>])
+        .scene(agent_runner::Scene::new("Weather", "The current weather in a city.").tools(["get_weather"]))
+        .scene(agent_runner::Scene::new("Calculator", "Arithmetic."))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let agent = Agent::builder(Arc::new(client.clone())).build();
+    let server = start(agent, |server| server.scenes(router)).await;
+    let session = new_session(&server, KEY).await;
+    let (status, body) = json_of(server.post(
+        "/v1/runs",
+        Some(KEY),
+        &json!({"prompt": "Weather in Paris?", "session": session, "options": {"max_iterations": 2}}),
+    ))
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "options do not apply to scenes: {body}"
+    );
+    let (status, record) = json_of(server.post(
+        "/v1/runs",
+        Some(KEY),
+        &json!({"prompt": "Weather in Paris?", "session": session}),
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{record}");
+    assert_eq!(record["response"], "Sunny in Paris.");
+    assert_eq!(record["scene"], "Weather");
+    let (_, shown) = server.get_as(&format!("/v1/sessions/{session}"), KEY).await;
+    assert_eq!(
+        shown["messages"][0],
+        json!(Message::user("Weather in Paris?")),
+        "{shown}"
+    );
+    assert_eq!(shown["user_turns"], 1);
+}

@@ -4,11 +4,12 @@
 //! events for its followers and, when it continues a session, saves its
 //! state in the store after every step and appends its turn at the end.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, StopCause, ToolContext, Usage};
 use agent_runner::{RunCheckpoints, RunState, SavedRun, StoreCheckpoints, store_turn};
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 
 use super::RunOptions;
 use super::registry::{RunEntry, RunOutcome};
@@ -70,17 +71,22 @@ impl Shared {
     }
 }
 
+/// Where a run starts from.
+enum First {
+    /// A new user message.
+    Prompt(String, RunOptions),
+    /// The state an interrupted run saved.
+    Saved(Box<RunState>),
+}
+
 /// Runs the turn, records its events, stores it, and ends the entry.
 async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, context: ToolContext, _slot: RunSlot) {
-    let (state, history, session, _held) = match start {
+    let (first, history, session, _held) = match start {
         RunStart::History {
             prompt,
             history,
             options,
-        } => {
-            let state = options.apply(shared.agent.start(history.clone(), prompt));
-            (state, history, None, None)
-        }
+        } => (First::Prompt(prompt, options), history, None, None),
         RunStart::Session {
             prompt,
             session,
@@ -88,10 +94,7 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
         } => {
             let held = shared.session_locks.lock(&session.stored).await;
             match load_history(&shared, &session).await {
-                Ok(history) => {
-                    let state = options.apply(shared.agent.start(history.clone(), prompt));
-                    (state, history, Some(session), Some(held))
-                }
+                Ok(history) => (First::Prompt(prompt, options), history, Some(session), Some(held)),
                 Err(message) => return end_failed(&shared, &entry, message, Vec::new()),
             }
         }
@@ -102,7 +105,7 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
                 Err(message) => Err(message),
             };
             match resumed {
-                Ok((state, history)) => (state, history, Some(session), Some(held)),
+                Ok((state, history)) => (First::Saved(Box::new(state)), history, Some(session), Some(held)),
                 Err(message) => return end_failed(&shared, &entry, message, Vec::new()),
             }
         }
@@ -110,7 +113,15 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
     let checkpoints = session.as_ref().map(|session| {
         Arc::new(StoreCheckpoints::new(Arc::clone(&shared.store), session.stored.clone())) as Arc<dyn RunCheckpoints>
     });
-    let mut events = shared.agent.stream_from(state, context, checkpoints);
+    let mut events: Pin<Box<dyn Stream<Item = AgentEvent> + Send>> = match (first, &shared.scenes) {
+        // The scene router picks the agent; its runs are not checkpointed.
+        (First::Prompt(prompt, _), Some(scenes)) => Box::pin(scenes.run_stream(history.clone(), prompt, context)),
+        (First::Prompt(prompt, options), None) => {
+            let state = options.apply(shared.agent.start(history.clone(), prompt));
+            Box::pin(shared.agent.stream_from(state, context, checkpoints))
+        }
+        (First::Saved(state), _) => Box::pin(shared.agent.stream_from(*state, context, checkpoints)),
+    };
     let mut result = None;
     while let Some(event) = events.next().await {
         match event {

@@ -79,6 +79,11 @@ pub(crate) async fn create_run(
     }
     let prompt = request.prompt;
     let options = request.options.checked(shared.agent.agent_config())?;
+    if shared.scenes.is_some() && options != RunOptions::default() {
+        return Err(ApiError::InvalidRequest(
+            "`options` do not apply: this server routes each prompt to a scene's agent".to_owned(),
+        ));
+    }
     let start = match request.session {
         Some(_) if !request.messages.is_empty() => {
             return Err(ApiError::InvalidRequest(
