@@ -7,10 +7,16 @@
 //!   streamed (server-sent events), whose model is the agent with its tools:
 //!   the conversation's last user message is the prompt, the messages
 //!   before it the history.
-//! - `POST /v1/runs`: `{"prompt": "...", "messages": [...]}` runs one turn
-//!   and answers with the run's record (by default the runner's
-//!   [`AgentRunResult`]; `agentry serve` answers with the `run --json`
-//!   object).
+//! - `POST /v1/runs`: `{"prompt", "session"?, "messages"?, "wait"?,
+//!   "options"?}` runs one turn and answers with the run's record (by
+//!   default the runner's [`AgentRunResult`]; `agentry serve` answers with
+//!   the `run --json` object), or at once with its id (`"wait": false`).
+//!   `GET /v1/runs/{id}` reads it, `GET /v1/runs/{id}/events` follows its
+//!   events as server-sent events, `POST /v1/runs/{id}/cancel` stops it.
+//! - `/v1/sessions`: conversations kept in a [`ConversationStore`] (memory
+//!   by default; PostgreSQL lets instances share them), each owned by the
+//!   key that created it; `POST /v1/sessions/{id}/resume` goes on with a
+//!   run that did not end.
 //! - `GET /`: a web chat page (no key needed for the page; it asks for
 //!   one and keeps it in the tab's session storage) to talk with the agent
 //!   in its sessions, with its text streamed and its tool calls shown.
@@ -18,13 +24,16 @@
 //!   requests; 503 once shutting down).
 //!
 //! Every `/v1` request needs `Authorization: Bearer KEY` with a configured
-//! key ([`ApiKeys`], kept as SHA-256 hashes, never logged); bodies are
-//! limited in size (413 above it) and each key has a limit of runs in
-//! flight (429 above it). A client that goes away cancels its run.
+//! key ([`ApiKeys`], kept as SHA-256 hashes, never logged); another key's
+//! runs and sessions are not found (404). Bodies are limited in size (413
+//! above it); each key has a limit of runs in flight and a request rate
+//! (429 above them). A client that goes away cancels its run. CORS is off.
+//! At shutdown, runs get a grace period, then are cancelled, and every turn
+//! is stored. `docs/serving.md` has the whole API and the load figures.
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agent_runner::{Agent, SceneRouter};
+//! use agent_runner::Agent;
 //! use agent_server::{ApiKeys, Server, hash_key};
 //! use agent_testing::{ScriptedClient, response};
 //!
