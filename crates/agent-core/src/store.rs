@@ -58,6 +58,7 @@
 //! stored turn and a checkpoint that would run it again.
 
 mod compaction;
+mod encoded;
 mod sendable;
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -66,6 +67,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use self::compaction::{compaction_cut, context_with_summary};
+pub use self::encoded::{EncodedMessage, EncodedTurn};
 pub use self::sendable::{close_tool_calls, make_sendable};
 use crate::{Message, Usage};
 

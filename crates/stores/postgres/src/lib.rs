@@ -112,13 +112,12 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use agent_core::{
-    Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta, count_user_messages,
+    Conversation, ConversationMeta, ConversationStore, EncodedMessage, EncodedTurn, Message, StoreError, TurnMeta,
     imported_meta, utc_timestamp, validate_conversation_name,
 };
 use async_trait::async_trait;
 pub use sqlx_postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use crate::ops::{EncodedMessage, EncodedTurn};
 pub use crate::schema::LATEST_MIGRATION;
 
 /// How many connections [`PostgresStore::connect`]'s pool opens at most.
@@ -213,10 +212,6 @@ fn now() -> String {
     utc_timestamp(SystemTime::now())
 }
 
-fn encode_all(messages: &[Message]) -> Result<Vec<EncodedMessage>, StoreError> {
-    messages.iter().map(EncodedMessage::new).collect()
-}
-
 #[async_trait]
 impl ConversationStore for PostgresStore {
     async fn create(&self, name: &str) -> Result<ConversationMeta, StoreError> {
@@ -242,14 +237,7 @@ impl ConversationStore for PostgresStore {
 
     async fn append(&self, name: &str, turn: &[Message], delta: &TurnMeta) -> Result<ConversationMeta, StoreError> {
         validate_conversation_name(name)?;
-        let encoded = EncodedTurn {
-            messages: encode_all(turn)?,
-            user_messages: count_user_messages(turn),
-            provider: delta.provider.clone(),
-            model: delta.model.clone(),
-            usage: delta.usage,
-            cost_usd: delta.cost_usd,
-        };
+        let encoded = EncodedTurn::new(turn, delta)?;
         ops::append(&self.pool, name, &encoded, &now()).await
     }
 
@@ -269,7 +257,7 @@ impl ConversationStore for PostgresStore {
 
     async fn import(&self, conversation: &Conversation) -> Result<ConversationMeta, StoreError> {
         let meta = imported_meta(conversation)?;
-        let messages = encode_all(&conversation.messages)?;
+        let messages = EncodedMessage::all(&conversation.messages)?;
         ops::import(&self.pool, &meta, &messages).await
     }
 

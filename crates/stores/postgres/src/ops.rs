@@ -6,51 +6,12 @@
 //! each reads the row as the previous one committed it. Writers of
 //! different conversations do not wait for each other.
 
-use agent_core::{ConversationMeta, Message, Role, StoreError, Usage};
+use agent_core::{ConversationMeta, EncodedMessage, EncodedTurn, StoreError, Usage};
 use sqlx_core::query::query;
 use sqlx_core::row::Row;
 use sqlx_postgres::{PgConnection, PgPool, PgRow};
 
 use crate::error::{db, db_in};
-
-/// A message ready to be stored: its role and its JSON text.
-pub struct EncodedMessage {
-    /// The role, as in the message's JSON.
-    pub role: &'static str,
-    /// The message as JSON.
-    pub body: String,
-}
-
-impl EncodedMessage {
-    /// Encodes `message`.
-    pub fn new(message: &Message) -> Result<Self, StoreError> {
-        let role = match message.role() {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
-        let body = serde_json::to_string(message)
-            .map_err(|error| StoreError::backend(format!("could not encode a {role} message: {error}")))?;
-        Ok(Self { role, body })
-    }
-}
-
-/// A turn ready to be appended.
-pub struct EncodedTurn {
-    /// Its messages.
-    pub messages: Vec<EncodedMessage>,
-    /// How many of them are user messages.
-    pub user_messages: u64,
-    /// The provider to record, if any.
-    pub provider: Option<String>,
-    /// The model to record, if any.
-    pub model: Option<String>,
-    /// Usage to add.
-    pub usage: Usage,
-    /// Cost to add.
-    pub cost_usd: f64,
-}
 
 /// The columns [`meta_of`] reads, from `conversations`.
 macro_rules! meta_columns {

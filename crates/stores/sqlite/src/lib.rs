@@ -89,13 +89,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use agent_core::{
-    Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta, count_user_messages,
+    Conversation, ConversationMeta, ConversationStore, EncodedMessage, EncodedTurn, Message, StoreError, TurnMeta,
     imported_meta, utc_timestamp, validate_conversation_name,
 };
 use async_trait::async_trait;
 use rusqlite::Connection;
 
-use crate::ops::{EncodedMessage, EncodedTurn};
 pub use crate::schema::SCHEMA_VERSION;
 
 /// How long an operation waits for another connection's write by default.
@@ -166,10 +165,6 @@ fn now() -> String {
     utc_timestamp(SystemTime::now())
 }
 
-fn encode_all(messages: &[Message]) -> Result<Vec<EncodedMessage>, StoreError> {
-    messages.iter().map(EncodedMessage::new).collect()
-}
-
 #[async_trait]
 impl ConversationStore for SqliteStore {
     async fn create(&self, name: &str) -> Result<ConversationMeta, StoreError> {
@@ -198,14 +193,7 @@ impl ConversationStore for SqliteStore {
 
     async fn append(&self, name: &str, turn: &[Message], delta: &TurnMeta) -> Result<ConversationMeta, StoreError> {
         validate_conversation_name(name)?;
-        let encoded = EncodedTurn {
-            messages: encode_all(turn)?,
-            user_messages: count_user_messages(turn),
-            provider: delta.provider.clone(),
-            model: delta.model.clone(),
-            usage: delta.usage,
-            cost_usd: delta.cost_usd,
-        };
+        let encoded = EncodedTurn::new(turn, delta)?;
         let name = name.to_owned();
         self.run(move |conn| ops::append(conn, &name, &encoded, &now())).await
     }
@@ -230,7 +218,7 @@ impl ConversationStore for SqliteStore {
 
     async fn import(&self, conversation: &Conversation) -> Result<ConversationMeta, StoreError> {
         let meta = imported_meta(conversation)?;
-        let messages = encode_all(&conversation.messages)?;
+        let messages = EncodedMessage::all(&conversation.messages)?;
         self.run(move |conn| ops::import(conn, &meta, &messages)).await
     }
 

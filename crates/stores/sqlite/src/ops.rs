@@ -3,49 +3,10 @@
 //! write lock first (waiting up to the busy timeout), so concurrent writers
 //! from any process are serialised and never interleave.
 
-use agent_core::{ConversationMeta, Message, Role, StoreError, Usage};
+use agent_core::{ConversationMeta, EncodedMessage, EncodedTurn, StoreError, Usage};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use crate::db;
-
-/// A message ready to be stored: its role and its JSON text.
-pub struct EncodedMessage {
-    /// The role, as in the message's JSON.
-    pub role: &'static str,
-    /// The message as JSON.
-    pub body: String,
-}
-
-impl EncodedMessage {
-    /// Encodes `message`.
-    pub fn new(message: &Message) -> Result<Self, StoreError> {
-        let role = match message.role() {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
-        let body = serde_json::to_string(message)
-            .map_err(|error| StoreError::backend(format!("could not encode a {role} message: {error}")))?;
-        Ok(Self { role, body })
-    }
-}
-
-/// A turn ready to be appended.
-pub struct EncodedTurn {
-    /// Its messages.
-    pub messages: Vec<EncodedMessage>,
-    /// How many of them are user messages.
-    pub user_messages: u64,
-    /// The provider to record, if any.
-    pub provider: Option<String>,
-    /// The model to record, if any.
-    pub model: Option<String>,
-    /// Usage to add.
-    pub usage: Usage,
-    /// Cost to add.
-    pub cost_usd: f64,
-}
 
 /// The columns [`meta_at`] reads, from `conversations`.
 const META_COLUMNS: &str = "name, created_at, updated_at, provider, model, input_tokens, output_tokens, \
