@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::DropGuard;
 
 use crate::error::ApiError;
-use crate::runs::{RunOptions, RunStart};
+use crate::runs::{RunOptions, RunStart, completed};
 use crate::state::{Caller, Shared};
 
 /// The request fields the server reads; the others (sampling settings,
@@ -126,30 +126,17 @@ pub(crate) async fn chat_completions(
         options: RunOptions::default(),
     };
     let entry = shared.launch(caller, start)?;
-    // Dropping the response (the client went away) cancels the run.
-    let cancel_on_drop = entry.cancel.clone().drop_guard();
     if request.stream {
+        // Dropping the response (the client went away) cancels the run.
+        let cancel_on_drop = entry.cancel.clone().drop_guard();
         let include_usage = request.stream_options.is_some_and(|options| options.include_usage);
         let keep_alive = KeepAlive::new().interval(shared.keep_alive);
         return Ok(Sse::new(chunks(entry.events(), reply, include_usage, cancel_on_drop))
             .keep_alive(keep_alive)
             .into_response());
     }
-    let outcome = entry.ended().await;
-    cancel_on_drop.disarm();
-    match outcome {
-        Some(outcome) if outcome.result.stop_reason != StopCause::Error => {
-            Ok(Json(reply.completion(&outcome.result)).into_response())
-        }
-        Some(outcome) => Err(ApiError::RunFailed(
-            outcome
-                .result
-                .stop_detail
-                .clone()
-                .unwrap_or_else(|| "the run failed".to_owned()),
-        )),
-        None => Err(ApiError::RunFailed("the run ended without a record".to_owned())),
-    }
+    let outcome = completed(&entry).await?;
+    Ok(Json(reply.completion(&outcome.result)).into_response())
 }
 
 /// What every object of one reply shares.

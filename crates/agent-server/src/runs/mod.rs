@@ -138,19 +138,7 @@ async fn answer(shared: &Arc<Shared>, caller: Caller, start: RunStart, wait: boo
     if !wait {
         return Ok((StatusCode::ACCEPTED, Json(status(shared, &entry, None))).into_response());
     }
-    // Dropping this future (the client went away) cancels the run.
-    let cancel_on_drop = entry.cancel.clone().drop_guard();
-    let outcome = entry.ended().await;
-    cancel_on_drop.disarm();
-    let outcome = outcome.ok_or_else(|| ApiError::RunFailed("the run ended without a record".to_owned()))?;
-    if outcome.result.stop_reason == StopCause::Error {
-        let detail = outcome
-            .result
-            .stop_detail
-            .clone()
-            .unwrap_or_else(|| "the run failed".to_owned());
-        return Err(ApiError::RunFailed(detail));
-    }
+    let outcome = completed(&entry).await?;
     if let Some(error) = outcome.store_error {
         return Err(ApiError::Store(format!(
             "the run {} ended but its turn could not be stored ({error}); its record is at /v1/runs/{}",
@@ -162,6 +150,20 @@ async fn answer(shared: &Arc<Shared>, caller: Caller, start: RunStart, wait: boo
         response.headers_mut().insert("x-run-id", id);
     }
     Ok(response)
+}
+
+/// The outcome of `entry`'s run once it ends, or the error of a failed
+/// one. Dropping this future (the client went away) cancels the run.
+pub(crate) async fn completed(entry: &RunEntry) -> Result<RunOutcome, ApiError> {
+    let cancel_on_drop = entry.cancel.clone().drop_guard();
+    let outcome = entry.ended().await;
+    cancel_on_drop.disarm();
+    let outcome = outcome.ok_or_else(|| ApiError::RunFailed("the run ended without a record".to_owned()))?;
+    if outcome.result.stop_reason == StopCause::Error {
+        let detail = outcome.result.stop_detail.as_deref().unwrap_or("the run failed");
+        return Err(ApiError::RunFailed(detail.to_owned()));
+    }
+    Ok(outcome)
 }
 
 /// A run's status: running, or ended with its record.
