@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{AgentRunResult, ConversationMeta, ConversationStore, Message, StopCause, StoreError, TurnMeta};
+use agent_core::{AgentRunResult, ConversationMeta, ConversationStore, StopCause, StoreError, TurnMeta};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -102,8 +102,9 @@ impl RunCheckpoints for StoreCheckpoints {
     }
 }
 
-/// Stores the turn of a run of `provider` that continued `history` (the
-/// conversation's context as loaded): first the summaries that replaced its
+/// Stores the turn of a run of `provider` that continued the first
+/// `continued` messages of `result` (the conversation's context as loaded:
+/// its length is all that is needed): first the summaries that replaced its
 /// oldest messages, if the run compacted the conversation, then the
 /// messages the run added with its usage and cost. A failed run adds no
 /// message (the conversation stays as it was and the prompt can be sent
@@ -118,10 +119,10 @@ pub async fn store_turn(
     store: &dyn ConversationStore,
     name: &str,
     provider: &str,
-    history: &[Message],
+    continued: usize,
     result: &AgentRunResult,
 ) -> Result<ConversationMeta, StoreError> {
-    let Some(start) = result.added_messages_start(history.len()) else {
+    let Some(start) = result.added_messages_start(continued) else {
         return Err(StoreError::conflict(
             name,
             "the run's conversation does not continue the stored one; its turn was not stored",
@@ -147,7 +148,7 @@ pub async fn store_turn(
 
 #[cfg(test)]
 mod tests {
-    use agent_core::{InMemoryStore, ToolContext};
+    use agent_core::{InMemoryStore, Message, ToolContext};
     use agent_testing::{ScriptedClient, response};
 
     use super::*;
@@ -175,7 +176,7 @@ mod tests {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
 
-        let meta = store_turn(store.as_ref(), "trip", "scripted", &[], &first)
+        let meta = store_turn(store.as_ref(), "trip", "scripted", 0, &first)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(meta.message_count, 2, "the user message and the answer");
@@ -186,7 +187,7 @@ mod tests {
             .run(history.clone(), "Tomorrow?", &ToolContext::new())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        store_turn(store.as_ref(), "trip", "scripted", &history, &second)
+        store_turn(store.as_ref(), "trip", "scripted", history.len(), &second)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let stored = store.load("trip").await.unwrap_or_else(|e| panic!("{e}"));
@@ -198,13 +199,13 @@ mod tests {
         let store = InMemoryStore::new();
         store.create("trip").await.unwrap_or_else(|e| panic!("{e}"));
         let unrelated = agent(&["Hi."]).prompt("Hello").await.unwrap_or_else(|e| panic!("{e}"));
-        let history = vec![
+        let history = [
             Message::user("a"),
             Message::assistant("b"),
             Message::user("c"),
             Message::assistant("d"),
         ];
-        let refused = store_turn(&store, "trip", "scripted", &history, &unrelated).await;
+        let refused = store_turn(&store, "trip", "scripted", history.len(), &unrelated).await;
         assert!(matches!(refused, Err(StoreError::Conflict { .. })), "{refused:?}");
         let stored = store.load("trip").await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stored.map(|c| c.messages.len()), Some(0));

@@ -135,7 +135,7 @@ impl SessionStore {
                 "the run's conversation does not continue the stored session `{name}`; its turn was not stored"
             )));
         }
-        agent_runner::store_turn(self.conversations.as_ref(), name, provider, history, result)
+        agent_runner::store_turn(self.conversations.as_ref(), name, provider, history.len(), result)
             .await
             .map(drop)
             .map_err(|error| store_error(name, error))

@@ -95,7 +95,7 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
             let held = shared.session_locks.lock(&session.stored).await;
             match load_history(&shared, &session).await {
                 Ok(history) => (First::Prompt(prompt, options), history, Some(session), Some(held)),
-                Err(message) => return end_failed(&shared, &entry, message, Vec::new()),
+                Err(message) => return end_failed(&shared, &entry, message),
             }
         }
         RunStart::Interrupted { session } => {
@@ -106,18 +106,20 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
             };
             match resumed {
                 Ok((state, history)) => (First::Saved(Box::new(state)), history, Some(session), Some(held)),
-                Err(message) => return end_failed(&shared, &entry, message, Vec::new()),
+                Err(message) => return end_failed(&shared, &entry, message),
             }
         }
     };
     let checkpoints = session.as_ref().map(|session| {
         Arc::new(StoreCheckpoints::new(Arc::clone(&shared.store), session.stored.clone())) as Arc<dyn RunCheckpoints>
     });
+    // The turn is stored by where it starts: the history itself goes to the run.
+    let continued = history.len();
     let mut events: Pin<Box<dyn Stream<Item = AgentEvent> + Send>> = match (first, &shared.scenes) {
         // The scene router picks the agent; its runs are not checkpointed.
-        (First::Prompt(prompt, _), Some(scenes)) => Box::pin(scenes.run_stream(history.clone(), prompt, context)),
+        (First::Prompt(prompt, _), Some(scenes)) => Box::pin(scenes.run_stream(history, prompt, context)),
         (First::Prompt(prompt, options), None) => {
-            let state = options.apply(shared.agent.start(history.clone(), prompt));
+            let state = options.apply(shared.agent.start(history, prompt));
             Box::pin(shared.agent.stream_from(state, context, checkpoints))
         }
         (First::Saved(state), _) => Box::pin(shared.agent.stream_from(*state, context, checkpoints)),
@@ -134,14 +136,14 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
     }
     let Some(result) = result else {
         let message = "the run ended without a result".to_owned();
-        return end_failed(&shared, &entry, message, history);
+        return end_failed(&shared, &entry, message);
     };
     let store_error = match &session {
         Some(session) => store_turn(
             shared.store.as_ref(),
             &session.stored,
             shared.agent.client().provider(),
-            &history,
+            continued,
             &result,
         )
         .await
@@ -198,9 +200,9 @@ async fn saved_state(shared: &Shared, session: &SessionRef) -> Result<RunState, 
 }
 
 /// Ends `entry` as a failed run that did nothing.
-fn end_failed(shared: &Shared, entry: &RunEntry, message: String, history: Vec<Message>) {
+fn end_failed(shared: &Shared, entry: &RunEntry, message: String) {
     let client = shared.agent.client();
-    let result = failed_result(message.clone(), client.provider(), client.model(), history);
+    let result = failed_result(message.clone(), client.provider(), client.model());
     entry.push(AgentEvent::Error { message });
     shared.runs.end(
         entry,
@@ -212,7 +214,7 @@ fn end_failed(shared: &Shared, entry: &RunEntry, message: String, history: Vec<M
 }
 
 /// The record of a run that failed before the agent ran.
-pub(crate) fn failed_result(message: String, provider: &str, model: &str, messages: Vec<Message>) -> AgentRunResult {
+pub(crate) fn failed_result(message: String, provider: &str, model: &str) -> AgentRunResult {
     AgentRunResult {
         response: String::new(),
         stop_reason: StopCause::Error,
@@ -224,7 +226,7 @@ pub(crate) fn failed_result(message: String, provider: &str, model: &str, messag
         cost_usd: None,
         provider: provider.to_owned(),
         model: model.to_owned(),
-        messages,
+        messages: Vec::new(),
         compactions: Vec::new(),
         pending_approvals: Vec::new(),
         scene: None,

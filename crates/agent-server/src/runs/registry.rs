@@ -219,12 +219,7 @@ mod tests {
 
     fn outcome() -> RunOutcome {
         RunOutcome {
-            result: Arc::new(super::super::execute::failed_result(
-                String::new(),
-                "p",
-                "m",
-                Vec::new(),
-            )),
+            result: Arc::new(super::super::execute::failed_result(String::new(), "p", "m")),
             store_error: None,
         }
     }
