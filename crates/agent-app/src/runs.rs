@@ -240,7 +240,7 @@ pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8
     })?;
     let client = build_client(&settings, env, Progress::Show).await?;
     let identity = state.identity();
-    if identity.provider != client.provider() || identity.model != client.model() {
+    if !identity.is_served_by(client.as_ref()) {
         return Err(AppError::Usage(format!(
             "the interrupted run of `{name}` used {}/{}, not {}/{}; resume it with --provider and --model \
              naming the same model",

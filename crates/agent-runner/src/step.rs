@@ -85,3 +85,32 @@ pub struct RunIdentity {
     /// The model.
     pub model: String,
 }
+
+impl RunIdentity {
+    /// Whether `client` talks to this run's provider and model: only then
+    /// can it go on with the run's saved state.
+    pub fn is_served_by(&self, client: &dyn agent_core::LlmClient) -> bool {
+        self.provider == client.provider() && self.model == client.model()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_testing::ScriptedClient;
+
+    use super::RunIdentity;
+
+    #[test]
+    fn a_saved_run_goes_on_only_with_its_own_provider_and_model() {
+        let client = ScriptedClient::new().with_model("small-1");
+        let identity = |provider: &str, model: &str| RunIdentity {
+            agent: "agent".into(),
+            provider: provider.into(),
+            model: model.into(),
+        };
+        let provider = agent_core::LlmClient::provider(&client).to_owned();
+        assert!(identity(&provider, "small-1").is_served_by(&client));
+        assert!(!identity(&provider, "large-2").is_served_by(&client));
+        assert!(!identity("elsewhere", "small-1").is_served_by(&client));
+    }
+}

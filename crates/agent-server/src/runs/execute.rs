@@ -186,7 +186,7 @@ async fn saved_state(shared: &Shared, session: &SessionRef) -> Result<RunState, 
     let state = SavedRun::decode(saved).map_err(|error| format!("the interrupted run of `{}` {error}", session.id))?;
     let identity = state.identity();
     let client = shared.agent.client();
-    if identity.provider != client.provider() || identity.model != client.model() {
+    if !identity.is_served_by(client.as_ref()) {
         return Err(format!(
             "the interrupted run of `{}` used {}/{}, not this server's {}/{}",
             session.id,
