@@ -25,13 +25,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{ConversationStore, StoreError};
+use agent_core::ConversationStore;
 use agent_server::{
     ApiKeys, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RUNS_PER_KEY, DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE,
     Server,
 };
 use agent_store_postgres::PostgresStore;
-use agent_store_sqlite::SqliteStore;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +41,7 @@ use crate::env::Env;
 use crate::error::{AppError, ConfigError};
 use crate::output::RunOutput;
 use crate::providers::{Progress, build_client};
+use crate::sessions::open_sqlite;
 use crate::tools::ToolBox;
 
 /// The `[serve]` table.
@@ -198,32 +198,20 @@ pub(crate) fn redact_url(url: &str) -> String {
 /// The configured session store of `serve`.
 async fn open_store(settings: &Settings, env: &Env) -> Result<Arc<dyn ConversationStore>, AppError> {
     let url = settings.config.store.url.as_deref().map(str::trim);
-    let failed = |shown: &str, error: StoreError| {
-        AppError::Session(format!("opening the session store {shown} failed: {error}"))
-    };
     match url {
         None | Some("") => {
             let path = env.agentry_home().join("serve").join("sessions.db");
-            let shown = path.display().to_string();
-            let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
-                .await
-                .map_err(|error| AppError::Session(format!("opening the session store failed: {error}")))?
-                .map_err(|error| failed(&shown, error))?;
-            Ok(Arc::new(store))
+            Ok(Arc::new(open_sqlite(path).await?))
         }
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            let store = PostgresStore::connect(url)
-                .await
-                .map_err(|error| failed(&redact_url(url), error))?;
+            let store = PostgresStore::connect(url).await.map_err(|error| {
+                AppError::Session(format!("opening the session store {} failed: {error}", redact_url(url)))
+            })?;
             Ok(Arc::new(store))
         }
         Some(url) if url.starts_with("sqlite:") => {
-            let path = url.trim_start_matches("sqlite:").trim_start_matches("//").to_owned();
-            let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
-                .await
-                .map_err(|error| AppError::Session(format!("opening the session store failed: {error}")))?
-                .map_err(|error| failed(url, error))?;
-            Ok(Arc::new(store))
+            let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
+            Ok(Arc::new(open_sqlite(path.into()).await?))
         }
         Some(other) => Err(ConfigError::InvalidValue {
             origin: settings.origin("store.url"),

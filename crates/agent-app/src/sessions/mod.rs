@@ -55,11 +55,7 @@ impl SessionStore {
     pub async fn open(dir: impl Into<PathBuf>) -> Result<Self, AppError> {
         let dir = dir.into();
         lock::create_private_dir(&dir)?;
-        let path = dir.join(DATABASE_FILE);
-        let conversations = tokio::task::spawn_blocking(move || SqliteStore::open(path))
-            .await
-            .map_err(|error| AppError::Session(format!("opening the session store failed: {error}")))?
-            .map_err(|error| AppError::Session(format!("opening the session store failed: {error}")))?;
+        let conversations = open_sqlite(dir.join(DATABASE_FILE)).await?;
         Self::with_store(dir, Arc::new(conversations)).await
     }
 
@@ -175,6 +171,18 @@ impl SessionStore {
             .await
             .map_err(|error| store_error(name, error))
     }
+}
+
+/// The SQLite store at `path`, opened off the async runtime (opening
+/// creates and migrates the file, which blocks).
+pub(crate) async fn open_sqlite(path: PathBuf) -> Result<SqliteStore, AppError> {
+    let shown = path.display().to_string();
+    let failed =
+        |error: &dyn std::fmt::Display| AppError::Session(format!("opening the session store {shown} failed: {error}"));
+    tokio::task::spawn_blocking(move || SqliteStore::open(path))
+        .await
+        .map_err(|error| failed(&error))?
+        .map_err(|error| failed(&error))
 }
 
 /// A store error as the CLI reports it.
