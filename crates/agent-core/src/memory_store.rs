@@ -3,13 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::store::{
-    compaction_cut, context_with_summary, imported_meta, make_sendable, utc_timestamp, validate_conversation_name,
+    compaction_cut, context_with_summary, imported_meta, make_sendable, utc_now, validate_conversation_name,
 };
 use crate::{Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta};
 
@@ -99,10 +98,6 @@ impl InMemoryStore {
     }
 }
 
-fn now() -> String {
-    utc_timestamp(SystemTime::now())
-}
-
 #[async_trait]
 impl ConversationStore for InMemoryStore {
     async fn create(&self, name: &str) -> Result<ConversationMeta, StoreError> {
@@ -111,7 +106,7 @@ impl ConversationStore for InMemoryStore {
         if conversations.contains_key(name) {
             return Err(StoreError::already_exists(name));
         }
-        let meta = ConversationMeta::new(name, now());
+        let meta = ConversationMeta::new(name, utc_now());
         conversations.insert(name.to_owned(), Stored::new(meta.clone(), Vec::new()));
         Ok(meta)
     }
@@ -156,7 +151,7 @@ impl ConversationStore for InMemoryStore {
 
     async fn append(&self, name: &str, turn: &[Message], delta: &TurnMeta) -> Result<ConversationMeta, StoreError> {
         self.update(name, |stored| {
-            stored.meta.record_turn(turn, delta, now());
+            stored.meta.record_turn(turn, delta, utc_now());
             stored.messages.extend_from_slice(turn);
             stored.checkpoint = None;
             Ok(stored.meta.clone())

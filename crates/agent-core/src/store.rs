@@ -467,6 +467,12 @@ pub fn utc_timestamp(time: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// The [`utc_timestamp`] of now: what stores write as `created_at` and
+/// `updated_at`.
+pub fn utc_now() -> String {
+    utc_timestamp(SystemTime::now())
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

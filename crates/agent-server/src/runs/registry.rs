@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use agent_core::{AgentEvent, AgentRunResult, CancellationToken, utc_timestamp};
+use agent_core::{AgentEvent, AgentRunResult, CancellationToken, utc_now};
 use futures::{Stream, stream};
 use tokio::sync::watch;
 
@@ -51,7 +51,7 @@ impl RunRegistry {
             id: new_id("run_"),
             owner,
             session,
-            created_at: utc_timestamp(std::time::SystemTime::now()),
+            created_at: utc_now(),
             cancel,
             log: Mutex::new(RunLog::default()),
             changed: watch::Sender::new(0),

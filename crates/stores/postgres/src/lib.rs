@@ -109,11 +109,10 @@ pub mod testing;
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use agent_core::{
     Conversation, ConversationMeta, ConversationStore, EncodedMessage, EncodedTurn, Message, StoreError, TurnMeta,
-    imported_meta, utc_timestamp, validate_conversation_name,
+    imported_meta, utc_now, validate_conversation_name,
 };
 use async_trait::async_trait;
 pub use sqlx_postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -208,15 +207,11 @@ fn describe(options: &PgConnectOptions) -> String {
     }
 }
 
-fn now() -> String {
-    utc_timestamp(SystemTime::now())
-}
-
 #[async_trait]
 impl ConversationStore for PostgresStore {
     async fn create(&self, name: &str) -> Result<ConversationMeta, StoreError> {
         validate_conversation_name(name)?;
-        ops::create(&self.pool, name, &now()).await
+        ops::create(&self.pool, name, &utc_now()).await
     }
 
     async fn load(&self, name: &str) -> Result<Option<Conversation>, StoreError> {
@@ -238,12 +233,12 @@ impl ConversationStore for PostgresStore {
     async fn append(&self, name: &str, turn: &[Message], delta: &TurnMeta) -> Result<ConversationMeta, StoreError> {
         validate_conversation_name(name)?;
         let encoded = EncodedTurn::new(turn, delta)?;
-        ops::append(&self.pool, name, &encoded, &now()).await
+        ops::append(&self.pool, name, &encoded, &utc_now()).await
     }
 
     async fn compact(&self, name: &str, replaced: usize, summary: &str) -> Result<ConversationMeta, StoreError> {
         validate_conversation_name(name)?;
-        context::compact(&self.pool, name, replaced, summary, &now()).await
+        context::compact(&self.pool, name, replaced, summary, &utc_now()).await
     }
 
     async fn list(&self) -> Result<Vec<ConversationMeta>, StoreError> {
@@ -268,7 +263,7 @@ impl ConversationStore for PostgresStore {
                 "could not encode the run checkpoint of conversation `{name}`: {error}"
             ))
         })?;
-        checkpoint::save(&self.pool, name, &body, &now()).await
+        checkpoint::save(&self.pool, name, &body, &utc_now()).await
     }
 
     async fn checkpoint(&self, name: &str) -> Result<Option<serde_json::Value>, StoreError> {

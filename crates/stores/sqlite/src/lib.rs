@@ -86,11 +86,11 @@ mod schema;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use agent_core::{
     Conversation, ConversationMeta, ConversationStore, EncodedMessage, EncodedTurn, Message, StoreError, TurnMeta,
-    imported_meta, utc_timestamp, validate_conversation_name,
+    imported_meta, utc_now, validate_conversation_name,
 };
 use async_trait::async_trait;
 use rusqlite::Connection;
@@ -161,16 +161,12 @@ pub(crate) fn db(error: rusqlite::Error) -> StoreError {
     StoreError::backend(error)
 }
 
-fn now() -> String {
-    utc_timestamp(SystemTime::now())
-}
-
 #[async_trait]
 impl ConversationStore for SqliteStore {
     async fn create(&self, name: &str) -> Result<ConversationMeta, StoreError> {
         validate_conversation_name(name)?;
         let name = name.to_owned();
-        self.run(move |conn| ops::create(conn, &name, &now())).await
+        self.run(move |conn| ops::create(conn, &name, &utc_now())).await
     }
 
     async fn load(&self, name: &str) -> Result<Option<Conversation>, StoreError> {
@@ -195,14 +191,15 @@ impl ConversationStore for SqliteStore {
         validate_conversation_name(name)?;
         let encoded = EncodedTurn::new(turn, delta)?;
         let name = name.to_owned();
-        self.run(move |conn| ops::append(conn, &name, &encoded, &now())).await
+        self.run(move |conn| ops::append(conn, &name, &encoded, &utc_now()))
+            .await
     }
 
     async fn compact(&self, name: &str, replaced: usize, summary: &str) -> Result<ConversationMeta, StoreError> {
         validate_conversation_name(name)?;
         let name = name.to_owned();
         let summary = summary.to_owned();
-        self.run(move |conn| context::compact(conn, &name, replaced, &summary, &now()))
+        self.run(move |conn| context::compact(conn, &name, replaced, &summary, &utc_now()))
             .await
     }
 
@@ -230,7 +227,8 @@ impl ConversationStore for SqliteStore {
             ))
         })?;
         let name = name.to_owned();
-        self.run(move |conn| checkpoint::save(conn, &name, &body, &now())).await
+        self.run(move |conn| checkpoint::save(conn, &name, &body, &utc_now()))
+            .await
     }
 
     async fn checkpoint(&self, name: &str) -> Result<Option<serde_json::Value>, StoreError> {
