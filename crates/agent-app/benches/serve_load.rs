@@ -143,13 +143,16 @@ impl Instance {
 }
 
 async fn post_json(http: &reqwest::Client, url: String, body: Value) -> Value {
-    let response = http
-        .post(url)
-        .bearer_auth(KEY)
-        .json(&body)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    answer_json(http.post(url).json(&body)).await
+}
+
+async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    answer_json(http.get(url)).await
+}
+
+/// The JSON answer of `request`, sent with the key; it must succeed.
+async fn answer_json(request: reqwest::RequestBuilder) -> Value {
+    let response = request.bearer_auth(KEY).send().await.unwrap_or_else(|e| panic!("{e}"));
     let status = response.status();
     let body: Value = response.json().await.unwrap_or_default();
     assert!(status.is_success(), "{status}: {body}");
@@ -269,15 +272,7 @@ async fn bench() {
     for (instance, id) in &started {
         let url = format!("{}/v1/runs/{id}", instances[*instance].base);
         loop {
-            let run: Value = http
-                .get(&url)
-                .bearer_auth(KEY)
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .json()
-                .await
-                .unwrap_or_default();
+            let run = get_json(&http, &url).await;
             if run["status"] == "ended" {
                 assert_eq!(run["record"]["stop_reason"], "completed", "{run}");
                 break;
@@ -339,15 +334,7 @@ async fn bench() {
             let url = format!("{}/v1/sessions/{session}", instances[i % 2].base);
             let http = &http;
             async move {
-                let shown: Value = http
-                    .get(url)
-                    .bearer_auth(KEY)
-                    .send()
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"))
-                    .json()
-                    .await
-                    .unwrap_or_default();
+                let shown = get_json(http, &url).await;
                 let texts: Vec<&str> = shown["messages"]
                     .as_array()
                     .into_iter()
