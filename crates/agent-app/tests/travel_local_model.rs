@@ -10,7 +10,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use agent_core::{
-    CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, StopCause, ToolContext,
+    AssistantMessage, CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, Message,
+    StopCause, ToolCall, ToolContext, ToolResult,
 };
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::Agent;
@@ -29,12 +30,17 @@ fn model() -> Option<LlamaClient> {
 }
 
 fn agent(client: Arc<dyn LlmClient>) -> Agent {
+    agent_on(client, today())
+}
+
+/// The travel assistant with `today` as its date.
+fn agent_on(client: Arc<dyn LlmClient>, today: NaiveDate) -> Agent {
     let registry = agent_tools::Registry::new();
     registry
-        .register(Arc::new(TravelTools::with_today(today()).tool_set()), true)
+        .register(Arc::new(TravelTools::with_today(today).tool_set()), true)
         .unwrap();
     Agent::builder(client)
-        .system_prompt(agent_travel_assistant::system_prompt(today()))
+        .system_prompt(agent_travel_assistant::system_prompt(today))
         .tools(Arc::new(registry))
         .max_iterations(4)
         .max_tokens(160)
@@ -130,4 +136,94 @@ fn an_invented_argument_is_refused_and_the_run_completes() {
     );
     assert_ne!(result.stop_reason, StopCause::Error);
     assert!(!result.response.trim().is_empty(), "no answer after the refused call");
+}
+
+/// A tool call and its real result from `agent`'s tools, as history.
+async fn called(agent: &Agent, id: &str, name: &str, arguments: serde_json::Value) -> Vec<Message> {
+    let execution = agent.registry().execute(name, &arguments, &ToolContext::new()).await;
+    let content = execution.outcome.map(|output| output.to_content()).unwrap();
+    vec![
+        Message::Assistant(AssistantMessage::with_tool_calls(
+            "",
+            vec![ToolCall::new(id, name, arguments)],
+        )),
+        Message::tool(ToolResult::success(id, name, content)),
+    ]
+}
+
+/// The demo's first five turns as the 0.5B model answers them, after the
+/// worked example: the history before "It's June 15".
+async fn demo_history(agent: &Agent) -> Vec<Message> {
+    let mut history = agent_travel_assistant::worked_example(agent.registry().as_ref()).await;
+    history.push(Message::user("What do you do?"));
+    history.push(Message::assistant(
+        "I'm a travel assistant designed to help users find information about weather, flight prices, \
+         and currency exchange rates.",
+    ));
+    history.push(Message::user("What's the weather in Tokyo?"));
+    history.extend(called(agent, "call_1", "get_weather", serde_json::json!({"location": "Tokyo"})).await);
+    history.push(Message::assistant(
+        "Right now in Tokyo it is 12.3 °C and mostly cloudy.",
+    ));
+    history.push(Message::user("What's the weather in my favorite city?"));
+    history.push(Message::assistant(
+        "I'm sorry, but I don't have any information about your favorite city. Please provide me with the \
+         city name or IATA airport code so I can assist you better.",
+    ));
+    history.push(Message::user("My favorite city is New York"));
+    history.extend(
+        called(
+            agent,
+            "call_2",
+            "get_weather",
+            serde_json::json!({"location": "New York"}),
+        )
+        .await,
+    );
+    history.push(Message::assistant("Right now in New York it is 4.9 °C and sunny."));
+    history.push(Message::user("How much is a flight from NYC to Paris?"));
+    history.push(Message::assistant("On what date do you want to fly?"));
+    history
+}
+
+/// The demo's turn 6: "It's June 15" after five turns of history, where the
+/// model used to echo the message instead of searching the flight asked
+/// about in turn 5.
+#[test]
+fn a_follow_up_that_needs_a_tool_is_answered_with_the_call() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !common::model_is_fetched() {
+        return;
+    }
+    let runtime = runtime();
+    // The demo's date (`--today 2026-11-25`), whose weather the history quotes.
+    let today = NaiveDate::from_ymd_opt(2026, 11, 25).unwrap();
+    let agent = agent_on(Arc::new(LlamaClient::load(LlamaConfig::default()).unwrap()), today);
+    let result = runtime.block_on(async {
+        let history = demo_history(&agent).await;
+        agent.run(history, "It's June 15", &ToolContext::new()).await.unwrap()
+    });
+    eprintln!("{:#?}\n{}", result.tool_calls, result.response);
+    let flight = result
+        .tool_calls
+        .iter()
+        .find(|call| call.name == "get_flight_prices" && !call.is_error)
+        .unwrap_or_else(|| panic!("no successful flight search: {:?}", result.tool_calls));
+    assert!(
+        flight.result.contains("New York") && flight.result.contains("Paris"),
+        "{flight:?}"
+    );
+    assert!(flight.result.contains("2027-06-15"), "{flight:?}");
+}
+
+#[test]
+fn a_message_that_needs_no_tool_gets_no_call() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(client) = model() else { return };
+    let result = runtime()
+        .block_on(agent(Arc::new(client)).run(Vec::new(), "What do you do?", &ToolContext::new()))
+        .unwrap();
+    eprintln!("{:#?}\n{}", result.tool_calls, result.response);
+    assert!(result.tool_calls.is_empty(), "{:?}", result.tool_calls);
+    assert!(!result.response.trim().is_empty());
 }

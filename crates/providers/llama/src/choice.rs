@@ -7,7 +7,7 @@
 //! unavailable, the reply is started for the model (prefilled) with the
 //! opening of a call instead, which it can only continue as one.
 
-use agent_core::{ChatRequest, LlmError, ToolChoice, ToolDefinition};
+use agent_core::{ChatRequest, LlmError, Message, ToolChoice, ToolDefinition};
 
 /// How one request constrains the tool calls of the reply.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +21,11 @@ pub(crate) struct CallPlan {
     /// For a required call: the text the reply is made to start with when no
     /// grammar is available.
     pub prefill: Option<String>,
+    /// The model may call a tool or answer, and the reply answers a user
+    /// message: whether it is a call is decided from the model's odds of
+    /// starting one (`call_threshold`). After tool results the model
+    /// decides by its first token, as it does without tools.
+    pub decided_by_odds: bool,
 }
 
 impl CallPlan {
@@ -39,9 +44,12 @@ impl CallPlan {
                 _ => format!("{opening}{{\"name\": \""),
             }
         });
+        let suppress_tool_calls = request.tool_choice == ToolChoice::None;
+        let answers_user = matches!(request.messages.last(), Some(Message::User { .. }));
         Ok(Self {
+            decided_by_odds: answers_user && !callable.is_empty() && !required && !suppress_tool_calls,
             callable,
-            suppress_tool_calls: request.tool_choice == ToolChoice::None,
+            suppress_tool_calls,
             required,
             prefill,
         })
@@ -55,7 +63,7 @@ impl CallPlan {
 
 #[cfg(test)]
 mod tests {
-    use agent_core::Message;
+    use agent_core::{AssistantMessage, ToolCall, ToolResult};
     use serde_json::json;
 
     use super::*;
@@ -76,6 +84,35 @@ mod tests {
         assert_eq!(plan.callable_names(), ["calculator", "get_weather"]);
         assert!(!plan.required && !plan.suppress_tool_calls);
         assert_eq!(plan.prefill, None);
+    }
+
+    #[test]
+    fn only_a_free_reply_to_a_user_message_is_decided_by_the_odds_of_a_call() {
+        assert!(
+            CallPlan::for_request(&request(ToolChoice::Auto), true)
+                .expect("plan")
+                .decided_by_odds
+        );
+        for choice in [ToolChoice::None, ToolChoice::Required] {
+            let plan = CallPlan::for_request(&request(choice), true).expect("plan");
+            assert!(!plan.decided_by_odds, "{plan:?}");
+        }
+        let mut after_result = request(ToolChoice::Auto);
+        after_result
+            .messages
+            .push(Message::Assistant(AssistantMessage::with_tool_calls(
+                "",
+                vec![ToolCall::new("call_1", "calculator", json!({"expression": "1+1"}))],
+            )));
+        after_result
+            .messages
+            .push(Message::tool(ToolResult::success("call_1", "calculator", "2")));
+        let plan = CallPlan::for_request(&after_result, true).expect("plan");
+        assert!(!plan.decided_by_odds, "{plan:?}");
+        let mut without_tools = request(ToolChoice::Auto);
+        without_tools.tools.clear();
+        let plan = CallPlan::for_request(&without_tools, true).expect("plan");
+        assert!(!plan.decided_by_odds, "{plan:?}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::LlamaConfig;
 use crate::choice::CallPlan;
-use crate::engine::{Engine, EngineSettings, Finish, Generated, Job, Summary};
+use crate::engine::{Engine, EngineSettings, Finish, Generated, GrammarUse, Job, Summary};
 use crate::models::{ModelStore, known_model};
 use crate::template::ChatTemplate;
 
@@ -177,7 +177,7 @@ impl LlamaClient {
         request: &ChatRequest,
         plan: &CallPlan,
         grammar: Option<Arc<str>>,
-        grammar_from_start: bool,
+        grammar_use: GrammarUse,
         prefill: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> {
@@ -194,7 +194,7 @@ impl LlamaClient {
             stop: request.stop.clone(),
             suppress_tool_calls: plan.suppress_tool_calls,
             grammar,
-            grammar_from_start,
+            grammar_use,
             cancel: cancel.child_token(),
             out,
         })?;
@@ -326,18 +326,28 @@ impl LlmClient for LlamaClient {
                 .inspect_err(|error| tracing::warn!(%error, "the response format is not enforced on this request"))
                 .ok()
         });
-        let (grammar, from_start) = if let Some(format) = answer_only {
-            (Some(self.format_grammar(format)?), true)
+        let decide = (plan.decided_by_odds && self.config.call_threshold < 1.0).then_some(self.config.call_threshold);
+        let (grammar, grammar_use) = if let Some(format) = answer_only {
+            (Some(self.format_grammar(format)?), GrammarUse::FromStart)
         } else if let Some(grammar) = call_or_answer {
-            (Some(grammar), true)
-        } else if plan.required || self.config.grammar {
-            // A required call always runs under the grammar; otherwise it is opt-in.
-            (self.grammar_for(&plan.callable), plan.required)
+            (Some(grammar), GrammarUse::FromStart)
+        } else if plan.required {
+            // A required call always runs under the grammar.
+            (self.grammar_for(&plan.callable), GrammarUse::FromStart)
+        } else if let Some(threshold) = decide {
+            let lazy = self.config.grammar;
+            let tools = plan.callable_names().into();
+            (
+                self.grammar_for(&plan.callable),
+                GrammarUse::Decide { threshold, lazy, tools },
+            )
+        } else if self.config.grammar {
+            (self.grammar_for(&plan.callable), GrammarUse::Lazy)
         } else {
-            (None, false)
+            (None, GrammarUse::Lazy)
         };
         let prefill = plan.prefill.as_deref().filter(|_| grammar.is_none());
-        let receiver = self.job(request, &plan, grammar, from_start, prefill, cancel)?;
+        let receiver = self.job(request, &plan, grammar, grammar_use, prefill, cancel)?;
         let mut calls = ToolCallExtractor::new(plan.callable_names());
         // The prefilled opening of a forced call is part of the reply.
         let opening = prefill.map(|prefill| calls.push(prefill)).unwrap_or_default();

@@ -10,6 +10,10 @@ use crate::models::DEFAULT_MODEL;
 /// The smallest context a chat with a system prompt and tools fits in.
 pub const MIN_CONTEXT_SIZE: u32 = 512;
 
+/// The default [`LlamaConfig::call_threshold`], measured on the demo and
+/// eval-local (docs/local-models.md).
+pub const DEFAULT_CALL_THRESHOLD: f32 = 0.003;
+
 /// How to find, load and run the local model.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -35,6 +39,14 @@ pub struct LlamaConfig {
     /// requires, `tool_choice` `required` or a named tool, is always
     /// generated under the grammar.)
     pub grammar: bool,
+    /// How likely the model must be to start a tool call, at the first
+    /// token of its reply to a user message, for that reply to be made a
+    /// call (generated under the tool-call grammar); below it the model
+    /// writes freely. Small models copy the shape of earlier answers and
+    /// start replies with prose even when their own odds of a call are far
+    /// above those of a message that needs none (see docs/local-models.md).
+    /// Between 0 and 1; 1 leaves the decision to the model's first token.
+    pub call_threshold: f32,
 }
 
 impl Default for LlamaConfig {
@@ -49,6 +61,7 @@ impl Default for LlamaConfig {
             seed: 42,
             max_tokens: 1024,
             grammar: false,
+            call_threshold: DEFAULT_CALL_THRESHOLD,
         }
     }
 }
@@ -88,6 +101,13 @@ impl LlamaConfig {
         }
         if self.max_tokens == 0 {
             return invalid("max_tokens", "0".to_owned(), "use at least 1");
+        }
+        if !(self.call_threshold > 0.0 && self.call_threshold <= 1.0) {
+            return invalid(
+                "call_threshold",
+                self.call_threshold.to_string(),
+                "use a probability above 0 and at most 1 (1 leaves the decision to the model)",
+            );
         }
         Ok(())
     }
@@ -145,6 +165,27 @@ mod tests {
                     ..LlamaConfig::default()
                 },
                 "`max_tokens = 0`",
+            ),
+            (
+                LlamaConfig {
+                    call_threshold: 0.0,
+                    ..LlamaConfig::default()
+                },
+                "`call_threshold = 0`",
+            ),
+            (
+                LlamaConfig {
+                    call_threshold: 1.5,
+                    ..LlamaConfig::default()
+                },
+                "`call_threshold = 1.5`",
+            ),
+            (
+                LlamaConfig {
+                    call_threshold: f32::NAN,
+                    ..LlamaConfig::default()
+                },
+                "`call_threshold = NaN`",
             ),
         ];
         for (config, expected) in cases {

@@ -74,11 +74,30 @@ pub(crate) struct Job {
     /// A GBNF grammar for tool calls, so a started call always has
     /// schema-valid arguments.
     pub grammar: Option<Arc<str>>,
-    /// Apply the grammar from the first token (a call is required) instead
-    /// of lazily from the first `<tool_call>`.
-    pub grammar_from_start: bool,
+    /// When the grammar applies.
+    pub grammar_use: GrammarUse,
     pub cancel: CancellationToken,
     pub out: UnboundedSender<Generated>,
+}
+
+/// When a job's grammar applies.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum GrammarUse {
+    /// From the first token: the reply is a call (or the requested format).
+    FromStart,
+    /// From the first call opening the model writes.
+    Lazy,
+    /// From the first token when the model's odds of starting a call of
+    /// one of `tools` there are at least `threshold`; otherwise lazily
+    /// (`lazy`) or not at all.
+    Decide {
+        /// The probability from which the call is taken.
+        threshold: f32,
+        /// Apply the grammar lazily when the call is not taken.
+        lazy: bool,
+        /// Names of the tools that may be called.
+        tools: Arc<[String]>,
+    },
 }
 
 /// What a job produces, in order: text pieces, then one `Done` or `Failed`.
@@ -368,8 +387,18 @@ impl Session<'_> {
             last_logits = self.batch.n_tokens() - 1;
         }
         let prompt_time = started.elapsed();
+        let from_start = match &job.grammar_use {
+            GrammarUse::FromStart => true,
+            GrammarUse::Lazy => false,
+            GrammarUse::Decide { threshold, tools, .. } => {
+                let odds = self.call_odds(context, tools, last_logits)?;
+                tracing::debug!(odds, threshold, "odds of a tool call");
+                last_logits = 0;
+                job.grammar.is_some() && odds >= *threshold
+            }
+        };
 
-        let mut sampler = TokenSampler::new(self.model, job, &self.tool_call_opening);
+        let mut sampler = TokenSampler::new(self.model, job, &self.tool_call_opening, from_start);
         let mut text = Text::new(&job.stop);
         let mut generated = 0u64;
         let generation_started = Instant::now();
@@ -408,6 +437,88 @@ impl Session<'_> {
             generation_time: generation_started.elapsed(),
         })
     }
+}
+
+impl Session<'_> {
+    /// The probability that the model, whose next-token logits are at
+    /// `index` of the last batch, starts its reply with a call of one of
+    /// `tools`: the `<tool_call>` token, or the bare JSON opening
+    /// `{"name": "` followed by the first token of a tool's name (the form
+    /// small models write), read by feeding the opening to the model. The
+    /// cache is left as it was, with the prompt's last token evaluated again
+    /// so its logits are at index 0 of the last batch.
+    fn call_odds(&mut self, context: &mut LlamaContext<'_>, tools: &[String], index: i32) -> Result<f32, LlmError> {
+        let vocab = self.model.vocab();
+        let first = probabilities(context, index);
+        let tagged: f32 = self
+            .tool_call_opening
+            .iter()
+            .filter_map(|token| first.get(&LlamaToken::new(*token)))
+            .sum();
+        let opening = vocab.tokenize(br#"{"name": ""#, false, false);
+        let names: std::collections::HashSet<LlamaToken> = tools
+            .iter()
+            .filter_map(|name| vocab.tokenize(name.as_bytes(), false, false).first().copied())
+            .collect();
+        let prompt_end = self.cached.len();
+        let mut bare = opening
+            .first()
+            .and_then(|token| first.get(token))
+            .copied()
+            .unwrap_or(0.0);
+        for (i, token) in opening.iter().enumerate() {
+            if bare <= 0.0 {
+                break;
+            }
+            self.decode_one(context, *token, prompt_end + i)?;
+            let next = probabilities(context, 0);
+            bare *= match opening.get(i + 1) {
+                Some(following) => next.get(following).copied().unwrap_or(0.0),
+                None => names.iter().filter_map(|name| next.get(name)).sum(),
+            };
+        }
+        // Back to the prompt, with its last token's logits in place.
+        let last = prompt_end - 1;
+        if context
+            .clear_kv_cache_seq(Some(0), u32::try_from(last).ok(), None)
+            .is_err()
+        {
+            return Err(LlmError::new(
+                LlmErrorKind::Server,
+                "llama.cpp could not trim its cache",
+            ));
+        }
+        let token = self.cached[last];
+        self.decode_one(context, token, last)?;
+        Ok(tagged + bare)
+    }
+
+    /// Evaluates `token` at `position`, with its logits at index 0.
+    fn decode_one(
+        &mut self,
+        context: &mut LlamaContext<'_>,
+        token: LlamaToken,
+        position: usize,
+    ) -> Result<(), LlmError> {
+        self.batch.clear();
+        let position = i32::try_from(position).unwrap_or(i32::MAX);
+        self.batch.add(token, position, &[0], true).map_err(decode_error)?;
+        context.decode(&mut self.batch).map_err(decode_error)
+    }
+}
+
+/// The softmax of the logits at `index` of the last batch.
+fn probabilities(context: &LlamaContext<'_>, index: i32) -> std::collections::HashMap<LlamaToken, f32> {
+    let logits: Vec<(LlamaToken, f32)> = context
+        .candidates_ith(index)
+        .map(|data| (data.id(), data.logit()))
+        .collect();
+    let max = logits.iter().map(|(_, logit)| *logit).fold(f32::NEG_INFINITY, f32::max);
+    let total: f32 = logits.iter().map(|(_, logit)| (logit - max).exp()).sum();
+    logits
+        .into_iter()
+        .map(|(token, logit)| (token, (logit - max).exp() / total))
+        .collect()
 }
 
 /// Whether `token` ends the model's turn: an end-of-generation token, or

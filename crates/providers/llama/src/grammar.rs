@@ -55,11 +55,7 @@ pub(crate) fn tool_call_or_answer_grammar(
         body.push_str(line);
         body.push('\n');
     }
-    let forms = FORMS.replacen(
-        "root ::= tagged | fenced | bare",
-        "root ::= tagged | fenced | bare | answer-json",
-        1,
-    );
+    let forms = FORMS.replacen("root ::= calls", "root ::= calls | answer-json", 1);
     Ok(format!(
         "{forms}tool-call-json ::= alternative-0\nanswer-json ::= alternative-1\n{body}"
     ))
@@ -110,8 +106,11 @@ pub(crate) fn response_format_grammar(format: &ResponseFormat) -> Result<String,
 
 /// The three forms a call is written in, each a sequence of calls:
 /// `<tool_call>` blocks (the chat template's form), a ```json fence, and
-/// bare JSON objects (the forms small models actually write).
-const FORMS: &str = r#"root ::= tagged | fenced | bare
+/// bare JSON objects (the forms small models actually write). A reply may
+/// end in a little whitespace: models end a call with a line break before
+/// they stop, which must not commit them to another call.
+const FORMS: &str = r#"root ::= calls
+calls ::= (tagged | fenced | bare) gap
 tagged ::= tool-block ("\n" tool-block)*
 tool-block ::= "<tool_call>" "\n"? tool-call-json "\n"? "</tool_call>"
 fenced ::= "```json" gap tool-call-json (gap tool-call-json)* gap "```"
@@ -144,7 +143,7 @@ mod tests {
             ToolDefinition::new("clock", "Time.", json!({"type": "object", "properties": {}})),
         ];
         let grammar = tool_call_grammar(&tools).expect("grammar");
-        assert!(grammar.starts_with("root ::= tagged | fenced | bare"), "{grammar}");
+        assert!(grammar.starts_with("root ::= calls\n"), "{grammar}");
         assert!(grammar.contains("\"<tool_call>\""));
         assert!(grammar.contains("tool-call-json ::="));
         assert!(
@@ -203,10 +202,7 @@ mod tests {
             json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
         )];
         let grammar = tool_call_or_answer_grammar(&tools, &city_format()).expect("grammar");
-        assert!(
-            grammar.starts_with("root ::= tagged | fenced | bare | answer-json\n"),
-            "{grammar}"
-        );
+        assert!(grammar.starts_with("root ::= calls | answer-json\n"), "{grammar}");
         assert_eq!(grammar.matches("root ::=").count(), 1, "{grammar}");
         assert!(grammar.contains("tool-call-json ::= alternative-0\n"), "{grammar}");
         assert!(grammar.contains("answer-json ::= alternative-1\n"), "{grammar}");

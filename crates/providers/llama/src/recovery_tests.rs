@@ -39,7 +39,7 @@ async fn a_panic_during_a_request_fails_that_request_and_the_next_one_runs() {
         stop: Vec::new(),
         suppress_tool_calls: false,
         grammar: None,
-        grammar_from_start: false,
+        grammar_use: crate::engine::GrammarUse::Lazy,
         cancel: CancellationToken::new(),
         out,
     };

@@ -10,7 +10,7 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 
-use crate::engine::Job;
+use crate::engine::{GrammarUse, Job};
 
 /// The samplers of one job.
 ///
@@ -50,7 +50,9 @@ impl TokenSampler {
     /// The samplers for `job`. `tool_call_opening`: the token(s) that open a
     /// tool call (banned when the job suppresses calls; the lazy grammar's
     /// trigger).
-    pub fn new(model: &LlamaModel, job: &Job, tool_call_opening: &[i32]) -> Self {
+    /// `from_start`: the grammar applies from the first token (else lazily,
+    /// if the job's [`GrammarUse`] allows).
+    pub fn new(model: &LlamaModel, job: &Job, tool_call_opening: &[i32], from_start: bool) -> Self {
         let opening: Vec<LlamaToken> = tool_call_opening.iter().map(|id| LlamaToken::new(*id)).collect();
         let mut chain = Vec::new();
         if job.suppress_tool_calls && !opening.is_empty() {
@@ -69,13 +71,21 @@ impl TokenSampler {
             chain.push(LlamaSampler::temp(job.temperature));
             chain.push(LlamaSampler::dist(job.seed));
         }
-        let grammar = job.grammar.as_deref().and_then(|grammar| {
-            grammar_sampler(model, grammar, job.grammar_from_start, &opening)
-                .inspect_err(
-                    |error| tracing::warn!(%error, "the tool-call grammar was rejected; generating without it"),
-                )
-                .ok()
-        });
+        let lazy = matches!(
+            job.grammar_use,
+            GrammarUse::Lazy | GrammarUse::Decide { lazy: true, .. }
+        );
+        let grammar = job
+            .grammar
+            .as_deref()
+            .filter(|_| from_start || lazy)
+            .and_then(|grammar| {
+                grammar_sampler(model, grammar, from_start, &opening)
+                    .inspect_err(
+                        |error| tracing::warn!(%error, "the tool-call grammar was rejected; generating without it"),
+                    )
+                    .ok()
+            });
         Self {
             chain: LlamaSampler::chain_simple(chain),
             grammar,
@@ -173,6 +183,49 @@ pub(crate) mod tests {
         grammar_sampler(&model, &grammar, true, &[]).expect("the eager grammar");
         let opening = model.vocab().tokenize(b"<tool_call>", false, true);
         grammar_sampler(&model, &grammar, false, &opening).expect("the lazy grammar and its patterns");
+    }
+
+    /// Whether `grammar` (from the first token) accepts `text`, token by
+    /// token, and then lets the reply end.
+    fn accepts_then_ends(model: &LlamaModel, grammar: &str, text: &str) -> bool {
+        let mut sampler = grammar_sampler(model, grammar, true, &[]).expect("the grammar");
+        let allowed = |sampler: &mut LlamaSampler, token: LlamaToken| {
+            let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+            single.apply_sampler(sampler);
+            single.data.first().is_some_and(|data| data.logit().is_finite())
+        };
+        for token in model.vocab().tokenize(text.as_bytes(), false, false) {
+            if !allowed(&mut sampler, token) {
+                return false;
+            }
+            sampler.accept(token);
+        }
+        let end = model.vocab().tokenize(b"<|im_end|>", false, true);
+        end.len() == 1 && allowed(&mut sampler, end[0])
+    }
+
+    #[test]
+    fn a_call_grammar_reply_may_end_after_a_call_and_its_line_break() {
+        let Some(model) = fetched_model() else { return };
+        let tools = [ToolDefinition::new(
+            "get_weather",
+            "Weather.",
+            json!({"type": "object", "properties": {"location": {"type": "string"}},
+                   "required": ["location"], "additionalProperties": false}),
+        )];
+        let grammar = crate::grammar::tool_call_grammar(&tools).expect("grammar");
+        let call = r#"{"name": "get_weather", "arguments": {"location": "Tokyo"}}"#;
+        assert!(accepts_then_ends(&model, &grammar, call));
+        // Models end a call with a line break before they stop.
+        assert!(accepts_then_ends(&model, &grammar, &format!("{call}\n")));
+        assert!(accepts_then_ends(&model, &grammar, &format!("{call}\n{call}\n")));
+        assert!(accepts_then_ends(
+            &model,
+            &grammar,
+            &format!("<tool_call>\n{call}\n</tool_call>\n")
+        ));
+        // A half-written call may not end.
+        assert!(!accepts_then_ends(&model, &grammar, &format!("{call}\n{{\"name\"")));
     }
 
     #[test]

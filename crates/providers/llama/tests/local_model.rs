@@ -148,13 +148,38 @@ fn forced_call(client: &LlamaClient, request: &ChatRequest) -> ToolCall {
 #[test]
 fn a_required_tool_choice_makes_the_model_call_a_tool_for_small_talk() {
     let _serial = serial();
-    let Some(client) = client(4096) else { return };
-    // Unforced, the model just says hello.
+    // Left to its first token, the model just says hello.
+    let Some(client) = client_with(LlamaConfig {
+        context_size: 4096,
+        call_threshold: 1.0,
+        ..LlamaConfig::default()
+    }) else {
+        return;
+    };
     let free = runtime()
         .block_on(client.complete(&small_talk(ToolChoice::Auto), &CancellationToken::new()))
         .expect("reply");
     assert!(free.message.tool_calls.is_empty(), "{:?}", free.message);
     let call = forced_call(&client, &small_talk(ToolChoice::Required));
+    assert!(["calculator", "get_weather"].contains(&call.name.as_str()), "{call:?}");
+}
+
+/// `call_threshold` decides a reply to a user message from the model's odds
+/// of starting a call of an offered tool: the small talk the model answers
+/// in prose when its first token decides (`call_threshold = 1`, see
+/// above) is a call, under the grammar, once the threshold is below its
+/// odds.
+#[test]
+fn the_reply_to_a_user_message_is_a_call_when_its_odds_reach_the_threshold() {
+    let _serial = serial();
+    let Some(client) = client_with(LlamaConfig {
+        context_size: 4096,
+        call_threshold: 1e-6,
+        ..LlamaConfig::default()
+    }) else {
+        return;
+    };
+    let call = forced_call(&client, &small_talk(ToolChoice::Auto));
     assert!(["calculator", "get_weather"].contains(&call.name.as_str()), "{call:?}");
 }
 

@@ -227,8 +227,9 @@ impl Place {
         }
         if is_placeholder(&cleaned) {
             return Err(ToolError::failed(format!(
-                "{what} {quoted:?} looks like a placeholder, not a place. Do not call the tool with placeholder \
-                 or example text: ask the user which city they mean, then call it with the city they name"
+                "{what} {quoted:?} looks like a placeholder, not a place: the user has not said which city. Do not \
+                 call the tool with placeholder or example text. Reply to the user with a short question, for \
+                 example: Which city do you mean?"
             )));
         }
         let suggestions = suggest(&head);
@@ -475,7 +476,8 @@ mod tests {
                 message.contains("looks like a placeholder, not a place"),
                 "{input}: {message}"
             );
-            assert!(message.contains("ask the user which city they mean"), "{message}");
+            // Small models copy the example question into their reply.
+            assert!(message.ends_with("for example: Which city do you mean?"), "{message}");
         }
     }
 
