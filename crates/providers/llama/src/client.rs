@@ -334,13 +334,12 @@ impl LlmClient for LlamaClient {
         } else if plan.required {
             // A required call always runs under the grammar.
             (self.grammar_for(&plan.callable), GrammarUse::FromStart)
-        } else if let Some(threshold) = decide {
+        } else if let Some(threshold) = decide
+            && let Some(grammar) = self.grammar_for(&plan.callable)
+        {
             let lazy = self.config.grammar;
             let tools = plan.callable_names().into();
-            (
-                self.grammar_for(&plan.callable),
-                GrammarUse::Decide { threshold, lazy, tools },
-            )
+            (Some(grammar), GrammarUse::Decide { threshold, lazy, tools })
         } else if self.config.grammar {
             (self.grammar_for(&plan.callable), GrammarUse::Lazy)
         } else {

@@ -89,7 +89,7 @@ pub(crate) enum GrammarUse {
     Lazy,
     /// From the first token when the model's odds of starting a call of
     /// one of `tools` there are at least `threshold`; otherwise lazily
-    /// (`lazy`) or not at all.
+    /// (`lazy`) or not at all. Only with a grammar.
     Decide {
         /// The probability from which the call is taken.
         threshold: f32,
@@ -253,6 +253,7 @@ fn worker(
         batch_size: settings.batch_size as usize,
         cached: Vec::new(),
         tool_call_opening: facts.tool_call_opening,
+        bare_call_opening: model.vocab().tokenize(BARE_CALL_OPENING.as_bytes(), false, false),
     };
     while let Ok(command) = inbox.recv() {
         let (job, panics) = match command {
@@ -336,7 +337,13 @@ struct Session<'m> {
     /// The tokens whose keys and values are in the cache, in order.
     cached: Vec<LlamaToken>,
     tool_call_opening: Vec<i32>,
+    /// [`BARE_CALL_OPENING`], tokenized.
+    bare_call_opening: Vec<LlamaToken>,
 }
+
+/// How small models open a call without the `<tool_call>` tag: bare JSON,
+/// the tool's name next.
+const BARE_CALL_OPENING: &str = r#"{"name": ""#;
 
 impl Session<'_> {
     fn run(&mut self, context: &mut LlamaContext<'_>, job: &Job) -> Result<Summary, LlmError> {
@@ -394,7 +401,7 @@ impl Session<'_> {
                 let odds = self.call_odds(context, tools, last_logits)?;
                 tracing::debug!(odds, threshold, "odds of a tool call");
                 last_logits = 0;
-                job.grammar.is_some() && odds >= *threshold
+                odds >= *threshold
             }
         };
 
@@ -417,10 +424,7 @@ impl Session<'_> {
             }
             generated += 1;
             let stop_hit = text.push(&vocab.token_to_piece(token, true, None), &job.out);
-            self.batch.clear();
-            let position = i32::try_from(self.cached.len()).unwrap_or(i32::MAX);
-            self.batch.add(token, position, &[0], true).map_err(decode_error)?;
-            context.decode(&mut self.batch).map_err(decode_error)?;
+            self.decode_one(context, token, self.cached.len())?;
             self.cached.push(token);
             last_logits = 0;
             if stop_hit {
@@ -449,32 +453,26 @@ impl Session<'_> {
     /// so its logits are at index 0 of the last batch.
     fn call_odds(&mut self, context: &mut LlamaContext<'_>, tools: &[String], index: i32) -> Result<f32, LlmError> {
         let vocab = self.model.vocab();
-        let first = probabilities(context, index);
-        let tagged: f32 = self
-            .tool_call_opening
-            .iter()
-            .filter_map(|token| first.get(&LlamaToken::new(*token)))
-            .sum();
-        let opening = vocab.tokenize(br#"{"name": ""#, false, false);
+        let tagged = probability_of(
+            context,
+            index,
+            self.tool_call_opening.iter().map(|id| LlamaToken::new(*id)),
+        );
         let names: std::collections::HashSet<LlamaToken> = tools
             .iter()
             .filter_map(|name| vocab.tokenize(name.as_bytes(), false, false).first().copied())
             .collect();
+        let opening = self.bare_call_opening.clone();
         let prompt_end = self.cached.len();
-        let mut bare = opening
-            .first()
-            .and_then(|token| first.get(token))
-            .copied()
-            .unwrap_or(0.0);
+        let mut bare = probability_of(context, index, opening.first().copied());
         for (i, token) in opening.iter().enumerate() {
             if bare <= 0.0 {
                 break;
             }
             self.decode_one(context, *token, prompt_end + i)?;
-            let next = probabilities(context, 0);
             bare *= match opening.get(i + 1) {
-                Some(following) => next.get(following).copied().unwrap_or(0.0),
-                None => names.iter().filter_map(|name| next.get(name)).sum(),
+                Some(following) => probability_of(context, 0, Some(*following)),
+                None => probability_of(context, 0, names.iter().copied()),
             };
         }
         // Back to the prompt, with its last token's logits in place.
@@ -507,18 +505,19 @@ impl Session<'_> {
     }
 }
 
-/// The softmax of the logits at `index` of the last batch.
-fn probabilities(context: &LlamaContext<'_>, index: i32) -> std::collections::HashMap<LlamaToken, f32> {
-    let logits: Vec<(LlamaToken, f32)> = context
-        .candidates_ith(index)
-        .map(|data| (data.id(), data.logit()))
-        .collect();
-    let max = logits.iter().map(|(_, logit)| *logit).fold(f32::NEG_INFINITY, f32::max);
-    let total: f32 = logits.iter().map(|(_, logit)| (logit - max).exp()).sum();
-    logits
-        .into_iter()
-        .map(|(token, logit)| (token, (logit - max).exp() / total))
-        .collect()
+/// The probability, by the softmax of the logits at `index` of the last
+/// batch, that the next token is one of `tokens` (each counted once).
+fn probability_of(context: &LlamaContext<'_>, index: i32, tokens: impl IntoIterator<Item = LlamaToken>) -> f32 {
+    let logits = context.get_logits_ith(index);
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let total: f32 = logits.iter().map(|logit| (logit - max).exp()).sum();
+    let wanted: std::collections::HashSet<LlamaToken> = tokens.into_iter().collect();
+    let mass: f32 = wanted
+        .iter()
+        .filter_map(|token| logits.get(usize::try_from(token.0).ok()?))
+        .map(|logit| (logit - max).exp())
+        .sum();
+    if total > 0.0 { mass / total } else { 0.0 }
 }
 
 /// Whether `token` ends the model's turn: an end-of-generation token, or

@@ -102,11 +102,9 @@ impl TokenSampler {
         };
         let mut candidates = LlamaTokenDataArray::from_iter(context.candidates_ith(index), false);
         candidates.apply_sampler(&mut self.chain);
-        let unconstrained = candidates.selected_token().filter(|token| {
-            let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(*token, 1.0, 0.0)], false);
-            single.apply_sampler(grammar);
-            single.data.first().is_some_and(|data| data.logit().is_finite())
-        });
+        let unconstrained = candidates
+            .selected_token()
+            .filter(|token| grammar_allows(grammar, *token));
         let token = if let Some(token) = unconstrained {
             token
         } else {
@@ -129,6 +127,13 @@ impl TokenSampler {
         self.chain.accept(token);
         Some(token)
     }
+}
+
+/// Whether `grammar`, in its current state, allows `token` next.
+fn grammar_allows(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
+    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+    single.apply_sampler(grammar);
+    single.data.first().is_some_and(|data| data.logit().is_finite())
 }
 
 #[cfg(test)]
@@ -189,19 +194,14 @@ pub(crate) mod tests {
     /// token, and then lets the reply end.
     fn accepts_then_ends(model: &LlamaModel, grammar: &str, text: &str) -> bool {
         let mut sampler = grammar_sampler(model, grammar, true, &[]).expect("the grammar");
-        let allowed = |sampler: &mut LlamaSampler, token: LlamaToken| {
-            let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
-            single.apply_sampler(sampler);
-            single.data.first().is_some_and(|data| data.logit().is_finite())
-        };
         for token in model.vocab().tokenize(text.as_bytes(), false, false) {
-            if !allowed(&mut sampler, token) {
+            if !grammar_allows(&mut sampler, token) {
                 return false;
             }
             sampler.accept(token);
         }
         let end = model.vocab().tokenize(b"<|im_end|>", false, true);
-        end.len() == 1 && allowed(&mut sampler, end[0])
+        end.len() == 1 && grammar_allows(&mut sampler, end[0])
     }
 
     #[test]
