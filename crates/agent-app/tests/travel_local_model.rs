@@ -35,6 +35,12 @@ fn agent(client: Arc<dyn LlmClient>) -> Agent {
 
 /// The travel assistant with `today` as its date.
 fn agent_on(client: Arc<dyn LlmClient>, today: NaiveDate) -> Agent {
+    agent_limited(client, today, 4)
+}
+
+/// The travel assistant with `today` as its date and at most
+/// `max_iterations` rounds of calls.
+fn agent_limited(client: Arc<dyn LlmClient>, today: NaiveDate, max_iterations: u32) -> Agent {
     let registry = agent_tools::Registry::new();
     registry
         .register(Arc::new(TravelTools::with_today(today).tool_set()), true)
@@ -42,7 +48,7 @@ fn agent_on(client: Arc<dyn LlmClient>, today: NaiveDate) -> Agent {
     Agent::builder(client)
         .system_prompt(agent_travel_assistant::system_prompt(today))
         .tools(Arc::new(registry))
-        .max_iterations(4)
+        .max_iterations(max_iterations)
         .max_tokens(160)
         .temperature(0.0)
         .build()
@@ -226,4 +232,28 @@ fn a_message_that_needs_no_tool_gets_no_call() {
     eprintln!("{:#?}\n{}", result.tool_calls, result.response);
     assert!(result.tool_calls.is_empty(), "{:?}", result.tool_calls);
     assert!(!result.response.trim().is_empty());
+}
+
+/// The demo's limit turn without history: eight places, one round of
+/// calls, then the forced answer under `tool_choice = none`. With the call
+/// token banned, the model used to write the call in a ```json fence
+/// instead, which reached the user as text; the no-call grammar rules out
+/// every opening of a call. (Whether the answer is a good one is the demo
+/// checker's figure, in docs/local-models.md, not this test's.)
+#[test]
+fn the_forced_answer_after_the_limit_is_not_a_call() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !common::model_is_fetched() {
+        return;
+    }
+    let agent = agent_limited(Arc::new(LlamaClient::load(LlamaConfig::default()).unwrap()), today(), 1);
+    let prompt = "Tell me the weather in Australia, Belarus, Caribbean, Denmark, Egypt, France, Greece and Hungary";
+    let result = runtime()
+        .block_on(agent.run(Vec::new(), prompt, &ToolContext::new()))
+        .unwrap();
+    eprintln!("{:#?}\n{}", result.tool_calls, result.response);
+    assert_eq!(result.stop_reason, StopCause::MaxIterations);
+    assert!(!result.tool_calls.is_empty(), "no round of calls before the limit");
+    let answer = result.response.trim();
+    assert!(!answer.contains("\"name\""), "a call as the answer: {answer}");
 }

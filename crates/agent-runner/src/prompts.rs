@@ -52,10 +52,12 @@ pub(crate) fn unreadable_arguments(tool: &str, raw: &str) -> String {
     format!("invalid arguments for `{tool}`: not valid JSON: {raw}. Call the tool again with a JSON object.")
 }
 
-/// The instruction sent with a forced final answer.
+/// The instruction sent with a forced final answer, in the user's voice:
+/// small local models repeat an instruction about "the user" back as
+/// their answer (docs/local-models.md).
 pub(crate) fn forced_answer_instruction() -> String {
     render(builtin::FORCED_FINAL_ANSWER, &[])
-        .unwrap_or_else(|| "Do not call any more tools. Answer the user now from what you already know.".to_owned())
+        .unwrap_or_else(|| "No more tool calls. Answer me now from the results above.".to_owned())
 }
 
 /// The user message of a summary request: the built-in

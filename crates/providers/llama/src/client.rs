@@ -329,6 +329,8 @@ impl LlmClient for LlamaClient {
         let decide = (plan.decided_by_odds && self.config.call_threshold < 1.0).then_some(self.config.call_threshold);
         let (grammar, grammar_use) = if let Some(format) = answer_only {
             (Some(self.format_grammar(format)?), GrammarUse::FromStart)
+        } else if plan.suppress_tool_calls {
+            (Some(Arc::from(crate::grammar::NO_CALL_GRAMMAR)), GrammarUse::FromStart)
         } else if let Some(grammar) = call_or_answer {
             (Some(grammar), GrammarUse::FromStart)
         } else if plan.required {

@@ -118,6 +118,14 @@ bare ::= tool-call-json ("\n" tool-call-json)*
 gap ::= [ \t\n]{0,4}
 "#;
 
+/// The grammar of a reply that may not call a tool (`tool_choice =
+/// none`): any text that does not open with a JSON object, bare or in a
+/// code fence. With the call token banned, small models write the call in
+/// one of those forms instead, which would reach the user as text.
+pub(crate) const NO_CALL_GRAMMAR: &str = r#"root ::= [ \t\n]* (opening [^\x00]*)?
+opening ::= [^{` \t\n] | "`" [^`] | "``" [^`] | "```" [a-zA-Z0-9_+-]* [ \t]* "\n" [ \t\n]* [^{ \t\n]
+"#;
+
 /// Where a lazy grammar starts: the text from a pattern's first capture
 /// group on is what the grammar must accept. Patterns wrapped in `^...$`
 /// match the whole output so far (a call at the very start); the others

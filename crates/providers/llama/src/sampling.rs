@@ -229,6 +229,33 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_reply_that_may_not_call_a_tool_may_not_open_with_a_json_object() {
+        let Some(model) = fetched_model() else { return };
+        let grammar = crate::grammar::NO_CALL_GRAMMAR;
+        assert!(accepts_then_ends(&model, grammar, "It is 12 °C in Paris."));
+        assert!(accepts_then_ends(
+            &model,
+            grammar,
+            "\nThe results: {\"a\": 1} and more\n"
+        ));
+        assert!(accepts_then_ends(&model, grammar, ""));
+        assert!(!accepts_then_ends(
+            &model,
+            grammar,
+            r#"{"name": "get_weather", "arguments": {}}"#
+        ));
+        assert!(!accepts_then_ends(&model, grammar, "\n {\"name\""));
+        assert!(!accepts_then_ends(
+            &model,
+            grammar,
+            "```json\n{\"name\": \"get_weather\"}\n```"
+        ));
+        assert!(!accepts_then_ends(&model, grammar, "```\n {\"name\""));
+        assert!(accepts_then_ends(&model, grammar, "```python\nprint(1)\n```"));
+        assert!(accepts_then_ends(&model, grammar, "`x` is a variable."));
+    }
+
+    #[test]
     fn llama_cpp_accepts_a_response_format_grammar_with_refs() {
         let Some(model) = fetched_model() else { return };
         let format = agent_core::ResponseFormat {
