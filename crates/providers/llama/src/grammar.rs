@@ -106,34 +106,40 @@ pub(crate) fn response_format_grammar(format: &ResponseFormat) -> Result<String,
 
 /// The three forms a call is written in, each a sequence of calls:
 /// `<tool_call>` blocks (the chat template's form), a ```json fence, and
-/// bare JSON objects (the forms small models actually write). A reply may
-/// end in a little whitespace: models end a call with a line break before
-/// they stop, which must not commit them to another call.
+/// bare JSON objects (the forms small models actually write); in a fence
+/// or bare, several calls may also come as a JSON array, the way small
+/// models write parallel calls. A reply may end in a little whitespace:
+/// models end a call with a line break before they stop, which must not
+/// commit them to another call.
 const FORMS: &str = r#"root ::= calls
 calls ::= (tagged | fenced | bare) gap
 tagged ::= tool-block ("\n" tool-block)*
 tool-block ::= "<tool_call>" "\n"? tool-call-json "\n"? "</tool_call>"
-fenced ::= "```json" gap tool-call-json (gap tool-call-json)* gap "```"
-bare ::= tool-call-json ("\n" tool-call-json)*
+fenced ::= "```json" gap (call-array | tool-call-json (gap tool-call-json)*) gap "```"
+bare ::= call-array | tool-call-json ("\n" tool-call-json)*
+call-array ::= "[" indent tool-call-json (indent "," indent tool-call-json)* indent "]"
 gap ::= [ \t\n]{0,4}
+indent ::= [ \t\n]{0,12}
 "#;
 
 /// The grammar of a reply that may not call a tool (`tool_choice =
-/// none`): any text that does not open with a JSON object, bare or in a
-/// code fence. With the call token banned, small models write the call in
+/// none`): any text that does not open with a JSON object or array, bare
+/// or in a code fence. With the call token banned, small models write the call in
 /// one of those forms instead, which would reach the user as text.
 pub(crate) const NO_CALL_GRAMMAR: &str = r#"root ::= [ \t\n]* (opening [^\x00]*)?
-opening ::= [^{` \t\n] | "`" [^`] | "``" [^`] | "```" [a-zA-Z0-9_+-]* [ \t]* "\n" [ \t\n]* [^{ \t\n]
+opening ::= [^{[` \t\n] | "`" [^`] | "``" [^`] | "```" [a-zA-Z0-9_+-]* [ \t]* "\n" [ \t\n]* [^{[ \t\n]
 "#;
 
 /// Where a lazy grammar starts: the text from a pattern's first capture
 /// group on is what the grammar must accept. Patterns wrapped in `^...$`
 /// match the whole output so far (a call at the very start); the others
 /// anywhere in it.
-pub(crate) const TRIGGER_PATTERNS: [&str; 3] = [
+pub(crate) const TRIGGER_PATTERNS: [&str; 5] = [
     "(<tool_call>)",
     r#"(```json\s*\{\s*"name")"#,
+    r#"(```json\s*\[\s*\{\s*"name")"#,
     r#"^\s*(\{\s*"name")[\s\S]*$"#,
+    r#"^\s*(\[\s*\{\s*"name")[\s\S]*$"#,
 ];
 
 #[cfg(test)]

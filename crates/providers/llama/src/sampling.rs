@@ -224,12 +224,20 @@ pub(crate) mod tests {
             &grammar,
             &format!("<tool_call>\n{call}\n</tool_call>\n")
         ));
+        // Parallel calls as a JSON array, bare or fenced and pretty-printed.
+        assert!(accepts_then_ends(&model, &grammar, &format!("[{call}, {call}]")));
+        assert!(accepts_then_ends(
+            &model,
+            &grammar,
+            &format!("```json\n[\n    {call},\n    {call}\n]\n```")
+        ));
+        assert!(!accepts_then_ends(&model, &grammar, "[]"));
         // A half-written call may not end.
         assert!(!accepts_then_ends(&model, &grammar, &format!("{call}\n{{\"name\"")));
     }
 
     #[test]
-    fn a_reply_that_may_not_call_a_tool_may_not_open_with_a_json_object() {
+    fn a_reply_that_may_not_call_a_tool_may_not_open_with_json() {
         let Some(model) = fetched_model() else { return };
         let grammar = crate::grammar::NO_CALL_GRAMMAR;
         assert!(accepts_then_ends(&model, grammar, "It is 12 °C in Paris."));
@@ -251,6 +259,8 @@ pub(crate) mod tests {
             "```json\n{\"name\": \"get_weather\"}\n```"
         ));
         assert!(!accepts_then_ends(&model, grammar, "```\n {\"name\""));
+        assert!(!accepts_then_ends(&model, grammar, "[{\"name\": \"get_weather\"}]"));
+        assert!(!accepts_then_ends(&model, grammar, "```json\n[\n  {\"name\""));
         assert!(accepts_then_ends(&model, grammar, "```python\nprint(1)\n```"));
         assert!(accepts_then_ends(&model, grammar, "`x` is a variable."));
     }

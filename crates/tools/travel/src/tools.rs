@@ -178,7 +178,8 @@ impl TravelTools {
             self.tool(
                 "divide_by_secret_number",
                 "Divides the given number by a secret number known only to this tool and returns the \
-             quotient. Example: {\"number\": 42}."
+             quotient. Only for a request to divide by the secret number: it converts no currency \
+             and does no other arithmetic. Example: {\"number\": 42}."
                     .to_owned(),
                 |tools, args: DivideArgs, _| tools.divide_by_secret_number(&args),
             ),
