@@ -8,7 +8,8 @@
 
 use agent_core::{ToolError, UserWords};
 
-use crate::places::Place;
+use crate::countries::COUNTRIES;
+use crate::places::{CITIES, Place};
 
 /// Words that show the user has talked about when: months, weekdays and
 /// relative dates. ("may" is left out: it is a verb more often than not.)
@@ -72,11 +73,46 @@ pub(crate) fn check_place(said: Option<&UserWords>, query: &str, place: &Place, 
     if named {
         return Ok(());
     }
+    let places = named_places(words);
+    if places.is_empty() {
+        return Err(ToolError::failed(format!(
+            "the user has not named {query:?} (the {what}), so do not guess it. Reply to the user with a short \
+             question, for example: Which city do you mean?"
+        )));
+    }
+    let places: Vec<String> = places.iter().map(|place| format!("{place:?}")).collect();
     Err(ToolError::failed(format!(
-        "the user has not named {query:?} (the {what}), so do not guess it. Reply to the user with a short \
-         question, for example: Which city do you mean?"
+        "the user has not named {query:?} (the {what}); the user named {}. Call the tool again with the \
+         place the user meant",
+        places.join(" or ")
     )))
 }
+
+/// The places of the gazetteer the user named (cities, by any of their
+/// other names, and countries), at most [`MAX_NAMED`], in table order.
+/// Airport codes are left out here: "MAD" or "CAN" would turn up in
+/// ordinary words.
+fn named_places(words: &UserWords) -> Vec<&'static str> {
+    let cities = CITIES
+        .iter()
+        .filter(|city| words.contains(city.name) || city.aliases.iter().any(|alias| words.contains(alias)))
+        .map(|city| city.name);
+    let countries = COUNTRIES
+        .iter()
+        .filter(|country| words.contains(country.name) || country.aliases.iter().any(|alias| words.contains(alias)))
+        .map(|country| country.name);
+    let mut named: Vec<&'static str> = Vec::new();
+    for place in cities.chain(countries) {
+        if !named.contains(&place) {
+            named.push(place);
+        }
+    }
+    named.truncate(MAX_NAMED);
+    named
+}
+
+/// How many places the user named a refusal lists.
+const MAX_NAMED: usize = 3;
 
 /// Refuses a date (as the model wrote it) when the user has not talked
 /// about dates at all: the model made one up.
@@ -131,7 +167,36 @@ mod tests {
             .to_string();
         assert_eq!(
             error,
-            "the user has not named \"Paris\" (the location), so do not guess it. Reply to the user with a short \
+            "the user has not named \"Paris\" (the location); the user named \"New York\" or \"São Paulo\" or \
+             \"Australia\". Call the tool again with the place the user meant"
+        );
+    }
+
+    #[test]
+    fn a_refused_place_names_the_one_the_user_said_or_asks_when_there_is_none() {
+        let error = check_place(
+            Some(&context("Is it cold in Oslo right now?")),
+            "Tokyo",
+            &place("Tokyo"),
+            "location",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("the user named \"Oslo\". Call the tool again"),
+            "{error}"
+        );
+        let error = check_place(
+            Some(&context("What's the weather like?")),
+            "Tokyo",
+            &place("Tokyo"),
+            "location",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            error,
+            "the user has not named \"Tokyo\" (the location), so do not guess it. Reply to the user with a short \
              question, for example: Which city do you mean?"
         );
     }
