@@ -134,12 +134,10 @@ opening ::= [^{[` \t\n] | "`" [^`] | "``" [^`] | "```" [a-zA-Z0-9_+-]* [ \t]* "\
 /// group on is what the grammar must accept. Patterns wrapped in `^...$`
 /// match the whole output so far (a call at the very start); the others
 /// anywhere in it.
-pub(crate) const TRIGGER_PATTERNS: [&str; 5] = [
+pub(crate) const TRIGGER_PATTERNS: [&str; 3] = [
     "(<tool_call>)",
-    r#"(```json\s*\{\s*"name")"#,
-    r#"(```json\s*\[\s*\{\s*"name")"#,
-    r#"^\s*(\{\s*"name")[\s\S]*$"#,
-    r#"^\s*(\[\s*\{\s*"name")[\s\S]*$"#,
+    r#"(```json\s*(?:\[\s*)?\{\s*"name")"#,
+    r#"^\s*((?:\[\s*)?\{\s*"name")[\s\S]*$"#,
 ];
 
 #[cfg(test)]
@@ -265,6 +263,12 @@ mod tests {
             Some("```json\n{\"name\"")
         );
         assert_eq!(triggered("\n { \"name\"").as_deref(), Some("{ \"name\""));
+        // Several calls as an array, bare or fenced.
+        assert_eq!(triggered("[{\"name\"").as_deref(), Some("[{\"name\""));
+        assert_eq!(
+            triggered("```json\n[\n  {\"name\"").as_deref(),
+            Some("```json\n[\n  {\"name\"")
+        );
         // Prose, other JSON and a bare object later in the text stay free.
         assert_eq!(triggered("The weather in Tokyo is mild."), None);
         assert_eq!(triggered("```json\n{\"temperature\": 12}"), None);

@@ -175,15 +175,20 @@ pub(crate) mod tests {
         )
     }
 
-    #[test]
-    fn llama_cpp_accepts_the_tool_call_grammar_eager_and_lazy() {
-        let Some(model) = fetched_model() else { return };
-        let tools = [ToolDefinition::new(
+    /// A tool with one required argument and no other.
+    fn weather_tool() -> ToolDefinition {
+        ToolDefinition::new(
             "get_weather",
             "Weather.",
             json!({"type": "object", "properties": {"location": {"type": "string"}},
                    "required": ["location"], "additionalProperties": false}),
-        )];
+        )
+    }
+
+    #[test]
+    fn llama_cpp_accepts_the_tool_call_grammar_eager_and_lazy() {
+        let Some(model) = fetched_model() else { return };
+        let tools = [weather_tool()];
         let grammar = crate::grammar::tool_call_grammar(&tools).expect("grammar");
         grammar_sampler(&model, &grammar, true, &[]).expect("the eager grammar");
         let opening = model.vocab().tokenize(b"<tool_call>", false, true);
@@ -207,12 +212,7 @@ pub(crate) mod tests {
     #[test]
     fn a_call_grammar_reply_may_end_after_a_call_and_its_line_break() {
         let Some(model) = fetched_model() else { return };
-        let tools = [ToolDefinition::new(
-            "get_weather",
-            "Weather.",
-            json!({"type": "object", "properties": {"location": {"type": "string"}},
-                   "required": ["location"], "additionalProperties": false}),
-        )];
+        let tools = [weather_tool()];
         let grammar = crate::grammar::tool_call_grammar(&tools).expect("grammar");
         let call = r#"{"name": "get_weather", "arguments": {"location": "Tokyo"}}"#;
         assert!(accepts_then_ends(&model, &grammar, call));

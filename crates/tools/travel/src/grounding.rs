@@ -65,27 +65,30 @@ pub(crate) fn check_place(said: Option<&UserWords>, query: &str, place: &Place, 
     };
     let city = place.city;
     let named = words.contains(query)
-        || words.contains(city.name)
+        || said_name(words, city.name, city.aliases)
         || words.contains(city.airport)
-        || city.aliases.iter().any(|alias| words.contains(alias))
         || words.contains(city.country)
         || place.country.is_some_and(|country| words.contains(country.name));
     if named {
         return Ok(());
     }
-    let places = named_places(words);
-    if places.is_empty() {
-        return Err(ToolError::failed(format!(
-            "the user has not named {query:?} (the {what}), so do not guess it. Reply to the user with a short \
-             question, for example: Which city do you mean?"
-        )));
-    }
-    let places: Vec<String> = places.iter().map(|place| format!("{place:?}")).collect();
-    Err(ToolError::failed(format!(
-        "the user has not named {query:?} (the {what}); the user named {}. Call the tool again with the \
-         place the user meant",
-        places.join(" or ")
-    )))
+    let refused = format!("the user has not named {query:?} (the {what})");
+    let places: Vec<String> = named_places(words).iter().map(|place| format!("{place:?}")).collect();
+    Err(ToolError::failed(if places.is_empty() {
+        format!(
+            "{refused}, so do not guess it. Reply to the user with a short question, for example: Which city do you mean?"
+        )
+    } else {
+        format!(
+            "{refused}; the user named {}. Call the tool again with the place the user meant",
+            places.join(" or ")
+        )
+    }))
+}
+
+/// Whether the user wrote `name` or one of its `aliases`.
+fn said_name(words: &UserWords, name: &str, aliases: &[&str]) -> bool {
+    words.contains(name) || aliases.iter().any(|alias| words.contains(alias))
 }
 
 /// The places of the gazetteer the user named (cities, by any of their
@@ -95,11 +98,11 @@ pub(crate) fn check_place(said: Option<&UserWords>, query: &str, place: &Place, 
 fn named_places(words: &UserWords) -> Vec<&'static str> {
     let cities = CITIES
         .iter()
-        .filter(|city| words.contains(city.name) || city.aliases.iter().any(|alias| words.contains(alias)))
+        .filter(|city| said_name(words, city.name, city.aliases))
         .map(|city| city.name);
     let countries = COUNTRIES
         .iter()
-        .filter(|country| words.contains(country.name) || country.aliases.iter().any(|alias| words.contains(alias)))
+        .filter(|country| said_name(words, country.name, country.aliases))
         .map(|country| country.name);
     let mut named: Vec<&'static str> = Vec::new();
     for place in cities.chain(countries) {
@@ -172,30 +175,22 @@ mod tests {
         );
     }
 
+    /// The refusal of `query` as the location after the user said `said`.
+    fn refusal(said: &str, query: &str) -> String {
+        check_place(Some(&context(said)), query, &place(query), "location")
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn a_refused_place_names_the_one_the_user_said_or_asks_when_there_is_none() {
-        let error = check_place(
-            Some(&context("Is it cold in Oslo right now?")),
-            "Tokyo",
-            &place("Tokyo"),
-            "location",
-        )
-        .unwrap_err()
-        .to_string();
+        let error = refusal("Is it cold in Oslo right now?", "Tokyo");
         assert!(
             error.contains("the user named \"Oslo\". Call the tool again"),
             "{error}"
         );
-        let error = check_place(
-            Some(&context("What's the weather like?")),
-            "Tokyo",
-            &place("Tokyo"),
-            "location",
-        )
-        .unwrap_err()
-        .to_string();
         assert_eq!(
-            error,
+            refusal("What's the weather like?", "Tokyo"),
             "the user has not named \"Tokyo\" (the location), so do not guess it. Reply to the user with a short \
              question, for example: Which city do you mean?"
         );
