@@ -1,7 +1,7 @@
 //! `get_currency_exchange`: conversion between ~20 currencies at fixed,
 //! plausible demo rates.
 
-use agent_core::ToolError;
+use agent_core::{ToolError, UserWords};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -63,8 +63,10 @@ pub struct Exchange {
     pub rate_source: String,
 }
 
-/// Converts an amount between two currencies.
-pub(crate) fn exchange(args: &ExchangeArgs) -> Result<Exchange, ToolError> {
+/// Converts an amount between two currencies; with what the user `said`,
+/// an amount when the user gave no figure is refused
+/// ([`check_amount`](crate::grounding::check_amount)).
+pub(crate) fn exchange(args: &ExchangeArgs, said: Option<&UserWords>) -> Result<Exchange, ToolError> {
     let (from, from_rate) = currency(&args.from, "from")?;
     let (to, to_rate) = currency(&args.to, "to")?;
     if !args.amount.is_finite() || args.amount < 0.0 {
@@ -73,6 +75,7 @@ pub(crate) fn exchange(args: &ExchangeArgs) -> Result<Exchange, ToolError> {
             args.amount
         )));
     }
+    crate::grounding::check_amount(said, args.amount)?;
     let rate = to_rate / from_rate;
     let converted = round_to(args.amount * rate, 2);
     if !converted.is_finite() {

@@ -135,6 +135,32 @@ pub(crate) fn check_date(said: Option<&UserWords>, spoken: &str) -> Result<(), T
     )))
 }
 
+/// Number words that show the user has talked about how much.
+const NUMBER_WORDS: &[&str] = &[
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "fifteen",
+    "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "million", "billion", "dozen", "grand",
+];
+
+/// Refuses an amount of money when the user has given no figure at all
+/// (digits or number words): the model made it up, as small models do
+/// with the `100` of the tool's example.
+pub(crate) fn check_amount(said: Option<&UserWords>, amount: f64) -> Result<(), ToolError> {
+    let Some(words) = said else {
+        return Ok(());
+    };
+    let gave_a_figure = words
+        .as_str()
+        .split(' ')
+        .any(|word| word.bytes().any(|b| b.is_ascii_digit()) || NUMBER_WORDS.contains(&word));
+    if gave_a_figure {
+        return Ok(());
+    }
+    Err(ToolError::failed(format!(
+        "the user has not said how much to convert ({amount} is a guess). Reply to the user with a short \
+         question, for example: How much do you want to convert?"
+    )))
+}
+
 /// `2026` followed by more digits in ISO form is split by the normaliser;
 /// a four-digit year is enough to count as a date mention.
 fn looks_like_a_numeric_date(word: &str) -> bool {
@@ -200,6 +226,27 @@ mod tests {
     fn without_the_conversation_everything_is_taken_as_given() {
         assert!(check_place(None, "Paris", &place("Paris"), "location").is_ok());
         assert!(check_date(None, "2030-01-01").is_ok());
+    }
+
+    #[test]
+    fn an_amount_needs_the_user_to_have_given_a_figure() {
+        let error = check_amount(Some(&context("Convert my money to euros.")), 100.0)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "the user has not said how much to convert (100 is a guess). Reply to the user with a short \
+             question, for example: How much do you want to convert?"
+        );
+        for said in [
+            "Convert 200 USD to EUR",
+            "how many euros do 1,000 dollars buy?",
+            "a hundred pounds in yen",
+            "Convert the cheapest fare on 2026-11-20 to JPY",
+        ] {
+            assert!(check_amount(Some(&context(said)), 123.0).is_ok(), "{said}");
+        }
+        assert!(check_amount(None, 100.0).is_ok());
     }
 
     #[test]

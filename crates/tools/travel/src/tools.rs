@@ -80,9 +80,10 @@ impl TravelTools {
         }
     }
 
-    /// Whether the tools refuse a city or a flight date the user never
-    /// mentioned in the conversation (default on): a small model fills a
-    /// missing city or date with a made-up one, and the refusal tells it to
+    /// Whether the tools refuse a city, a flight date or an amount to
+    /// convert the user never mentioned in the conversation (default on): a
+    /// small model fills a missing city, date or amount with a made-up one
+    /// (often its tool's example), and the refusal tells it to
     /// ask the user instead. Needs the conversation in the
     /// [`ToolContext`](agent_core::ToolContext), which the runner provides.
     #[must_use]
@@ -108,7 +109,7 @@ impl TravelTools {
 
     /// `get_currency_exchange`: converts an amount at fixed demo rates.
     pub fn exchange(&self, args: &ExchangeArgs) -> Result<Exchange, ToolError> {
-        exchange(args)
+        exchange(args, None)
     }
 
     /// `divide_by_secret_number`: always fails, because the secret is 0.
@@ -172,7 +173,7 @@ impl TravelTools {
                  {}. Example: {{\"from\": \"USD\", \"to\": \"EUR\", \"amount\": 100}}.",
                 codes.join(", ")
             ),
-            |tools, args: ExchangeArgs, _| tools.exchange(&args),
+            |tools, args: ExchangeArgs, context| exchange(&args, tools.said(context)),
         ))
         .tool(
             self.tool(

@@ -603,6 +603,14 @@ async fn places_and_dates_the_user_never_mentioned_are_refused() {
     let flight = json!({"origin": "New York", "destination": "Paris", "date": "June 15"});
     let error = run(&registry, "get_flight_prices", flight.clone()).await.unwrap_err();
     assert!(error.starts_with("the user has not said when the flight is"), "{error}");
+    let exchange = json!({"from": "USD", "to": "EUR", "amount": 100});
+    let error = run(&registry, "get_currency_exchange", exchange.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        error.starts_with("the user has not said how much to convert"),
+        "{error}"
+    );
 
     // Switched off, the same calls run.
     let unchecked = Registry::new();
@@ -622,4 +630,5 @@ async fn places_and_dates_the_user_never_mentioned_are_refused() {
             .is_ok()
     );
     assert!(run(&unchecked, "get_flight_prices", flight).await.is_ok());
+    assert!(run(&unchecked, "get_currency_exchange", exchange).await.is_ok());
 }
