@@ -35,9 +35,11 @@ pub struct LlamaConfig {
     /// Tokens generated per request unless the request says otherwise.
     pub max_tokens: u32,
     /// Constrain tool calls with a grammar built from the tools' schemas,
-    /// applied lazily from the first `<tool_call>` tag. (A call the request
-    /// requires, `tool_choice` `required` or a named tool, is always
-    /// generated under the grammar.)
+    /// applied lazily once the output opens a call (default on, measured in
+    /// docs/local-models.md). A call the request requires (`tool_choice`
+    /// `required` or a named tool), or one the odds decide
+    /// ([`call_threshold`](Self::call_threshold)), is generated under the
+    /// grammar whatever this setting.
     pub grammar: bool,
     /// How likely the model must be to start a tool call, at the first
     /// token of its reply to a user message, for that reply to be made a
@@ -60,7 +62,7 @@ impl Default for LlamaConfig {
             batch_size: 512,
             seed: 42,
             max_tokens: 1024,
-            grammar: false,
+            grammar: true,
             call_threshold: DEFAULT_CALL_THRESHOLD,
         }
     }
