@@ -363,14 +363,16 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Temperatures the answer gives that no tool returned, counted per
-    /// place asked for: one made-up figure repeated for every country is
-    /// the failure this catches.
+    /// Temperatures the answer gives that no tool returned (as the
+    /// temperature or the feels-like one), counted per place asked for: one
+    /// made-up figure repeated for every country is the failure this
+    /// catches.
     fn answer_repeats_no_temperature_for_all_places(&mut self) {
         let fetched: Vec<f64> = self
             .results("get_weather")
             .iter()
-            .filter_map(|(_, value)| value["temperature"].as_f64())
+            .flat_map(|(_, value)| [value["temperature"].as_f64(), value["feels_like"].as_f64()])
+            .flatten()
             .collect();
         let figures = temperatures_in(&self.answer);
         let invented = figures
@@ -595,6 +597,20 @@ mod tests {
             StopCause::MaxIterations,
         );
         assert!(check_turn(LIMIT_TURN, &good, today()).is_empty());
+        // A tool's summary quoted whole: its feels-like figure is the tool's too.
+        let paris = call(
+            "get_weather",
+            json!({"location": "Paris"}),
+            &json!({"location": "Paris, France", "temperature": 8.4, "feels_like": 7.0}),
+            false,
+        );
+        let quoted = report(
+            LIMIT_TURN,
+            "Paris, France: 8.4 °C (feels like 7.0 °C), mostly cloudy",
+            vec![paris],
+            StopCause::MaxIterations,
+        );
+        assert!(check_turn(LIMIT_TURN, &quoted, today()).is_empty());
         let invented = report(
             LIMIT_TURN,
             "- Australia: 10 degrees\n- Belarus: 10 degrees",
