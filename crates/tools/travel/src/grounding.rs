@@ -9,6 +9,7 @@
 use agent_core::{ToolError, UserWords};
 
 use crate::countries::COUNTRIES;
+use crate::missing::ask_back;
 use crate::places::{CITIES, Place};
 
 /// Words that show the user has talked about when: months, weekdays and
@@ -74,16 +75,16 @@ pub(crate) fn check_place(said: Option<&UserWords>, query: &str, place: &Place, 
     }
     let refused = format!("the user has not named {query:?} (the {what})");
     let places: Vec<String> = named_places(words).iter().map(|place| format!("{place:?}")).collect();
-    Err(ToolError::failed(if places.is_empty() {
-        format!(
-            "{refused}, so do not guess it. Reply to the user with a short question, for example: Which city do you mean?"
-        )
-    } else {
-        format!(
-            "{refused}; the user named {}. Call the tool again with the place the user meant",
-            places.join(" or ")
-        )
-    }))
+    if places.is_empty() {
+        return Err(ask_back(
+            &format!("{refused}, so do not guess it"),
+            "Which city do you mean?",
+        ));
+    }
+    Err(ToolError::failed(format!(
+        "{refused}; the user named {}. Call the tool again with the place the user meant",
+        places.join(" or ")
+    )))
 }
 
 /// Whether the user wrote `name` or one of its `aliases`.
@@ -129,10 +130,10 @@ pub(crate) fn check_date(said: Option<&UserWords>, spoken: &str) -> Result<(), T
     if talked_about_dates {
         return Ok(());
     }
-    Err(ToolError::failed(format!(
-        "the user has not said when the flight is ({spoken:?} is a guess). Reply to the user with a short \
-         question, for example: On what date do you want to fly?"
-    )))
+    Err(ask_back(
+        &format!("the user has not said when the flight is ({spoken:?} is a guess)"),
+        "On what date do you want to fly?",
+    ))
 }
 
 /// Number words that show the user has talked about how much.
@@ -155,10 +156,10 @@ pub(crate) fn check_amount(said: Option<&UserWords>, amount: f64) -> Result<(), 
     if gave_a_figure {
         return Ok(());
     }
-    Err(ToolError::failed(format!(
-        "the user has not said how much to convert ({amount} is a guess). Reply to the user with a short \
-         question, for example: How much do you want to convert?"
-    )))
+    Err(ask_back(
+        &format!("the user has not said how much to convert ({amount} is a guess)"),
+        "How much do you want to convert?",
+    ))
 }
 
 /// `2026` followed by more digits in ISO form is split by the normaliser;

@@ -32,6 +32,15 @@ pub(crate) fn ask_user(missing: &[&str]) -> ToolError {
     ))
 }
 
+/// The error for an argument the model made up: `reason`, then the
+/// question the model should ask the user instead ("Which city do you
+/// mean?").
+pub(crate) fn ask_back(reason: &str, question: &str) -> ToolError {
+    ToolError::failed(format!(
+        "{reason}. Reply to the user with a short question, for example: {question}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

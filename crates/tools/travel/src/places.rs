@@ -226,11 +226,13 @@ impl Place {
             }
         }
         if is_placeholder(&cleaned) {
-            return Err(ToolError::failed(format!(
-                "{what} {quoted:?} looks like a placeholder, not a place: the user has not said which city. Do not \
-                 call the tool with placeholder or example text. Reply to the user with a short question, for \
-                 example: Which city do you mean?"
-            )));
+            return Err(crate::missing::ask_back(
+                &format!(
+                    "{what} {quoted:?} looks like a placeholder, not a place: the user has not said which city. Do \
+                     not call the tool with placeholder or example text"
+                ),
+                "Which city do you mean?",
+            ));
         }
         let suggestions = suggest(&head);
         let hint = if suggestions.is_empty() {
