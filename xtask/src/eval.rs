@@ -230,9 +230,24 @@ const CASES: &[Case] = &[
 
 const CATEGORIES: [&str; 5] = ["single", "parallel", "no_tool", "missing_arg", "multi_step"];
 
-/// Runs the suite for each model and grammar setting and prints a table,
-/// one row as soon as each configuration is done.
-pub fn run(models: &[String], grammar_settings: &[bool]) -> Result<(), String> {
+/// Whether `case` is selected by `only`: texts separated by `|`, each a
+/// category or a part of a prompt (case-insensitive); every case without
+/// a filter.
+fn selected(case: &Case, only: Option<&str>) -> bool {
+    only.is_none_or(|texts| {
+        texts
+            .split('|')
+            .map(str::trim)
+            .any(|text| case.category == text || case.prompt.to_lowercase().contains(&text.to_lowercase()))
+    })
+}
+
+/// Runs the suite (or the cases `only` selects) for each model and grammar
+/// setting and prints a table, one row as soon as each configuration is done.
+pub fn run(models: &[String], grammar_settings: &[bool], only: Option<&str>) -> Result<(), String> {
+    if !CASES.iter().any(|case| selected(case, only)) {
+        return Err(format!("no case matches `{}`", only.unwrap_or_default()));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -261,7 +276,7 @@ pub fn run(models: &[String], grammar_settings: &[bool]) -> Result<(), String> {
             let mut passed = [0usize; CATEGORIES.len()];
             let mut total = [0usize; CATEGORIES.len()];
             let agent = agent(&client)?;
-            for case in CASES {
+            for case in CASES.iter().filter(|case| selected(case, only)) {
                 let outcome = runtime.block_on(agent.run(Vec::new(), case.prompt, &ToolContext::new()));
                 let ok = match &outcome {
                     Ok(result) => (case.check)(result),
@@ -321,4 +336,31 @@ fn agent(client: &LlamaClient) -> Result<Agent, String> {
         .max_tokens(128)
         .temperature(0.0)
         .build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompts(only: Option<&str>) -> Vec<&'static str> {
+        CASES
+            .iter()
+            .filter(|case| selected(case, only))
+            .map(|case| case.prompt)
+            .collect()
+    }
+
+    #[test]
+    fn only_selects_by_category_or_part_of_a_prompt() {
+        assert_eq!(prompts(None).len(), CASES.len());
+        assert_eq!(prompts(Some("missing_arg")).len(), 4);
+        assert_eq!(
+            prompts(Some("SYDNEY | square root")),
+            [
+                "What is the square root of 1764?",
+                "What's the weather in Sydney, and how much is 1000 AUD in USD?"
+            ]
+        );
+        assert!(prompts(Some("no such prompt")).is_empty());
+    }
 }

@@ -4,8 +4,10 @@
 //!   the workspace, and every program of `examples/`; the same command CI
 //!   runs (`.ci/run`).
 //! - `examples`: runs every program of `examples/` (the last step of `ci`).
-//! - `eval-local [MODEL,MODEL] [off|on|both]`: the tool-calling evaluation of
-//!   the local models, without and/or with the grammar (docs/local-models.md).
+//! - `eval-local [MODEL,MODEL] [off|on|both] [--only TEXT]`: the
+//!   tool-calling evaluation of the local models, without and/or with the
+//!   grammar (docs/local-models.md); `--only` runs the cases whose category
+//!   is TEXT or whose prompt contains it (several texts separated by `|`).
 //! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
 //!   (default `qwen2.5-coder-0.5b`) into the model store.
 
@@ -35,7 +37,21 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match eval::run(&models, grammar) {
+            let only = match (args.get(3).map(String::as_str), args.get(4)) {
+                (None, _) => None,
+                (Some("--only"), Some(text)) => Some(text.as_str()),
+                (Some("--only"), None) => {
+                    eprintln!("xtask eval-local: --only needs a text (part of a prompt, or a category)");
+                    return ExitCode::from(2);
+                }
+                (Some(other), _) => {
+                    eprintln!(
+                        "xtask eval-local: unexpected argument `{other}`; usage: eval-local M,M off|on|both [--only TEXT]"
+                    );
+                    return ExitCode::from(2);
+                }
+            };
+            match eval::run(&models, grammar, only) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("xtask eval-local: {error}");
@@ -56,7 +72,7 @@ fn main() -> ExitCode {
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both]\n                      tool-calling success rates of the local models",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS

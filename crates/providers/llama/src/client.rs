@@ -2,22 +2,23 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use agent_core::{
-    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, LlmErrorKind,
-    ResponseFormat, StopReason, StreamAccumulator, StreamEvent, ToolDefinition, Usage,
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, ResponseFormat,
+    StreamAccumulator, StreamEvent, ToolDefinition,
 };
-use agent_parse::{StreamingToolCallFilter, ToolCallParser};
 use async_trait::async_trait;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::LlamaConfig;
 use crate::choice::CallPlan;
-use crate::engine::{Engine, EngineSettings, Finish, Generated, GrammarUse, Job, Summary};
+use crate::engine::{Engine, EngineSettings, Generated, GrammarUse, Job};
 use crate::models::{ModelStore, known_model};
+use crate::repeat::{AnsweredCalls, with_question_restated};
+use crate::reply::{Mapper, RepeatRetry, StartJob};
 use crate::template::ChatTemplate;
 
 /// Engines already loaded in this process, by file and settings, so that
@@ -205,6 +206,33 @@ impl LlamaClient {
     fn plan(&self, request: &ChatRequest) -> Result<CallPlan, LlmError> {
         CallPlan::for_request(request, self.tagged_calls)
     }
+
+    /// The second try for a reply to `request` that only repeats the calls
+    /// its results answer: the same job over the request with the user's
+    /// question restated ([`crate::repeat`]). `None` when the request ends
+    /// with no results, or `retry_repeated_calls` is off.
+    fn repeat_retry(
+        &self,
+        request: &ChatRequest,
+        plan: &CallPlan,
+        grammar: Option<Arc<str>>,
+        grammar_use: GrammarUse,
+        prefill: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Option<RepeatRetry> {
+        if !self.config.retry_repeated_calls || plan.callable.is_empty() {
+            return None;
+        }
+        let answered = AnsweredCalls::in_request(request);
+        if answered.is_empty() {
+            return None;
+        }
+        let restated = with_question_restated(request)?;
+        let (client, plan, prefill, cancel) = (self.clone(), plan.clone(), prefill.map(str::to_owned), cancel.clone());
+        let start: StartJob =
+            Box::new(move || client.job(&restated, &plan, grammar, grammar_use, prefill.as_deref(), &cancel));
+        Some(RepeatRetry { answered, start })
+    }
 }
 
 /// `request` with its system prompt asking for answers in `format`: for a
@@ -348,20 +376,17 @@ impl LlmClient for LlamaClient {
             (None, GrammarUse::Lazy)
         };
         let prefill = plan.prefill.as_deref().filter(|_| grammar.is_none());
+        let retry = self.repeat_retry(request, &plan, grammar.clone(), grammar_use.clone(), prefill, cancel);
         let receiver = self.job(request, &plan, grammar, grammar_use, prefill, cancel)?;
-        let mut calls = ToolCallExtractor::new(plan.callable_names());
-        // The prefilled opening of a forced call is part of the reply.
-        let opening = prefill.map(|prefill| calls.push(prefill)).unwrap_or_default();
-        let state = Mapper {
+        let state = Mapper::new(
             receiver,
-            cancel: cancel.clone(),
-            calls,
-            opening,
-            model: self.model.clone(),
-            next_call: Arc::clone(&self.next_call),
-            started: false,
-            done: false,
-        };
+            cancel.clone(),
+            plan.callable_names(),
+            prefill,
+            self.model.clone(),
+            Arc::clone(&self.next_call),
+            retry,
+        );
         let events = futures::stream::unfold(state, Mapper::next).flat_map(|batch| {
             let items: Vec<Result<StreamEvent, LlmError>> = match batch {
                 Ok(events) => events.into_iter().map(Ok).collect(),
@@ -373,303 +398,9 @@ impl LlmClient for LlamaClient {
     }
 }
 
-/// Turns engine output into stream events.
-struct Mapper {
-    receiver: mpsc::UnboundedReceiver<Generated>,
-    cancel: CancellationToken,
-    calls: ToolCallExtractor,
-    /// Events of the prefilled opening, sent after `Started`.
-    opening: Vec<StreamEvent>,
-    model: String,
-    next_call: Arc<AtomicU64>,
-    started: bool,
-    done: bool,
-}
-
-impl Mapper {
-    async fn next(mut self) -> Option<(Result<Vec<StreamEvent>, LlmError>, Self)> {
-        if self.done {
-            return None;
-        }
-        if !self.started {
-            self.started = true;
-            let mut events = vec![StreamEvent::Started {
-                model: Some(self.model.clone()),
-                id: None,
-            }];
-            events.append(&mut self.opening);
-            return Some((Ok(events), self));
-        }
-        let generated = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => {
-                self.done = true;
-                return Some((Err(LlmError::cancelled().with_provider("llama")), self));
-            }
-            generated = self.receiver.recv() => generated,
-        };
-        let output = match generated {
-            Some(Generated::Text(text)) => Ok(self.calls.push(&text)),
-            Some(Generated::Done(summary)) => {
-                self.done = true;
-                Ok(self.finish(summary))
-            }
-            Some(Generated::Failed(error)) => {
-                self.done = true;
-                Err(error)
-            }
-            None => {
-                self.done = true;
-                Err(LlmError::new(
-                    LlmErrorKind::Server,
-                    "the model thread stopped mid-generation",
-                ))
-            }
-        };
-        Some((output, self))
-    }
-
-    fn finish(&mut self, summary: Summary) -> Vec<StreamEvent> {
-        tracing::debug!(
-            prompt_tokens = summary.prompt_tokens,
-            reused_tokens = summary.reused_tokens,
-            generated_tokens = summary.generated_tokens,
-            prompt_ms = summary.prompt_time.as_millis() as u64,
-            generation_ms = summary.generation_time.as_millis() as u64,
-            "local generation finished"
-        );
-        let (mut events, calls) = self.calls.finish(summary.finish == Finish::MaxTokens);
-        for (index, (name, arguments)) in calls.iter().enumerate() {
-            let id = format!("call_{}", self.next_call.fetch_add(1, Ordering::Relaxed));
-            events.push(StreamEvent::ToolCallStart {
-                index,
-                id,
-                name: name.clone(),
-            });
-            events.push(StreamEvent::ToolCallDelta {
-                index,
-                arguments: arguments.clone(),
-            });
-            events.push(StreamEvent::ToolCallEnd { index });
-        }
-        events.push(StreamEvent::Usage { usage: usage(&summary) });
-        let reason = match summary.finish {
-            _ if !calls.is_empty() => StopReason::ToolUse,
-            Finish::EndOfGeneration => StopReason::EndTurn,
-            Finish::MaxTokens => StopReason::MaxTokens,
-            Finish::StopSequence => StopReason::StopSequence,
-        };
-        events.push(StreamEvent::Stop { reason });
-        events
-    }
-}
-
-/// Usage of one job: reused prefix tokens are reported as cache reads.
-fn usage(summary: &Summary) -> Usage {
-    Usage {
-        input_tokens: summary.prompt_tokens,
-        output_tokens: summary.generated_tokens,
-        cache_read_tokens: summary.reused_tokens,
-        cache_write_tokens: 0,
-        reasoning_tokens: 0,
-    }
-}
-
-/// Separates tool calls from generated text as it streams: tagged calls are
-/// hidden at once; a reply that starts like JSON, a code fence or a tag is
-/// held back until the end, because small models write their calls that way
-/// (in a fence, bare, or wrapped in tags of their own such as `<tools>`).
-struct ToolCallExtractor {
-    tools: Vec<String>,
-    filter: StreamingToolCallFilter,
-    text: String,
-    shown: String,
-    holding: Option<bool>,
-}
-
-impl ToolCallExtractor {
-    fn new(tools: Vec<String>) -> Self {
-        Self {
-            tools,
-            filter: StreamingToolCallFilter::new(),
-            text: String::new(),
-            shown: String::new(),
-            holding: None,
-        }
-    }
-
-    fn push(&mut self, piece: &str) -> Vec<StreamEvent> {
-        self.text.push_str(piece);
-        if self.tools.is_empty() {
-            return vec![StreamEvent::TextDelta { text: piece.to_owned() }];
-        }
-        let holding = *self.holding.get_or_insert_with(|| {
-            let start = self.text.trim_start();
-            if start.is_empty() {
-                return true;
-            }
-            start.starts_with(['{', '[', '<']) || start.starts_with("```")
-        });
-        if self.text.trim_start().is_empty() {
-            self.holding = None;
-            return Vec::new();
-        }
-        if holding {
-            return Vec::new();
-        }
-        let visible = self.filter.push(piece);
-        self.show(visible)
-    }
-
-    /// The last text events and the calls, as (name, JSON argument text).
-    /// `cut`: the generation hit `max_tokens`; a held-back reply that was
-    /// starting a tool call is then dropped, never released as text.
-    fn finish(&mut self, cut: bool) -> (Vec<StreamEvent>, Vec<(String, String)>) {
-        if self.tools.is_empty() {
-            return (Vec::new(), Vec::new());
-        }
-        let reply = ToolCallParser::new()
-            .known_tools(self.tools.iter().cloned())
-            .parse(&self.text);
-        let mut events = Vec::new();
-        if let Some(rest) = reply.text.strip_prefix(self.shown.as_str()) {
-            // A cut reply that was held back is dropped when it was starting a
-            // call, or is what trails the calls it held (a call cut short).
-            if cut && self.holding == Some(true) && (self.starts_a_call(rest) || !reply.calls.is_empty()) {
-                tracing::warn!(
-                    fragment = %rest.chars().take(120).collect::<String>(),
-                    "max_tokens cut a tool call short; the fragment is dropped, not shown as text"
-                );
-            } else if !rest.is_empty() {
-                events.push(StreamEvent::TextDelta { text: rest.to_owned() });
-            }
-        }
-        let calls = reply
-            .calls
-            .into_iter()
-            .map(|call| {
-                let arguments = call.raw_arguments.clone().unwrap_or_else(|| call.arguments.to_string());
-                (call.name, arguments)
-            })
-            .collect();
-        (events, calls)
-    }
-
-    /// Whether held-back `text` is the start of a tool call: a `"name"`
-    /// key or one of the tools' names inside JSON or a code fence.
-    fn starts_a_call(&self, text: &str) -> bool {
-        let start = text.trim_start();
-        let shaped = start.starts_with(['{', '[', '<']) || start.starts_with("```");
-        shaped && (start.contains("\"name\"") || self.tools.iter().any(|tool| start.contains(&format!("\"{tool}\""))))
-    }
-
-    fn show(&mut self, visible: String) -> Vec<StreamEvent> {
-        if visible.is_empty() {
-            return Vec::new();
-        }
-        self.shown.push_str(&visible);
-        vec![StreamEvent::TextDelta { text: visible }]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run_cut(tools: &[&str], pieces: &[&str], cut: bool) -> (String, Vec<(String, String)>) {
-        let mut extractor = ToolCallExtractor::new(tools.iter().map(|t| (*t).to_owned()).collect());
-        let mut shown = String::new();
-        let mut collect = |events: Vec<StreamEvent>| {
-            for event in events {
-                if let StreamEvent::TextDelta { text } = event {
-                    shown.push_str(&text);
-                }
-            }
-        };
-        for piece in pieces {
-            collect(extractor.push(piece));
-        }
-        let (events, calls) = extractor.finish(cut);
-        collect(events);
-        (shown, calls)
-    }
-
-    fn run(tools: &[&str], pieces: &[&str]) -> (String, Vec<(String, String)>) {
-        run_cut(tools, pieces, false)
-    }
-
-    #[test]
-    fn a_call_cut_by_max_tokens_is_never_shown_as_text() {
-        let pieces = ["{\"name\": \"get_weather\", \"argum", "ents\": {\"location\": \"Aus"];
-        let (shown, calls) = run_cut(&["get_weather"], &pieces, true);
-        assert_eq!(shown, "");
-        assert!(calls.is_empty());
-        let fenced = ["```json\n[{\"get_weather\": {\"loc"];
-        assert_eq!(run_cut(&["get_weather"], &fenced, true).0, "");
-        // Complete calls before the cut are kept; the cut one is dropped
-        // even when too little of it was written to name a tool.
-        let short = ["{\"name\": \"get_weather\", \"arguments\": {}}\n{\""];
-        let (shown, calls) = run_cut(&["get_weather"], &short, true);
-        assert_eq!((shown.as_str(), calls.len()), ("", 1));
-        let two = [
-            "{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\"}}\n",
-            "{\"name\": \"get_weather\", \"arguments\": {\"loc",
-        ];
-        let (shown, calls) = run_cut(&["get_weather"], &two, true);
-        assert_eq!(shown, "");
-        assert_eq!(calls.len(), 1, "{calls:?}");
-    }
-
-    #[test]
-    fn held_back_text_that_is_not_a_call_is_still_shown_when_cut() {
-        let pieces = ["```\nls -la\n", "cd /tm"];
-        assert_eq!(run_cut(&["get_weather"], &pieces, true).0, "```\nls -la\ncd /tm");
-        // Without a cut, an unparseable held-back reply is text, as before.
-        let pieces = ["{\"name\": \"get_weather\", \"arguments\": {\"loc"];
-        assert_eq!(run(&["get_weather"], &pieces).0, pieces[0]);
-    }
-
-    #[test]
-    fn bare_json_calls_from_small_models_are_held_back_and_parsed() {
-        let (shown, calls) = run(
-            &["calculator"],
-            &[
-                "```json\n{\"name\": \"calcul",
-                "ator\", \"arguments\": {\"expression\": \"1234 * 5678\"}}\n```",
-            ],
-        );
-        assert_eq!(shown, "");
-        assert_eq!(
-            calls,
-            [("calculator".to_owned(), r#"{"expression":"1234 * 5678"}"#.to_owned())]
-        );
-    }
-
-    #[test]
-    fn calls_in_made_up_wrapper_tags_show_no_markup() {
-        let (shown, calls) = run(
-            &["get_weather"],
-            &[
-                "<tools>\n{\"name\": \"get_weather\", ",
-                "\"arguments\": {\"location\": \"Tokyo\"}}\n</tools>",
-            ],
-        );
-        assert_eq!(shown, "");
-        assert_eq!(calls.len(), 1);
-    }
-
-    #[test]
-    fn tagged_calls_are_hidden_and_prose_streams() {
-        let (shown, calls) = run(
-            &["clock"],
-            &[
-                "Let me check. <tool_",
-                "call>{\"name\": \"clock\", \"arguments\": {}}</tool_call>",
-            ],
-        );
-        assert_eq!(shown, "Let me check.");
-        assert_eq!(calls.len(), 1);
-    }
 
     #[test]
     fn an_unenforced_format_is_described_in_the_system_prompt() {
@@ -690,12 +421,5 @@ mod tests {
         request.system = None;
         let described = with_format_instruction(&request, &format);
         assert!(described.system.expect("a system prompt").starts_with("When you give"));
-    }
-
-    #[test]
-    fn without_tools_everything_is_text() {
-        let (shown, calls) = run(&[], &["{\"name\": \"clock\", \"arguments\": {}}"]);
-        assert_eq!(shown, "{\"name\": \"clock\", \"arguments\": {}}");
-        assert!(calls.is_empty());
     }
 }

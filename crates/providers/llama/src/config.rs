@@ -49,6 +49,13 @@ pub struct LlamaConfig {
     /// above those of a message that needs none (see docs/local-models.md).
     /// Between 0 and 1; 1 leaves the decision to the model's first token.
     pub call_threshold: f32,
+    /// When a reply after tool results only repeats calls those results
+    /// already answer, ask the model once more with the user's question
+    /// restated after the results, and keep that reply if it does more
+    /// than repeat them (default on; docs/local-models.md, "A reply that
+    /// repeats its calls"). Off, such a reply goes to the runner, whose
+    /// loop detection forces the answer.
+    pub retry_repeated_calls: bool,
 }
 
 impl Default for LlamaConfig {
@@ -64,6 +71,7 @@ impl Default for LlamaConfig {
             max_tokens: 1024,
             grammar: true,
             call_threshold: DEFAULT_CALL_THRESHOLD,
+            retry_repeated_calls: true,
         }
     }
 }

@@ -43,6 +43,8 @@ mod grammar;
 pub mod models;
 #[cfg(test)]
 mod recovery_tests;
+mod repeat;
+mod reply;
 mod sampling;
 mod special;
 mod template;

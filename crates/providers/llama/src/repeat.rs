@@ -1,0 +1,201 @@
+//! A second try for a reply that only repeats calls already answered.
+//!
+//! Given the result of a call, a small model often makes the same call
+//! again instead of the next call the request needs, or the answer; the
+//! runner then sees a loop and forces an answer, and the rest of the
+//! request is lost. Before that, the provider asks once more with the
+//! user's question restated after the results ("My question was: ..."),
+//! and keeps that reply when it is more than the same calls again; calls
+//! already answered are dropped from it (docs/local-models.md, "A reply
+//! that repeats its calls").
+
+use agent_core::{ChatRequest, Message};
+use serde_json::Value;
+
+/// The calls made since the user's last message, when the request ends
+/// with their results (the only place a reply can repeat them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct AnsweredCalls {
+    calls: Vec<(String, Value)>,
+}
+
+impl AnsweredCalls {
+    /// The calls answered in `request` since its last user message; none
+    /// unless the request ends with a tool result.
+    pub fn in_request(request: &ChatRequest) -> Self {
+        if !matches!(request.messages.last(), Some(Message::Tool(_))) {
+            return Self::default();
+        }
+        let start = request
+            .messages
+            .iter()
+            .rposition(|message| matches!(message, Message::User { .. }))
+            .map_or(0, |index| index + 1);
+        let calls = request.messages[start..]
+            .iter()
+            .filter_map(|message| match message {
+                Message::Assistant(assistant) => Some(&assistant.tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .map(|call| (call.name.clone(), call.arguments.clone()))
+            .collect();
+        Self { calls }
+    }
+
+    /// No call has been answered.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Whether a call of `name` with `arguments` (JSON text) was answered:
+    /// the same arguments, whatever their key order or number spelling
+    /// (`50` and `50.0`).
+    pub fn contains(&self, name: &str, arguments: &str) -> bool {
+        let Ok(arguments) = serde_json::from_str::<Value>(arguments) else {
+            return false;
+        };
+        self.calls
+            .iter()
+            .any(|(answered, value)| answered == name && same_value(value, &arguments))
+    }
+
+    /// Whether a reply of `text` and `calls` only repeats answered calls:
+    /// no text and at least one call, every one answered.
+    pub fn only_repeated(&self, text: &str, calls: &[(String, String)]) -> bool {
+        text.trim().is_empty()
+            && !calls.is_empty()
+            && calls.iter().all(|(name, arguments)| self.contains(name, arguments))
+    }
+}
+
+/// JSON equality with numbers compared by value.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(key, v)| y.get(key).is_some_and(|w| same_value(v, w)))
+        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same_value(v, w)),
+        _ => a == b,
+    }
+}
+
+/// `request` with the user's last message restated after the last tool
+/// result, where a small model reads it as what is still to be done.
+/// `None` when there is no user message to restate.
+pub(crate) fn with_question_restated(request: &ChatRequest) -> Option<ChatRequest> {
+    let question = request.messages.iter().rev().find_map(|message| match message {
+        Message::User { content } if !content.trim().is_empty() => Some(content.clone()),
+        _ => None,
+    })?;
+    let mut restated = request.clone();
+    match restated.messages.last_mut() {
+        Some(Message::Tool(result)) => {
+            result.content = format!("{}\n\nMy question was: {question}", result.content);
+            Some(restated)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_core::{AssistantMessage, ToolCall, ToolResult};
+    use serde_json::json;
+
+    use super::*;
+
+    fn after_result(user: &str) -> ChatRequest {
+        ChatRequest::new(vec![
+            Message::user("Weather in Oslo?"),
+            Message::Assistant(AssistantMessage::with_tool_calls(
+                "",
+                vec![ToolCall::new("c0", "get_weather", json!({"location": "Oslo"}))],
+            )),
+            Message::tool(ToolResult::success(
+                "c0",
+                "get_weather",
+                "{\"summary\": \"Oslo: 2 °C\"}",
+            )),
+            Message::assistant("Oslo is at 2 °C."),
+            Message::user(user),
+            Message::Assistant(AssistantMessage::with_tool_calls(
+                "",
+                vec![
+                    ToolCall::new("c1", "get_weather", json!({"location": "Sydney", "units": "celsius"})),
+                    ToolCall::new("c2", "convert", json!({"amount": 50, "to": "EUR"})),
+                ],
+            )),
+            Message::tool(ToolResult::success(
+                "c1",
+                "get_weather",
+                "{\"summary\": \"Sydney: 20 °C\"}",
+            )),
+            Message::tool(ToolResult::success("c2", "convert", "{\"summary\": \"46 EUR\"}")),
+        ])
+    }
+
+    fn call(name: &str, arguments: &str) -> (String, String) {
+        (name.to_owned(), arguments.to_owned())
+    }
+
+    #[test]
+    fn only_the_calls_since_the_last_user_message_count_as_answered() {
+        let answered = AnsweredCalls::in_request(&after_result("Weather in Sydney and 50 USD in EUR?"));
+        assert!(answered.contains("get_weather", r#"{"units": "celsius", "location": "Sydney"}"#));
+        assert!(answered.contains("convert", r#"{"to": "EUR", "amount": 50.0}"#));
+        assert!(
+            !answered.contains("get_weather", r#"{"location": "Oslo"}"#),
+            "before the user message"
+        );
+        assert!(
+            !answered.contains("get_weather", r#"{"location": "Sydney"}"#),
+            "other arguments"
+        );
+        assert!(!answered.contains("convert", "not json"));
+    }
+
+    #[test]
+    fn nothing_is_answered_unless_the_request_ends_with_results() {
+        let mut request = after_result("Weather in Sydney?");
+        request.messages.push(Message::user("And in Rome?"));
+        assert!(AnsweredCalls::in_request(&request).is_empty());
+        assert!(AnsweredCalls::in_request(&ChatRequest::new(vec![Message::user("hi")])).is_empty());
+    }
+
+    #[test]
+    fn a_reply_only_repeats_when_every_call_is_answered_and_it_has_no_text() {
+        let answered = AnsweredCalls::in_request(&after_result("Weather in Sydney and 50 USD in EUR?"));
+        let sydney = call("get_weather", r#"{"location": "Sydney", "units": "celsius"}"#);
+        assert!(answered.only_repeated("", std::slice::from_ref(&sydney)));
+        assert!(answered.only_repeated(" \n", &[sydney.clone(), sydney.clone()]));
+        let rate = call(
+            "get_currency_exchange",
+            r#"{"from": "AUD", "to": "USD", "amount": 1000}"#,
+        );
+        assert!(!answered.only_repeated("", &[sydney.clone(), rate]));
+        assert!(!answered.only_repeated("It is 20 °C.", &[sydney]));
+        assert!(!answered.only_repeated("", &[]));
+    }
+
+    #[test]
+    fn the_question_is_restated_after_the_last_result() {
+        let request = after_result("Weather in Sydney and 50 USD in EUR?");
+        let restated = with_question_restated(&request).expect("a question to restate");
+        assert_eq!(restated.messages.len(), request.messages.len());
+        assert_eq!(restated.messages[..7], request.messages[..7]);
+        let Some(Message::Tool(last)) = restated.messages.last() else {
+            panic!("the last message is still the result: {:?}", restated.messages.last());
+        };
+        assert_eq!(
+            last.content,
+            "{\"summary\": \"46 EUR\"}\n\nMy question was: Weather in Sydney and 50 USD in EUR?"
+        );
+        assert_eq!((last.call_id.as_str(), last.is_error), ("c2", false));
+        let mut no_result = request;
+        no_result.messages.pop();
+        no_result.messages.pop();
+        assert_eq!(with_question_restated(&no_result), None);
+    }
+}

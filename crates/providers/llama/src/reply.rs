@@ -1,0 +1,568 @@
+//! A reply's stream: the engine's output turned into stream events, with
+//! the tool calls separated from the text, and one more try when the reply
+//! only repeats calls already answered ([`crate::repeat`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use agent_core::{CancellationToken, LlmError, LlmErrorKind, StopReason, StreamEvent, Usage};
+use agent_parse::{StreamingToolCallFilter, ToolCallParser};
+use tokio::sync::mpsc;
+
+use crate::engine::{Finish, Generated, Summary};
+use crate::repeat::AnsweredCalls;
+
+/// Starts the job of the second try: the same generation over the request
+/// with the user's question restated.
+pub(crate) type StartJob = Box<dyn FnOnce() -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> + Send>;
+
+/// The second try for a reply that only repeats answered calls.
+pub(crate) struct RepeatRetry {
+    /// The calls the request's results answer.
+    pub answered: AnsweredCalls,
+    /// Starts the second try.
+    pub start: StartJob,
+}
+
+/// Turns engine output into stream events.
+pub(crate) struct Mapper {
+    receiver: mpsc::UnboundedReceiver<Generated>,
+    cancel: CancellationToken,
+    calls: ToolCallExtractor,
+    /// Events of the prefilled opening, sent after `Started`.
+    opening: Vec<StreamEvent>,
+    model: String,
+    next_call: Arc<AtomicU64>,
+    /// Armed until the first reply is done.
+    retry: Option<RepeatRetry>,
+    /// Set once the second try runs: its calls already answered are dropped
+    /// (unless that is all it has).
+    retried: Option<AnsweredCalls>,
+    /// Usage of the first try, once there is a second.
+    earlier_usage: Usage,
+    started: bool,
+    done: bool,
+}
+
+impl Mapper {
+    /// A stream over `receiver`'s output; `tools` are the names of the
+    /// callable tools, `opening` the events of a prefilled call opening.
+    pub fn new(
+        receiver: mpsc::UnboundedReceiver<Generated>,
+        cancel: CancellationToken,
+        tools: Vec<String>,
+        prefill: Option<&str>,
+        model: String,
+        next_call: Arc<AtomicU64>,
+        retry: Option<RepeatRetry>,
+    ) -> Self {
+        let mut calls = ToolCallExtractor::new(tools);
+        // The prefilled opening of a forced call is part of the reply.
+        let opening = prefill.map(|prefill| calls.push(prefill)).unwrap_or_default();
+        Self {
+            receiver,
+            cancel,
+            calls,
+            opening,
+            model,
+            next_call,
+            retry,
+            retried: None,
+            earlier_usage: Usage::default(),
+            started: false,
+            done: false,
+        }
+    }
+
+    /// The next batch of events; `None` after the last.
+    pub async fn next(mut self) -> Option<(Result<Vec<StreamEvent>, LlmError>, Self)> {
+        if self.done {
+            return None;
+        }
+        if !self.started {
+            self.started = true;
+            let mut events = vec![StreamEvent::Started {
+                model: Some(self.model.clone()),
+                id: None,
+            }];
+            events.append(&mut self.opening);
+            return Some((Ok(events), self));
+        }
+        let generated = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => {
+                self.done = true;
+                return Some((Err(LlmError::cancelled().with_provider("llama")), self));
+            }
+            generated = self.receiver.recv() => generated,
+        };
+        let output = match generated {
+            Some(Generated::Text(text)) => Ok(self.calls.push(&text)),
+            Some(Generated::Done(summary)) => Ok(self.finish(summary)),
+            Some(Generated::Failed(error)) => {
+                self.done = true;
+                Err(error)
+            }
+            None => {
+                self.done = true;
+                Err(LlmError::new(
+                    LlmErrorKind::Server,
+                    "the model thread stopped mid-generation",
+                ))
+            }
+        };
+        Some((output, self))
+    }
+
+    /// The events that end a reply; none when the reply only repeated
+    /// answered calls and a second try has started instead.
+    fn finish(&mut self, summary: Summary) -> Vec<StreamEvent> {
+        tracing::debug!(
+            prompt_tokens = summary.prompt_tokens,
+            reused_tokens = summary.reused_tokens,
+            generated_tokens = summary.generated_tokens,
+            prompt_ms = summary.prompt_time.as_millis() as u64,
+            generation_ms = summary.generation_time.as_millis() as u64,
+            "local generation finished"
+        );
+        let (mut events, mut calls) = self.calls.finish(summary.finish == Finish::MaxTokens);
+        let text: String = events
+            .iter()
+            .filter_map(|event| match event {
+                StreamEvent::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if self.start_retry(&summary, &text, &calls) {
+            return Vec::new();
+        }
+        if let Some(answered) = self.retried.take()
+            && !answered.only_repeated(&text, &calls)
+        {
+            calls.retain(|(name, arguments)| !answered.contains(name, arguments));
+        }
+        self.done = true;
+        for (index, (name, arguments)) in calls.iter().enumerate() {
+            let id = format!("call_{}", self.next_call.fetch_add(1, Ordering::Relaxed));
+            events.push(StreamEvent::ToolCallStart {
+                index,
+                id,
+                name: name.clone(),
+            });
+            events.push(StreamEvent::ToolCallDelta {
+                index,
+                arguments: arguments.clone(),
+            });
+            events.push(StreamEvent::ToolCallEnd { index });
+        }
+        let total = std::mem::take(&mut self.earlier_usage) + usage(&summary);
+        events.push(StreamEvent::Usage { usage: total });
+        let reason = match summary.finish {
+            _ if !calls.is_empty() => StopReason::ToolUse,
+            Finish::EndOfGeneration => StopReason::EndTurn,
+            Finish::MaxTokens => StopReason::MaxTokens,
+            Finish::StopSequence => StopReason::StopSequence,
+        };
+        events.push(StreamEvent::Stop { reason });
+        events
+    }
+
+    /// Starts the second try when the finished reply (`text`, `calls`) only
+    /// repeats answered calls and showed no text; false otherwise, or when
+    /// the second try cannot start (the first reply then stands).
+    fn start_retry(&mut self, summary: &Summary, text: &str, calls: &[(String, String)]) -> bool {
+        let repeats = self.calls.shown_nothing()
+            && self
+                .retry
+                .as_ref()
+                .is_some_and(|retry| retry.answered.only_repeated(text, calls));
+        let Some(retry) = self.retry.take().filter(|_| repeats) else {
+            return false;
+        };
+        match (retry.start)() {
+            Ok(receiver) => {
+                tracing::debug!(
+                    calls = calls.len(),
+                    "the reply only repeated answered calls; asking again with the question restated"
+                );
+                self.receiver = receiver;
+                self.calls = self.calls.restarted();
+                self.earlier_usage = usage(summary);
+                self.retried = Some(retry.answered);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not ask again after a repeated call; keeping the reply");
+                false
+            }
+        }
+    }
+}
+
+/// Usage of one job: reused prefix tokens are reported as cache reads.
+fn usage(summary: &Summary) -> Usage {
+    Usage {
+        input_tokens: summary.prompt_tokens,
+        output_tokens: summary.generated_tokens,
+        cache_read_tokens: summary.reused_tokens,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+    }
+}
+
+/// Separates tool calls from generated text as it streams: tagged calls are
+/// hidden at once; a reply that starts like JSON, a code fence or a tag is
+/// held back until the end, because small models write their calls that way
+/// (in a fence, bare, or wrapped in tags of their own such as `<tools>`).
+struct ToolCallExtractor {
+    tools: Vec<String>,
+    filter: StreamingToolCallFilter,
+    text: String,
+    shown: String,
+    holding: Option<bool>,
+}
+
+impl ToolCallExtractor {
+    fn new(tools: Vec<String>) -> Self {
+        Self {
+            tools,
+            filter: StreamingToolCallFilter::new(),
+            text: String::new(),
+            shown: String::new(),
+            holding: None,
+        }
+    }
+
+    fn push(&mut self, piece: &str) -> Vec<StreamEvent> {
+        self.text.push_str(piece);
+        if self.tools.is_empty() {
+            return vec![StreamEvent::TextDelta { text: piece.to_owned() }];
+        }
+        let holding = *self.holding.get_or_insert_with(|| {
+            let start = self.text.trim_start();
+            if start.is_empty() {
+                return true;
+            }
+            start.starts_with(['{', '[', '<']) || start.starts_with("```")
+        });
+        if self.text.trim_start().is_empty() {
+            self.holding = None;
+            return Vec::new();
+        }
+        if holding {
+            return Vec::new();
+        }
+        let visible = self.filter.push(piece);
+        self.show(visible)
+    }
+
+    /// The last text events and the calls, as (name, JSON argument text).
+    /// `cut`: the generation hit `max_tokens`; a held-back reply that was
+    /// starting a tool call is then dropped, never released as text.
+    fn finish(&mut self, cut: bool) -> (Vec<StreamEvent>, Vec<(String, String)>) {
+        if self.tools.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let reply = ToolCallParser::new()
+            .known_tools(self.tools.iter().cloned())
+            .parse(&self.text);
+        let mut events = Vec::new();
+        if let Some(rest) = reply.text.strip_prefix(self.shown.as_str()) {
+            // A cut reply that was held back is dropped when it was starting a
+            // call, or is what trails the calls it held (a call cut short).
+            if cut && self.holding == Some(true) && (self.starts_a_call(rest) || !reply.calls.is_empty()) {
+                tracing::warn!(
+                    fragment = %rest.chars().take(120).collect::<String>(),
+                    "max_tokens cut a tool call short; the fragment is dropped, not shown as text"
+                );
+            } else if !rest.is_empty() {
+                events.push(StreamEvent::TextDelta { text: rest.to_owned() });
+            }
+        }
+        let calls = reply
+            .calls
+            .into_iter()
+            .map(|call| {
+                let arguments = call.raw_arguments.clone().unwrap_or_else(|| call.arguments.to_string());
+                (call.name, arguments)
+            })
+            .collect();
+        (events, calls)
+    }
+
+    /// An extractor for a new reply, reading the same tools.
+    fn restarted(&self) -> Self {
+        Self::new(self.tools.clone())
+    }
+
+    /// No text has been shown so far.
+    fn shown_nothing(&self) -> bool {
+        self.shown.is_empty()
+    }
+
+    /// Whether held-back `text` is the start of a tool call: a `"name"`
+    /// key or one of the tools' names inside JSON or a code fence.
+    fn starts_a_call(&self, text: &str) -> bool {
+        let start = text.trim_start();
+        let shaped = start.starts_with(['{', '[', '<']) || start.starts_with("```");
+        shaped && (start.contains("\"name\"") || self.tools.iter().any(|tool| start.contains(&format!("\"{tool}\""))))
+    }
+
+    fn show(&mut self, visible: String) -> Vec<StreamEvent> {
+        if visible.is_empty() {
+            return Vec::new();
+        }
+        self.shown.push_str(&visible);
+        vec![StreamEvent::TextDelta { text: visible }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_cut(tools: &[&str], pieces: &[&str], cut: bool) -> (String, Vec<(String, String)>) {
+        let mut extractor = ToolCallExtractor::new(tools.iter().map(|t| (*t).to_owned()).collect());
+        let mut shown = String::new();
+        let mut collect = |events: Vec<StreamEvent>| {
+            for event in events {
+                if let StreamEvent::TextDelta { text } = event {
+                    shown.push_str(&text);
+                }
+            }
+        };
+        for piece in pieces {
+            collect(extractor.push(piece));
+        }
+        let (events, calls) = extractor.finish(cut);
+        collect(events);
+        (shown, calls)
+    }
+
+    fn run(tools: &[&str], pieces: &[&str]) -> (String, Vec<(String, String)>) {
+        run_cut(tools, pieces, false)
+    }
+
+    /// A finished job's output: `pieces` of text, then `Done`.
+    fn job(pieces: &[&str], generated_tokens: u64) -> mpsc::UnboundedReceiver<Generated> {
+        let (out, receiver) = mpsc::unbounded_channel();
+        for piece in pieces {
+            out.send(Generated::Text((*piece).to_owned())).expect("open channel");
+        }
+        let summary = Summary {
+            finish: Finish::EndOfGeneration,
+            prompt_tokens: 100,
+            reused_tokens: 90,
+            generated_tokens,
+            prompt_time: std::time::Duration::ZERO,
+            generation_time: std::time::Duration::ZERO,
+        };
+        out.send(Generated::Done(summary)).expect("open channel");
+        receiver
+    }
+
+    /// Answered: the weather in Sydney (what the request's results hold).
+    fn sydney_answered() -> AnsweredCalls {
+        use agent_core::{AssistantMessage, ChatRequest, Message, ToolCall, ToolResult};
+        AnsweredCalls::in_request(&ChatRequest::new(vec![
+            Message::user("Weather in Sydney, and 1000 AUD in USD?"),
+            Message::Assistant(AssistantMessage::with_tool_calls(
+                "",
+                vec![ToolCall::new(
+                    "c1",
+                    "get_weather",
+                    serde_json::json!({"location": "Sydney"}),
+                )],
+            )),
+            Message::tool(ToolResult::success("c1", "get_weather", "20 °C")),
+        ]))
+    }
+
+    const SYDNEY: &str = "{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Sydney\"}}";
+    const RATE: &str = "{\"name\": \"get_exchange_rate\", \"arguments\": {\"from\": \"AUD\", \"to\": \"USD\"}}";
+    const TOOLS: [&str; 2] = ["get_weather", "get_exchange_rate"];
+
+    /// Every event of the reply to `first`, with a second try that answers
+    /// `second` (counting how often it was started).
+    async fn reply(first: &[&str], second: Option<&'static [&'static str]>) -> (Vec<StreamEvent>, usize) {
+        let started = Arc::new(AtomicU64::new(0));
+        let retry = second.map(|pieces| {
+            let started = Arc::clone(&started);
+            RepeatRetry {
+                answered: sydney_answered(),
+                start: Box::new(move || {
+                    started.fetch_add(1, Ordering::Relaxed);
+                    Ok(job(pieces, 7))
+                }),
+            }
+        });
+        let mapper = Mapper::new(
+            job(first, 5),
+            CancellationToken::new(),
+            TOOLS.iter().map(|t| (*t).to_owned()).collect(),
+            None,
+            "test".to_owned(),
+            Arc::new(AtomicU64::new(1)),
+            retry,
+        );
+        let mut events = Vec::new();
+        let mut state = Some(mapper);
+        while let Some((batch, next)) = match state.take() {
+            Some(mapper) => mapper.next().await,
+            None => None,
+        } {
+            events.extend(batch.expect("no error"));
+            state = Some(next);
+        }
+        (
+            events,
+            usize::try_from(started.load(Ordering::Relaxed)).unwrap_or(usize::MAX),
+        )
+    }
+
+    fn calls_and_text(events: &[StreamEvent]) -> (Vec<String>, String) {
+        let mut names = Vec::new();
+        let mut text = String::new();
+        for event in events {
+            match event {
+                StreamEvent::ToolCallStart { name, .. } => names.push(name.clone()),
+                StreamEvent::TextDelta { text: piece } => text.push_str(piece),
+                _ => {}
+            }
+        }
+        (names, text)
+    }
+
+    fn output_tokens(events: &[StreamEvent]) -> u64 {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                StreamEvent::Usage { usage } => Some(usage.output_tokens),
+                _ => None,
+            })
+            .sum()
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_only_repeats_answered_calls_is_asked_again() {
+        let (events, started) = reply(&[SYDNEY], Some(&[SYDNEY, "\n", RATE])).await;
+        assert_eq!(started, 1);
+        // The repeated call is dropped from the second reply; the new one stays.
+        assert_eq!(
+            calls_and_text(&events),
+            (vec!["get_exchange_rate".to_owned()], String::new())
+        );
+        // Both generations are counted, once.
+        assert_eq!(output_tokens(&events), 12);
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| matches!(e, StreamEvent::Started { .. }))
+                .count(),
+            1
+        );
+        // A text answer on the second try is kept as the reply.
+        let (events, _) = reply(&[SYDNEY], Some(&["It is 20 °C in Sydney."])).await;
+        assert_eq!(calls_and_text(&events), (vec![], "It is 20 °C in Sydney.".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn a_second_try_that_repeats_again_keeps_its_calls_for_the_runner() {
+        let (events, started) = reply(&[SYDNEY], Some(&[SYDNEY])).await;
+        assert_eq!(started, 1, "asked again once, not more");
+        assert_eq!(calls_and_text(&events), (vec!["get_weather".to_owned()], String::new()));
+    }
+
+    #[tokio::test]
+    async fn a_reply_with_a_new_call_or_text_is_not_asked_again() {
+        for first in [&[SYDNEY, "\n", RATE][..], &["It is 20 °C."][..], &[RATE][..]] {
+            let (events, started) = reply(first, Some(&["never used"])).await;
+            assert_eq!(started, 0, "{first:?}");
+            assert!(!calls_and_text(&events).1.contains("never used"));
+            assert_eq!(output_tokens(&events), 5);
+        }
+        // Without a second try armed, a repeat goes to the runner as it is.
+        let (events, _) = reply(&[SYDNEY], None).await;
+        assert_eq!(calls_and_text(&events), (vec!["get_weather".to_owned()], String::new()));
+    }
+
+    #[test]
+    fn a_call_cut_by_max_tokens_is_never_shown_as_text() {
+        let pieces = ["{\"name\": \"get_weather\", \"argum", "ents\": {\"location\": \"Aus"];
+        let (shown, calls) = run_cut(&["get_weather"], &pieces, true);
+        assert_eq!(shown, "");
+        assert!(calls.is_empty());
+        let fenced = ["```json\n[{\"get_weather\": {\"loc"];
+        assert_eq!(run_cut(&["get_weather"], &fenced, true).0, "");
+        // Complete calls before the cut are kept; the cut one is dropped
+        // even when too little of it was written to name a tool.
+        let short = ["{\"name\": \"get_weather\", \"arguments\": {}}\n{\""];
+        let (shown, calls) = run_cut(&["get_weather"], &short, true);
+        assert_eq!((shown.as_str(), calls.len()), ("", 1));
+        let two = [
+            "{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\"}}\n",
+            "{\"name\": \"get_weather\", \"arguments\": {\"loc",
+        ];
+        let (shown, calls) = run_cut(&["get_weather"], &two, true);
+        assert_eq!(shown, "");
+        assert_eq!(calls.len(), 1, "{calls:?}");
+    }
+
+    #[test]
+    fn held_back_text_that_is_not_a_call_is_still_shown_when_cut() {
+        let pieces = ["```\nls -la\n", "cd /tm"];
+        assert_eq!(run_cut(&["get_weather"], &pieces, true).0, "```\nls -la\ncd /tm");
+        // Without a cut, an unparseable held-back reply is text, as before.
+        let pieces = ["{\"name\": \"get_weather\", \"arguments\": {\"loc"];
+        assert_eq!(run(&["get_weather"], &pieces).0, pieces[0]);
+    }
+
+    #[test]
+    fn bare_json_calls_from_small_models_are_held_back_and_parsed() {
+        let (shown, calls) = run(
+            &["calculator"],
+            &[
+                "```json\n{\"name\": \"calcul",
+                "ator\", \"arguments\": {\"expression\": \"1234 * 5678\"}}\n```",
+            ],
+        );
+        assert_eq!(shown, "");
+        assert_eq!(
+            calls,
+            [("calculator".to_owned(), r#"{"expression":"1234 * 5678"}"#.to_owned())]
+        );
+    }
+
+    #[test]
+    fn calls_in_made_up_wrapper_tags_show_no_markup() {
+        let (shown, calls) = run(
+            &["get_weather"],
+            &[
+                "<tools>\n{\"name\": \"get_weather\", ",
+                "\"arguments\": {\"location\": \"Tokyo\"}}\n</tools>",
+            ],
+        );
+        assert_eq!(shown, "");
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[test]
+    fn tagged_calls_are_hidden_and_prose_streams() {
+        let (shown, calls) = run(
+            &["clock"],
+            &[
+                "Let me check. <tool_",
+                "call>{\"name\": \"clock\", \"arguments\": {}}</tool_call>",
+            ],
+        );
+        assert_eq!(shown, "Let me check.");
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[test]
+    fn without_tools_everything_is_text() {
+        let (shown, calls) = run(&[], &["{\"name\": \"clock\", \"arguments\": {}}"]);
+        assert_eq!(shown, "{\"name\": \"clock\", \"arguments\": {}}");
+        assert!(calls.is_empty());
+    }
+}
