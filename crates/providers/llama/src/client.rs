@@ -17,7 +17,7 @@ use crate::LlamaConfig;
 use crate::choice::CallPlan;
 use crate::engine::{Engine, EngineSettings, Generated, GrammarUse, Job};
 use crate::models::{ModelStore, known_model};
-use crate::repeat::{AnsweredCalls, with_question_restated};
+use crate::repeat::{AnsweredCalls, Reminder};
 use crate::reply::{Mapper, RepeatRetry, StartJob};
 use crate::template::ChatTemplate;
 
@@ -207,16 +207,16 @@ impl LlamaClient {
         CallPlan::for_request(request, self.tagged_calls)
     }
 
-    /// The second try for a reply to `request` that only repeats the calls
-    /// its results answer: the same job over the request with the user's
-    /// question restated ([`crate::repeat`]). `None` when the request ends
-    /// with no results, or `retry_repeated_calls` is off.
+    /// The further tries for a reply to `request` that only repeats the
+    /// calls its results answer: the same job over the request with each
+    /// reminder of [`Reminder::LADDER`] ([`crate::repeat`]). `None` when the
+    /// request ends with no results, or `retry_repeated_calls` is off.
     fn repeat_retry(
         &self,
         request: &ChatRequest,
         plan: &CallPlan,
-        grammar: Option<Arc<str>>,
-        grammar_use: GrammarUse,
+        grammar: Option<&Arc<str>>,
+        grammar_use: &GrammarUse,
         prefill: Option<&str>,
         cancel: &CancellationToken,
     ) -> Option<RepeatRetry> {
@@ -227,11 +227,19 @@ impl LlamaClient {
         if answered.is_empty() {
             return None;
         }
-        let restated = with_question_restated(request)?;
-        let (client, plan, prefill, cancel) = (self.clone(), plan.clone(), prefill.map(str::to_owned), cancel.clone());
-        let start: StartJob =
-            Box::new(move || client.job(&restated, &plan, grammar, grammar_use, prefill.as_deref(), &cancel));
-        Some(RepeatRetry { answered, start })
+        let tries = Reminder::LADDER
+            .iter()
+            .filter_map(|reminder| reminder.applied_to(request))
+            .map(|reminded| {
+                let (client, plan, cancel) = (self.clone(), plan.clone(), cancel.clone());
+                let (grammar, grammar_use, prefill) =
+                    (grammar.cloned(), grammar_use.clone(), prefill.map(str::to_owned));
+                let start: StartJob =
+                    Box::new(move || client.job(&reminded, &plan, grammar, grammar_use, prefill.as_deref(), &cancel));
+                start
+            })
+            .collect();
+        Some(RepeatRetry { answered, tries })
     }
 }
 
@@ -376,7 +384,7 @@ impl LlmClient for LlamaClient {
             (None, GrammarUse::Lazy)
         };
         let prefill = plan.prefill.as_deref().filter(|_| grammar.is_none());
-        let retry = self.repeat_retry(request, &plan, grammar.clone(), grammar_use.clone(), prefill, cancel);
+        let retry = self.repeat_retry(request, &plan, grammar.as_ref(), &grammar_use, prefill, cancel);
         let receiver = self.job(request, &plan, grammar, grammar_use, prefill, cancel)?;
         let state = Mapper::new(
             receiver,

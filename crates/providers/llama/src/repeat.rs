@@ -1,13 +1,14 @@
-//! A second try for a reply that only repeats calls already answered.
+//! More tries for a reply that only repeats calls already answered.
 //!
 //! Given the result of a call, a small model often makes the same call
 //! again instead of the next call the request needs, or the answer; the
 //! runner then sees a loop and forces an answer, and the rest of the
-//! request is lost. Before that, the provider asks once more with the
-//! user's question restated after the results ("My question was: ..."),
-//! and keeps that reply when it is more than the same calls again; calls
-//! already answered are dropped from it (docs/local-models.md, "A reply
-//! that repeats its calls").
+//! request is lost. Before that, the provider asks again, each time with a
+//! plainer reminder after the results ([`Reminder`]): first the user's
+//! question restated, then also the calls already made. The first reply
+//! that is more than the same calls again is kept, without the calls
+//! already answered (docs/local-models.md, "A reply that repeats its
+//! calls").
 
 use agent_core::{ChatRequest, Message};
 use serde_json::Value;
@@ -81,21 +82,46 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// `request` with the user's last message restated after the last tool
-/// result, where a small model reads it as what is still to be done.
-/// `None` when there is no user message to restate.
-pub(crate) fn with_question_restated(request: &ChatRequest) -> Option<ChatRequest> {
-    let question = request.messages.iter().rev().find_map(|message| match message {
-        Message::User { content } if !content.trim().is_empty() => Some(content.clone()),
-        _ => None,
-    })?;
-    let mut restated = request.clone();
-    match restated.messages.last_mut() {
-        Some(Message::Tool(result)) => {
-            result.content = format!("{}\n\nMy question was: {question}", result.content);
-            Some(restated)
+/// What is added after the last tool result when the model is asked again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reminder {
+    /// "My question was: <the user's last message>".
+    Question,
+    /// "Already called: <the calls answered>. My question was: ...".
+    CallsAndQuestion,
+}
+
+impl Reminder {
+    /// The reminders, in the order they are tried.
+    pub const LADDER: [Reminder; 2] = [Reminder::Question, Reminder::CallsAndQuestion];
+
+    /// `request` with this reminder after its last tool result, where a
+    /// small model reads it as what is still to be done. `None` when the
+    /// request does not end with a result or has no user message.
+    pub fn applied_to(self, request: &ChatRequest) -> Option<ChatRequest> {
+        let question = request.messages.iter().rev().find_map(|message| match message {
+            Message::User { content } if !content.trim().is_empty() => Some(content.clone()),
+            _ => None,
+        })?;
+        let reminder = match self {
+            Reminder::Question => format!("My question was: {question}"),
+            Reminder::CallsAndQuestion => {
+                let calls: Vec<String> = AnsweredCalls::in_request(request)
+                    .calls
+                    .iter()
+                    .map(|(name, arguments)| format!("{name}({arguments})"))
+                    .collect();
+                format!("Already called: {}. My question was: {question}", calls.join(", "))
+            }
+        };
+        let mut reminded = request.clone();
+        match reminded.messages.last_mut() {
+            Some(Message::Tool(result)) => {
+                result.content = format!("{}\n\n{reminder}", result.content);
+                Some(reminded)
+            }
+            _ => None,
         }
-        _ => None,
     }
 }
 
@@ -180,22 +206,35 @@ mod tests {
     }
 
     #[test]
-    fn the_question_is_restated_after_the_last_result() {
+    fn reminders_go_after_the_last_result() {
         let request = after_result("Weather in Sydney and 50 USD in EUR?");
-        let restated = with_question_restated(&request).expect("a question to restate");
-        assert_eq!(restated.messages.len(), request.messages.len());
-        assert_eq!(restated.messages[..7], request.messages[..7]);
-        let Some(Message::Tool(last)) = restated.messages.last() else {
-            panic!("the last message is still the result: {:?}", restated.messages.last());
+        let last_content = |reminded: &ChatRequest| {
+            assert_eq!(reminded.messages.len(), request.messages.len());
+            assert_eq!(reminded.messages[..7], request.messages[..7]);
+            let Some(Message::Tool(last)) = reminded.messages.last() else {
+                panic!("the last message is still the result: {:?}", reminded.messages.last());
+            };
+            assert_eq!((last.call_id.as_str(), last.is_error), ("c2", false));
+            last.content.clone()
         };
+        let reminded = Reminder::Question.applied_to(&request).expect("a question to restate");
         assert_eq!(
-            last.content,
+            last_content(&reminded),
             "{\"summary\": \"46 EUR\"}\n\nMy question was: Weather in Sydney and 50 USD in EUR?"
         );
-        assert_eq!((last.call_id.as_str(), last.is_error), ("c2", false));
+        let reminded = Reminder::CallsAndQuestion
+            .applied_to(&request)
+            .expect("a question to restate");
+        assert_eq!(
+            last_content(&reminded),
+            "{\"summary\": \"46 EUR\"}\n\nAlready called: get_weather({\"location\":\"Sydney\",\"units\":\"celsius\"}), \
+             convert({\"amount\":50,\"to\":\"EUR\"}). My question was: Weather in Sydney and 50 USD in EUR?"
+        );
         let mut no_result = request;
         no_result.messages.pop();
         no_result.messages.pop();
-        assert_eq!(with_question_restated(&no_result), None);
+        for reminder in Reminder::LADDER {
+            assert_eq!(reminder.applied_to(&no_result), None);
+        }
     }
 }

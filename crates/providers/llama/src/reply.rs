@@ -2,6 +2,7 @@
 //! the tool calls separated from the text, and one more try when the reply
 //! only repeats calls already answered ([`crate::repeat`]).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,16 +13,16 @@ use tokio::sync::mpsc;
 use crate::engine::{Finish, Generated, Summary};
 use crate::repeat::AnsweredCalls;
 
-/// Starts the job of the second try: the same generation over the request
-/// with the user's question restated.
+/// Starts the job of one more try: the same generation over the request
+/// with a reminder after the results.
 pub(crate) type StartJob = Box<dyn FnOnce() -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> + Send>;
 
-/// The second try for a reply that only repeats answered calls.
+/// The further tries for a reply that only repeats answered calls.
 pub(crate) struct RepeatRetry {
     /// The calls the request's results answer.
     pub answered: AnsweredCalls,
-    /// Starts the second try.
-    pub start: StartJob,
+    /// Starts each further try, in order.
+    pub tries: VecDeque<StartJob>,
 }
 
 /// Turns engine output into stream events.
@@ -33,12 +34,12 @@ pub(crate) struct Mapper {
     opening: Vec<StreamEvent>,
     model: String,
     next_call: Arc<AtomicU64>,
-    /// Armed until the first reply is done.
+    /// The tries left for a reply that only repeats answered calls.
     retry: Option<RepeatRetry>,
-    /// Set once the second try runs: its calls already answered are dropped
+    /// Set once a further try runs: its calls already answered are dropped
     /// (unless that is all it has).
-    retried: Option<AnsweredCalls>,
-    /// Usage of the first try, once there is a second.
+    retried: bool,
+    /// Usage of the earlier tries.
     earlier_usage: Usage,
     started: bool,
     done: bool,
@@ -67,7 +68,7 @@ impl Mapper {
             model,
             next_call,
             retry,
-            retried: None,
+            retried: false,
             earlier_usage: Usage::default(),
             started: false,
             done: false,
@@ -115,7 +116,7 @@ impl Mapper {
     }
 
     /// The events that end a reply; none when the reply only repeated
-    /// answered calls and a second try has started instead.
+    /// answered calls and another try has started instead.
     fn finish(&mut self, summary: Summary) -> Vec<StreamEvent> {
         tracing::debug!(
             prompt_tokens = summary.prompt_tokens,
@@ -136,10 +137,11 @@ impl Mapper {
         if self.start_retry(&summary, &text, &calls) {
             return Vec::new();
         }
-        if let Some(answered) = self.retried.take()
-            && !answered.only_repeated(&text, &calls)
+        if self.retried
+            && let Some(retry) = &self.retry
+            && !retry.answered.only_repeated(&text, &calls)
         {
-            calls.retain(|(name, arguments)| !answered.contains(name, arguments));
+            calls.retain(|(name, arguments)| !retry.answered.contains(name, arguments));
         }
         self.done = true;
         for (index, (name, arguments)) in calls.iter().enumerate() {
@@ -167,28 +169,30 @@ impl Mapper {
         events
     }
 
-    /// Starts the second try when the finished reply (`text`, `calls`) only
-    /// repeats answered calls and showed no text; false otherwise, or when
-    /// the second try cannot start (the first reply then stands).
+    /// Starts the next try when the finished reply (`text`, `calls`) only
+    /// repeats answered calls and showed no text; false otherwise, when no
+    /// try is left, or when it cannot start (the reply then stands).
     fn start_retry(&mut self, summary: &Summary, text: &str, calls: &[(String, String)]) -> bool {
-        let repeats = self.calls.shown_nothing()
-            && self
-                .retry
-                .as_ref()
-                .is_some_and(|retry| retry.answered.only_repeated(text, calls));
-        let Some(retry) = self.retry.take().filter(|_| repeats) else {
+        let Some(retry) = self.retry.as_mut() else {
             return false;
         };
-        match (retry.start)() {
+        if !self.calls.shown_nothing() || !retry.answered.only_repeated(text, calls) {
+            return false;
+        }
+        let Some(start) = retry.tries.pop_front() else {
+            return false;
+        };
+        match start() {
             Ok(receiver) => {
                 tracing::debug!(
                     calls = calls.len(),
-                    "the reply only repeated answered calls; asking again with the question restated"
+                    tries_left = retry.tries.len(),
+                    "the reply only repeated answered calls; asking again with a reminder"
                 );
                 self.receiver = receiver;
                 self.calls = self.calls.restarted();
-                self.earlier_usage = usage(summary);
-                self.retried = Some(retry.answered);
+                self.earlier_usage += usage(summary);
+                self.retried = true;
                 true
             }
             Err(error) => {
@@ -382,19 +386,25 @@ mod tests {
     const RATE: &str = "{\"name\": \"get_exchange_rate\", \"arguments\": {\"from\": \"AUD\", \"to\": \"USD\"}}";
     const TOOLS: [&str; 2] = ["get_weather", "get_exchange_rate"];
 
-    /// Every event of the reply to `first`, with a second try that answers
-    /// `second` (counting how often it was started).
-    async fn reply(first: &[&str], second: Option<&'static [&'static str]>) -> (Vec<StreamEvent>, usize) {
+    /// Every event of the reply to `first`, with further tries that answer
+    /// each of `tries` in turn (counting how many were started).
+    async fn reply(first: &[&str], tries: &[&'static [&'static str]]) -> (Vec<StreamEvent>, usize) {
         let started = Arc::new(AtomicU64::new(0));
-        let retry = second.map(|pieces| {
-            let started = Arc::clone(&started);
-            RepeatRetry {
-                answered: sydney_answered(),
-                start: Box::new(move || {
+        let tries = tries
+            .iter()
+            .copied()
+            .map(|pieces| {
+                let started = Arc::clone(&started);
+                let start: StartJob = Box::new(move || {
                     started.fetch_add(1, Ordering::Relaxed);
                     Ok(job(pieces, 7))
-                }),
-            }
+                });
+                start
+            })
+            .collect();
+        let retry = Some(RepeatRetry {
+            answered: sydney_answered(),
+            tries,
         });
         let mapper = Mapper::new(
             job(first, 5),
@@ -445,44 +455,53 @@ mod tests {
 
     #[tokio::test]
     async fn a_reply_that_only_repeats_answered_calls_is_asked_again() {
-        let (events, started) = reply(&[SYDNEY], Some(&[SYDNEY, "\n", RATE])).await;
+        let (events, started) = reply(&[SYDNEY], &[&[SYDNEY, "\n", RATE], &["never used"]]).await;
         assert_eq!(started, 1);
-        // The repeated call is dropped from the second reply; the new one stays.
+        // The repeated call is dropped from the new reply; the new call stays.
         assert_eq!(
             calls_and_text(&events),
             (vec!["get_exchange_rate".to_owned()], String::new())
         );
         // Both generations are counted, once.
         assert_eq!(output_tokens(&events), 12);
-        assert_eq!(
-            events
-                .iter()
-                .filter(|e| matches!(e, StreamEvent::Started { .. }))
-                .count(),
-            1
-        );
-        // A text answer on the second try is kept as the reply.
-        let (events, _) = reply(&[SYDNEY], Some(&["It is 20 °C in Sydney."])).await;
+        let starts = events.iter().filter(|e| matches!(e, StreamEvent::Started { .. }));
+        assert_eq!(starts.count(), 1);
+        // A text answer on another try is kept as the reply.
+        let (events, _) = reply(&[SYDNEY], &[&["It is 20 °C in Sydney."]]).await;
         assert_eq!(calls_and_text(&events), (vec![], "It is 20 °C in Sydney.".to_owned()));
     }
 
     #[tokio::test]
-    async fn a_second_try_that_repeats_again_keeps_its_calls_for_the_runner() {
-        let (events, started) = reply(&[SYDNEY], Some(&[SYDNEY])).await;
-        assert_eq!(started, 1, "asked again once, not more");
-        assert_eq!(calls_and_text(&events), (vec!["get_weather".to_owned()], String::new()));
+    async fn the_tries_go_on_while_the_reply_repeats() {
+        let (events, started) = reply(&[SYDNEY], &[&[SYDNEY], &[SYDNEY, "\n", RATE]]).await;
+        assert_eq!(started, 2);
+        assert_eq!(
+            calls_and_text(&events),
+            (vec!["get_exchange_rate".to_owned()], String::new())
+        );
+        assert_eq!(output_tokens(&events), 5 + 7 + 7);
+    }
+
+    #[tokio::test]
+    async fn when_every_try_repeats_the_calls_go_to_the_runner() {
+        let (events, started) = reply(&[SYDNEY], &[&[SYDNEY], &[SYDNEY, "\n", SYDNEY]]).await;
+        assert_eq!(started, 2, "each try once, no more");
+        assert_eq!(
+            calls_and_text(&events),
+            (vec!["get_weather".to_owned(), "get_weather".to_owned()], String::new())
+        );
     }
 
     #[tokio::test]
     async fn a_reply_with_a_new_call_or_text_is_not_asked_again() {
         for first in [&[SYDNEY, "\n", RATE][..], &["It is 20 °C."][..], &[RATE][..]] {
-            let (events, started) = reply(first, Some(&["never used"])).await;
+            let (events, started) = reply(first, &[&["never used"]]).await;
             assert_eq!(started, 0, "{first:?}");
             assert!(!calls_and_text(&events).1.contains("never used"));
             assert_eq!(output_tokens(&events), 5);
         }
-        // Without a second try armed, a repeat goes to the runner as it is.
-        let (events, _) = reply(&[SYDNEY], None).await;
+        // Without further tries, a repeat goes to the runner as it is.
+        let (events, _) = reply(&[SYDNEY], &[]).await;
         assert_eq!(calls_and_text(&events), (vec!["get_weather".to_owned()], String::new()));
     }
 
