@@ -206,4 +206,19 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn asking_again_after_a_repeated_call_is_on_unless_switched_off() {
+        assert!(LlamaConfig::default().retry_repeated_calls);
+        let config: LlamaConfig =
+            serde_json::from_value(serde_json::json!({"retry_repeated_calls": false})).expect("a valid table");
+        assert!(!config.retry_repeated_calls);
+        assert_eq!(
+            config,
+            LlamaConfig {
+                retry_repeated_calls: false,
+                ..LlamaConfig::default()
+            }
+        );
+    }
 }

@@ -13,11 +13,13 @@
 use agent_core::{ChatRequest, Message};
 use serde_json::Value;
 
-/// The calls made since the user's last message, when the request ends
-/// with their results (the only place a reply can repeat them).
+/// The calls made since the user's last message and their results, when
+/// the request ends with results (the only place a reply can repeat them).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct AnsweredCalls {
     calls: Vec<(String, Value)>,
+    /// Each result's tool and the values in it (see [`leaves`]).
+    results: Vec<(String, Vec<String>)>,
 }
 
 impl AnsweredCalls {
@@ -32,16 +34,26 @@ impl AnsweredCalls {
             .iter()
             .rposition(|message| matches!(message, Message::User { .. }))
             .map_or(0, |index| index + 1);
-        let calls = request.messages[start..]
-            .iter()
-            .filter_map(|message| match message {
-                Message::Assistant(assistant) => Some(&assistant.tool_calls),
-                _ => None,
-            })
-            .flatten()
-            .map(|call| (call.name.clone(), call.arguments.clone()))
-            .collect();
-        Self { calls }
+        let mut answered = Self::default();
+        for message in &request.messages[start..] {
+            match message {
+                Message::Assistant(assistant) => answered.calls.extend(
+                    assistant
+                        .tool_calls
+                        .iter()
+                        .map(|call| (call.name.clone(), call.arguments.clone())),
+                ),
+                Message::Tool(result) => {
+                    let content =
+                        serde_json::from_str(&result.content).unwrap_or_else(|_| Value::String(result.content.clone()));
+                    let mut values = Vec::new();
+                    leaves(&content, &mut values);
+                    answered.results.push((result.name.clone(), values));
+                }
+                _ => {}
+            }
+        }
+        answered
     }
 
     /// No call has been answered.
@@ -61,12 +73,56 @@ impl AnsweredCalls {
             .any(|(answered, value)| answered == name && same_value(value, &arguments))
     }
 
+    /// Whether a call of `name` with `arguments` only feeds the tool its own
+    /// result back: every value in the arguments is one of the values its
+    /// results gave (`calculator("7006652")` after `{"result": 7006652}`,
+    /// the converted amount converted again).
+    pub fn feeds_back(&self, name: &str, arguments: &str) -> bool {
+        let Ok(arguments) = serde_json::from_str::<Value>(arguments) else {
+            return false;
+        };
+        let mut wanted = Vec::new();
+        leaves(&arguments, &mut wanted);
+        let given: Vec<&String> = self
+            .results
+            .iter()
+            .filter(|(tool, _)| tool == name)
+            .flat_map(|(_, values)| values)
+            .collect();
+        !wanted.is_empty() && !given.is_empty() && wanted.iter().all(|value| given.contains(&value))
+    }
+
+    /// Whether a call adds nothing to what the results say: it was answered,
+    /// or it feeds a tool its own result back.
+    pub fn adds_nothing(&self, name: &str, arguments: &str) -> bool {
+        self.contains(name, arguments) || self.feeds_back(name, arguments)
+    }
+
     /// Whether a reply of `text` and `calls` only repeats answered calls:
-    /// no text and at least one call, every one answered.
+    /// no text and at least one call, none adding anything.
     pub fn only_repeated(&self, text: &str, calls: &[(String, String)]) -> bool {
         text.trim().is_empty()
             && !calls.is_empty()
-            && calls.iter().all(|(name, arguments)| self.contains(name, arguments))
+            && calls.iter().all(|(name, arguments)| self.adds_nothing(name, arguments))
+    }
+}
+
+/// The scalar values in `value`, as comparable text: numbers by value
+/// (`50`, `50.0` and `"50"` alike), strings trimmed and lowercased.
+fn leaves(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => map.values().for_each(|item| leaves(item, out)),
+        Value::Array(items) => items.iter().for_each(|item| leaves(item, out)),
+        Value::Number(number) => out.extend(number.as_f64().map(|x| x.to_string())),
+        Value::String(text) => {
+            let text = text.trim();
+            out.push(match text.parse::<f64>() {
+                Ok(number) if number.is_finite() => number.to_string(),
+                _ => text.to_lowercase(),
+            });
+        }
+        Value::Bool(flag) => out.push(flag.to_string()),
+        Value::Null => {}
     }
 }
 
@@ -180,6 +236,34 @@ mod tests {
             "other arguments"
         );
         assert!(!answered.contains("convert", "not json"));
+    }
+
+    #[test]
+    fn a_call_that_feeds_a_tool_its_own_result_back_adds_nothing() {
+        let request = ChatRequest::new(vec![
+            Message::user("What is 1234 * 5678, and 1000 USD in EUR?"),
+            Message::Assistant(AssistantMessage::with_tool_calls(
+                "",
+                vec![
+                    ToolCall::new("c1", "calculator", json!({"expression": "1234 * 5678"})),
+                    ToolCall::new("c2", "convert", json!({"from": "USD", "to": "EUR", "amount": 1000})),
+                ],
+            )),
+            Message::tool(ToolResult::success("c1", "calculator", r#"{"result": 7006652}"#)),
+            Message::tool(ToolResult::success(
+                "c2",
+                "convert",
+                r#"{"from": "USD", "to": "EUR", "amount": 1000, "converted": 920.0}"#,
+            )),
+        ]);
+        let answered = AnsweredCalls::in_request(&request);
+        assert!(answered.adds_nothing("calculator", r#"{"expression": "7006652"}"#));
+        assert!(answered.adds_nothing("convert", r#"{"from": "EUR", "to": "usd", "amount": 920}"#));
+        // A result passed on to another tool, or with a value of its own, is new.
+        assert!(!answered.adds_nothing("calculator", r#"{"expression": "7006652 / 2"}"#));
+        assert!(!answered.adds_nothing("divide", r#"{"number": 7006652}"#));
+        assert!(!answered.adds_nothing("convert", r#"{"from": "EUR", "to": "JPY", "amount": 920}"#));
+        assert!(!answered.adds_nothing("calculator", "{}"));
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub(crate) struct Mapper {
     calls: ToolCallExtractor,
     /// Events of the prefilled opening, sent after `Started`.
     opening: Vec<StreamEvent>,
+    /// The prefilled opening, which every try's reply starts with.
+    prefill: Option<String>,
     model: String,
     next_call: Arc<AtomicU64>,
     /// The tries left for a reply that only repeats answered calls.
@@ -41,13 +43,16 @@ pub(crate) struct Mapper {
     retried: bool,
     /// Usage of the earlier tries.
     earlier_usage: Usage,
+    /// The first reply's events, calls and end, kept while other tries
+    /// run: it goes to the runner when every try repeats.
+    first_reply: Option<(Vec<StreamEvent>, Vec<(String, String)>, Finish)>,
     started: bool,
     done: bool,
 }
 
 impl Mapper {
     /// A stream over `receiver`'s output; `tools` are the names of the
-    /// callable tools, `opening` the events of a prefilled call opening.
+    /// callable tools, `prefill` the opening the reply was started with.
     pub fn new(
         receiver: mpsc::UnboundedReceiver<Generated>,
         cancel: CancellationToken,
@@ -65,11 +70,13 @@ impl Mapper {
             cancel,
             calls,
             opening,
+            prefill: prefill.map(str::to_owned),
             model,
             next_call,
             retry,
             retried: false,
             earlier_usage: Usage::default(),
+            first_reply: None,
             started: false,
             done: false,
         }
@@ -135,13 +142,24 @@ impl Mapper {
             })
             .collect();
         if self.start_retry(&summary, &text, &calls) {
+            if self.first_reply.is_none() {
+                self.first_reply = Some((events, calls, summary.finish));
+            }
             return Vec::new();
         }
+        let mut finish = summary.finish;
         if self.retried
             && let Some(retry) = &self.retry
-            && !retry.answered.only_repeated(&text, &calls)
         {
-            calls.retain(|(name, arguments)| !retry.answered.contains(name, arguments));
+            if retry.answered.only_repeated(&text, &calls) {
+                // Every try repeated: the first reply goes to the runner, whose
+                // loop detection sees the same calls as the turn before.
+                if let Some((first_events, first_calls, first_finish)) = self.first_reply.take() {
+                    (events, calls, finish) = (first_events, first_calls, first_finish);
+                }
+            } else {
+                calls.retain(|(name, arguments)| !retry.answered.adds_nothing(name, arguments));
+            }
         }
         self.done = true;
         for (index, (name, arguments)) in calls.iter().enumerate() {
@@ -159,7 +177,7 @@ impl Mapper {
         }
         let total = std::mem::take(&mut self.earlier_usage) + usage(&summary);
         events.push(StreamEvent::Usage { usage: total });
-        let reason = match summary.finish {
+        let reason = match finish {
             _ if !calls.is_empty() => StopReason::ToolUse,
             Finish::EndOfGeneration => StopReason::EndTurn,
             Finish::MaxTokens => StopReason::MaxTokens,
@@ -191,6 +209,10 @@ impl Mapper {
                 );
                 self.receiver = receiver;
                 self.calls = self.calls.restarted();
+                if let Some(prefill) = &self.prefill {
+                    // Shown (or held back) with the first try already.
+                    let _ = self.calls.push(prefill);
+                }
                 self.earlier_usage += usage(summary);
                 self.retried = true;
                 true
@@ -388,16 +410,22 @@ mod tests {
 
     /// Every event of the reply to `first`, with further tries that answer
     /// each of `tries` in turn (counting how many were started).
-    async fn reply(first: &[&str], tries: &[&'static [&'static str]]) -> (Vec<StreamEvent>, usize) {
+    async fn reply(first: &[&str], tries: &[&[&str]]) -> (Vec<StreamEvent>, usize) {
+        reply_prefilled(None, first, tries).await
+    }
+
+    /// [`reply`] to a request whose reply was started with `prefill`.
+    async fn reply_prefilled(prefill: Option<&str>, first: &[&str], tries: &[&[&str]]) -> (Vec<StreamEvent>, usize) {
         let started = Arc::new(AtomicU64::new(0));
         let tries = tries
             .iter()
-            .copied()
             .map(|pieces| {
                 let started = Arc::clone(&started);
+                let pieces: Vec<String> = pieces.iter().map(|piece| (*piece).to_owned()).collect();
                 let start: StartJob = Box::new(move || {
                     started.fetch_add(1, Ordering::Relaxed);
-                    Ok(job(pieces, 7))
+                    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+                    Ok(job(&pieces, 7))
                 });
                 start
             })
@@ -410,7 +438,7 @@ mod tests {
             job(first, 5),
             CancellationToken::new(),
             TOOLS.iter().map(|t| (*t).to_owned()).collect(),
-            None,
+            prefill,
             "test".to_owned(),
             Arc::new(AtomicU64::new(1)),
             retry,
@@ -483,12 +511,33 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn when_every_try_repeats_the_calls_go_to_the_runner() {
-        let (events, started) = reply(&[SYDNEY], &[&[SYDNEY], &[SYDNEY, "\n", SYDNEY]]).await;
-        assert_eq!(started, 2, "each try once, no more");
+    async fn every_try_of_a_prefilled_reply_starts_with_the_prefill() {
+        let prefill = "{\"name\": \"";
+        let sydney = &SYDNEY[prefill.len()..];
+        let rate = &RATE[prefill.len()..];
+        let (events, started) = reply_prefilled(Some(prefill), &[sydney], &[&[rate]]).await;
+        assert_eq!(started, 1);
         assert_eq!(
             calls_and_text(&events),
-            (vec!["get_weather".to_owned(), "get_weather".to_owned()], String::new())
+            (vec!["get_exchange_rate".to_owned()], String::new())
+        );
+    }
+
+    #[tokio::test]
+    async fn when_every_try_repeats_the_first_reply_goes_to_the_runner() {
+        let (events, started) = reply(&[SYDNEY], &[&[SYDNEY, "\n", SYDNEY], &[SYDNEY, "\n", SYDNEY]]).await;
+        assert_eq!(started, 2, "each try once, no more");
+        assert_eq!(calls_and_text(&events), (vec!["get_weather".to_owned()], String::new()));
+        assert_eq!(output_tokens(&events), 5 + 7 + 7);
+        let stops: Vec<&StreamEvent> = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::Stop { .. }))
+            .collect();
+        assert_eq!(
+            stops,
+            [&StreamEvent::Stop {
+                reason: StopReason::ToolUse
+            }]
         );
     }
 
