@@ -25,6 +25,14 @@ pub(crate) struct RepeatRetry {
     pub tries: VecDeque<StartJob>,
 }
 
+/// A finished reply before its calls are sent: its last text events, its
+/// calls (name, JSON argument text) and why generation ended.
+struct FinishedReply {
+    events: Vec<StreamEvent>,
+    calls: Vec<(String, String)>,
+    finish: Finish,
+}
+
 /// Turns engine output into stream events.
 pub(crate) struct Mapper {
     receiver: mpsc::UnboundedReceiver<Generated>,
@@ -43,9 +51,9 @@ pub(crate) struct Mapper {
     retried: bool,
     /// Usage of the earlier tries.
     earlier_usage: Usage,
-    /// The first reply's events, calls and end, kept while other tries
-    /// run: it goes to the runner when every try repeats.
-    first_reply: Option<(Vec<StreamEvent>, Vec<(String, String)>, Finish)>,
+    /// The first reply, kept while other tries run: it goes to the runner
+    /// when every try repeats.
+    first_reply: Option<FinishedReply>,
     started: bool,
     done: bool,
 }
@@ -143,7 +151,11 @@ impl Mapper {
             .collect();
         if self.start_retry(&summary, &text, &calls) {
             if self.first_reply.is_none() {
-                self.first_reply = Some((events, calls, summary.finish));
+                self.first_reply = Some(FinishedReply {
+                    events,
+                    calls,
+                    finish: summary.finish,
+                });
             }
             return Vec::new();
         }
@@ -154,8 +166,8 @@ impl Mapper {
             if retry.answered.only_repeated(&text, &calls) {
                 // Every try repeated: the first reply goes to the runner, whose
                 // loop detection sees the same calls as the turn before.
-                if let Some((first_events, first_calls, first_finish)) = self.first_reply.take() {
-                    (events, calls, finish) = (first_events, first_calls, first_finish);
+                if let Some(first) = self.first_reply.take() {
+                    (events, calls, finish) = (first.events, first.calls, first.finish);
                 }
             } else {
                 calls.retain(|(name, arguments)| !retry.answered.adds_nothing(name, arguments));
