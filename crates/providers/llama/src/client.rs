@@ -209,8 +209,9 @@ impl LlamaClient {
 
     /// The further tries for a reply to `request` that only repeats the
     /// calls its results answer: the same job over the request with each
-    /// reminder of [`Reminder::LADDER`] ([`crate::repeat`]). `None` when the
-    /// request ends with no results, or `retry_repeated_calls` is off.
+    /// reminder of [`Reminder::LADDER`] ([`crate::repeat`]), built only when
+    /// a try starts. `None` when the request ends with no results, or
+    /// `retry_repeated_calls` is off.
     fn repeat_retry(
         &self,
         request: &ChatRequest,
@@ -227,19 +228,24 @@ impl LlamaClient {
         if answered.is_empty() {
             return None;
         }
-        let tries = Reminder::LADDER
-            .iter()
-            .filter_map(|reminder| reminder.applied_to(request))
-            .map(|reminded| {
-                let (client, plan, cancel) = (self.clone(), plan.clone(), cancel.clone());
-                let (grammar, grammar_use, prefill) =
-                    (grammar.cloned(), grammar_use.clone(), prefill.map(str::to_owned));
-                let start: StartJob =
-                    Box::new(move || client.job(&reminded, &plan, grammar, grammar_use, prefill.as_deref(), &cancel));
-                start
-            })
-            .collect();
-        Some(RepeatRetry { answered, tries })
+        let (client, plan, cancel) = (self.clone(), plan.clone(), cancel.clone());
+        let (grammar, grammar_use, prefill) = (grammar.cloned(), grammar_use.clone(), prefill.map(str::to_owned));
+        let start: StartJob = Box::new(move |reminded: &ChatRequest| {
+            client.job(
+                reminded,
+                &plan,
+                grammar.clone(),
+                grammar_use.clone(),
+                prefill.as_deref(),
+                &cancel,
+            )
+        });
+        Some(RepeatRetry {
+            request: request.clone(),
+            answered,
+            reminders: Reminder::LADDER.into(),
+            start,
+        })
     }
 }
 

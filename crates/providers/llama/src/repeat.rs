@@ -61,28 +61,22 @@ impl AnsweredCalls {
         self.calls.is_empty()
     }
 
-    /// Whether a call of `name` with `arguments` (JSON text) was answered:
-    /// the same arguments, whatever their key order or number spelling
-    /// (`50` and `50.0`).
-    pub fn contains(&self, name: &str, arguments: &str) -> bool {
-        let Ok(arguments) = serde_json::from_str::<Value>(arguments) else {
-            return false;
-        };
+    /// Whether a call of `name` with `arguments` was answered: the same
+    /// arguments, whatever their key order or number spelling (`50` and
+    /// `50.0`).
+    pub fn contains(&self, name: &str, arguments: &Value) -> bool {
         self.calls
             .iter()
-            .any(|(answered, value)| answered == name && same_value(value, &arguments))
+            .any(|(answered, value)| answered == name && same_value(value, arguments))
     }
 
     /// Whether a call of `name` with `arguments` only feeds the tool its own
     /// result back: every value in the arguments is one of the values its
     /// results gave (`calculator("7006652")` after `{"result": 7006652}`,
     /// the converted amount converted again).
-    pub fn feeds_back(&self, name: &str, arguments: &str) -> bool {
-        let Ok(arguments) = serde_json::from_str::<Value>(arguments) else {
-            return false;
-        };
+    pub fn feeds_back(&self, name: &str, arguments: &Value) -> bool {
         let mut wanted = Vec::new();
-        leaves(&arguments, &mut wanted);
+        leaves(arguments, &mut wanted);
         let given: Vec<&String> = self
             .results
             .iter()
@@ -92,10 +86,12 @@ impl AnsweredCalls {
         !wanted.is_empty() && !given.is_empty() && wanted.iter().all(|value| given.contains(&value))
     }
 
-    /// Whether a call adds nothing to what the results say: it was answered,
-    /// or it feeds a tool its own result back.
+    /// Whether a call of `name` with `arguments` (JSON text) adds nothing to
+    /// what the results say: it was answered, or it feeds a tool its own
+    /// result back. Arguments that are not JSON are something new.
     pub fn adds_nothing(&self, name: &str, arguments: &str) -> bool {
-        self.contains(name, arguments) || self.feeds_back(name, arguments)
+        serde_json::from_str::<Value>(arguments)
+            .is_ok_and(|arguments| self.contains(name, &arguments) || self.feeds_back(name, &arguments))
     }
 
     /// Whether a reply of `text` and `calls` only repeats answered calls:
@@ -152,9 +148,10 @@ impl Reminder {
     pub const LADDER: [Reminder; 2] = [Reminder::Question, Reminder::CallsAndQuestion];
 
     /// `request` with this reminder after its last tool result, where a
-    /// small model reads it as what is still to be done. `None` when the
-    /// request does not end with a result or has no user message.
-    pub fn applied_to(self, request: &ChatRequest) -> Option<ChatRequest> {
+    /// small model reads it as what is still to be done; `answered` are the
+    /// request's answered calls. `None` when the request does not end with
+    /// a result or has no user message.
+    pub fn applied_to(self, request: &ChatRequest, answered: &AnsweredCalls) -> Option<ChatRequest> {
         let question = request.messages.iter().rev().find_map(|message| match message {
             Message::User { content } if !content.trim().is_empty() => Some(content.clone()),
             _ => None,
@@ -162,7 +159,7 @@ impl Reminder {
         let reminder = match self {
             Reminder::Question => format!("My question was: {question}"),
             Reminder::CallsAndQuestion => {
-                let calls: Vec<String> = AnsweredCalls::in_request(request)
+                let calls: Vec<String> = answered
                     .calls
                     .iter()
                     .map(|(name, arguments)| format!("{name}({arguments})"))
@@ -225,17 +222,17 @@ mod tests {
     #[test]
     fn only_the_calls_since_the_last_user_message_count_as_answered() {
         let answered = AnsweredCalls::in_request(&after_result("Weather in Sydney and 50 USD in EUR?"));
-        assert!(answered.contains("get_weather", r#"{"units": "celsius", "location": "Sydney"}"#));
-        assert!(answered.contains("convert", r#"{"to": "EUR", "amount": 50.0}"#));
+        assert!(answered.contains("get_weather", &json!({"units": "celsius", "location": "Sydney"})));
+        assert!(answered.contains("convert", &json!({"to": "EUR", "amount": 50.0})));
         assert!(
-            !answered.contains("get_weather", r#"{"location": "Oslo"}"#),
+            !answered.contains("get_weather", &json!({"location": "Oslo"})),
             "before the user message"
         );
         assert!(
-            !answered.contains("get_weather", r#"{"location": "Sydney"}"#),
+            !answered.contains("get_weather", &json!({"location": "Sydney"})),
             "other arguments"
         );
-        assert!(!answered.contains("convert", "not json"));
+        assert!(!answered.adds_nothing("convert", "not json"));
     }
 
     #[test]
@@ -292,6 +289,7 @@ mod tests {
     #[test]
     fn reminders_go_after_the_last_result() {
         let request = after_result("Weather in Sydney and 50 USD in EUR?");
+        let answered = AnsweredCalls::in_request(&request);
         let last_content = |reminded: &ChatRequest| {
             assert_eq!(reminded.messages.len(), request.messages.len());
             assert_eq!(reminded.messages[..7], request.messages[..7]);
@@ -301,13 +299,15 @@ mod tests {
             assert_eq!((last.call_id.as_str(), last.is_error), ("c2", false));
             last.content.clone()
         };
-        let reminded = Reminder::Question.applied_to(&request).expect("a question to restate");
+        let reminded = Reminder::Question
+            .applied_to(&request, &answered)
+            .expect("a question to restate");
         assert_eq!(
             last_content(&reminded),
             "{\"summary\": \"46 EUR\"}\n\nMy question was: Weather in Sydney and 50 USD in EUR?"
         );
         let reminded = Reminder::CallsAndQuestion
-            .applied_to(&request)
+            .applied_to(&request, &answered)
             .expect("a question to restate");
         assert_eq!(
             last_content(&reminded),
@@ -318,7 +318,7 @@ mod tests {
         no_result.messages.pop();
         no_result.messages.pop();
         for reminder in Reminder::LADDER {
-            assert_eq!(reminder.applied_to(&no_result), None);
+            assert_eq!(reminder.applied_to(&no_result, &answered), None);
         }
     }
 }

@@ -6,23 +6,27 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agent_core::{CancellationToken, LlmError, LlmErrorKind, StopReason, StreamEvent, Usage};
+use agent_core::{CancellationToken, ChatRequest, LlmError, LlmErrorKind, StopReason, StreamEvent, Usage};
 use agent_parse::{StreamingToolCallFilter, ToolCallParser};
 use tokio::sync::mpsc;
 
 use crate::engine::{Finish, Generated, Summary};
-use crate::repeat::AnsweredCalls;
+use crate::repeat::{AnsweredCalls, Reminder};
 
-/// Starts the job of one more try: the same generation over the request
-/// with a reminder after the results.
-pub(crate) type StartJob = Box<dyn FnOnce() -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> + Send>;
+/// Starts the job of one more try: the same generation over the given
+/// request (the original with a reminder after the results).
+pub(crate) type StartJob = Box<dyn FnMut(&ChatRequest) -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> + Send>;
 
 /// The further tries for a reply that only repeats answered calls.
 pub(crate) struct RepeatRetry {
+    /// The request the reply answers.
+    pub request: ChatRequest,
     /// The calls the request's results answer.
     pub answered: AnsweredCalls,
-    /// Starts each further try, in order.
-    pub tries: VecDeque<StartJob>,
+    /// The reminders still to try, in order.
+    pub reminders: VecDeque<Reminder>,
+    /// Starts a try.
+    pub start: StartJob,
 }
 
 /// A finished reply before its calls are sent: its last text events, its
@@ -46,13 +50,10 @@ pub(crate) struct Mapper {
     next_call: Arc<AtomicU64>,
     /// The tries left for a reply that only repeats answered calls.
     retry: Option<RepeatRetry>,
-    /// Set once a further try runs: its calls already answered are dropped
-    /// (unless that is all it has).
-    retried: bool,
     /// Usage of the earlier tries.
     earlier_usage: Usage,
-    /// The first reply, kept while other tries run: it goes to the runner
-    /// when every try repeats.
+    /// The first reply, kept once other tries run (their calls that add
+    /// nothing are dropped): it goes to the runner when every try repeats.
     first_reply: Option<FinishedReply>,
     started: bool,
     done: bool,
@@ -82,7 +83,6 @@ impl Mapper {
             model,
             next_call,
             retry,
-            retried: false,
             earlier_usage: Usage::default(),
             first_reply: None,
             started: false,
@@ -149,7 +149,12 @@ impl Mapper {
                 _ => None,
             })
             .collect();
-        if self.start_retry(&summary, &text, &calls) {
+        let repeats = self.calls.shown_nothing()
+            && self
+                .retry
+                .as_ref()
+                .is_some_and(|retry| retry.answered.only_repeated(&text, &calls));
+        if repeats && self.start_retry(&summary) {
             if self.first_reply.is_none() {
                 self.first_reply = Some(FinishedReply {
                     events,
@@ -160,10 +165,8 @@ impl Mapper {
             return Vec::new();
         }
         let mut finish = summary.finish;
-        if self.retried
-            && let Some(retry) = &self.retry
-        {
-            if retry.answered.only_repeated(&text, &calls) {
+        if let (Some(retry), Some(_)) = (&self.retry, &self.first_reply) {
+            if repeats {
                 // Every try repeated: the first reply goes to the runner, whose
                 // loop detection sees the same calls as the turn before.
                 if let Some(first) = self.first_reply.take() {
@@ -199,24 +202,23 @@ impl Mapper {
         events
     }
 
-    /// Starts the next try when the finished reply (`text`, `calls`) only
-    /// repeats answered calls and showed no text; false otherwise, when no
-    /// try is left, or when it cannot start (the reply then stands).
-    fn start_retry(&mut self, summary: &Summary, text: &str, calls: &[(String, String)]) -> bool {
+    /// Starts the next try for a reply that only repeated answered calls;
+    /// false when no try is left or it cannot start (the reply then stands).
+    fn start_retry(&mut self, summary: &Summary) -> bool {
         let Some(retry) = self.retry.as_mut() else {
             return false;
         };
-        if !self.calls.shown_nothing() || !retry.answered.only_repeated(text, calls) {
-            return false;
-        }
-        let Some(start) = retry.tries.pop_front() else {
+        let Some(reminded) = retry
+            .reminders
+            .pop_front()
+            .and_then(|reminder| reminder.applied_to(&retry.request, &retry.answered))
+        else {
             return false;
         };
-        match start() {
+        match (retry.start)(&reminded) {
             Ok(receiver) => {
                 tracing::debug!(
-                    calls = calls.len(),
-                    tries_left = retry.tries.len(),
+                    tries_left = retry.reminders.len(),
                     "the reply only repeated answered calls; asking again with a reminder"
                 );
                 self.receiver = receiver;
@@ -226,7 +228,6 @@ impl Mapper {
                     let _ = self.calls.push(prefill);
                 }
                 self.earlier_usage += usage(summary);
-                self.retried = true;
                 true
             }
             Err(error) => {
@@ -399,10 +400,10 @@ mod tests {
         receiver
     }
 
-    /// Answered: the weather in Sydney (what the request's results hold).
-    fn sydney_answered() -> AnsweredCalls {
-        use agent_core::{AssistantMessage, ChatRequest, Message, ToolCall, ToolResult};
-        AnsweredCalls::in_request(&ChatRequest::new(vec![
+    /// A request whose results answer the weather in Sydney.
+    fn sydney_request() -> ChatRequest {
+        use agent_core::{AssistantMessage, Message, ToolCall, ToolResult};
+        ChatRequest::new(vec![
             Message::user("Weather in Sydney, and 1000 AUD in USD?"),
             Message::Assistant(AssistantMessage::with_tool_calls(
                 "",
@@ -413,7 +414,7 @@ mod tests {
                 )],
             )),
             Message::tool(ToolResult::success("c1", "get_weather", "20 °C")),
-        ]))
+        ])
     }
 
     const SYDNEY: &str = "{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Sydney\"}}";
@@ -429,22 +430,27 @@ mod tests {
     /// [`reply`] to a request whose reply was started with `prefill`.
     async fn reply_prefilled(prefill: Option<&str>, first: &[&str], tries: &[&[&str]]) -> (Vec<StreamEvent>, usize) {
         let started = Arc::new(AtomicU64::new(0));
-        let tries = tries
+        let mut replies: VecDeque<Vec<String>> = tries
             .iter()
-            .map(|pieces| {
-                let started = Arc::clone(&started);
-                let pieces: Vec<String> = pieces.iter().map(|piece| (*piece).to_owned()).collect();
-                let start: StartJob = Box::new(move || {
-                    started.fetch_add(1, Ordering::Relaxed);
-                    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
-                    Ok(job(&pieces, 7))
-                });
-                start
-            })
+            .map(|pieces| pieces.iter().map(|piece| (*piece).to_owned()).collect())
             .collect();
+        let counter = Arc::clone(&started);
+        let start: StartJob = Box::new(move |reminded: &ChatRequest| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            assert!(reminded.messages.last().is_some_and(|last| match last {
+                agent_core::Message::Tool(result) => result.content.contains("My question was:"),
+                _ => false,
+            }));
+            let pieces = replies.pop_front().unwrap_or_default();
+            let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+            Ok(job(&pieces, 7))
+        });
+        let request = sydney_request();
         let retry = Some(RepeatRetry {
-            answered: sydney_answered(),
-            tries,
+            answered: AnsweredCalls::in_request(&request),
+            request,
+            reminders: std::iter::repeat_n(Reminder::Question, tries.len()).collect(),
+            start,
         });
         let mapper = Mapper::new(
             job(first, 5),
