@@ -21,6 +21,12 @@ pub enum ApiError {
         /// The limit in bytes.
         limit: usize,
     },
+    /// The body did not arrive within the body timeout (408).
+    #[error("the request body did not arrive within {} s; send it at once after the headers", seconds(*.millis))]
+    BodyTimeout {
+        /// The timeout in milliseconds.
+        millis: u64,
+    },
     /// The key already has as many runs in flight as it may (429).
     #[error("too many runs in flight for this API key (at most {limit}); retry when one has finished")]
     TooManyRuns {
@@ -43,6 +49,15 @@ pub enum ApiError {
     /// The request contradicts what is stored (409).
     #[error("{0}")]
     Conflict(String),
+    /// The key already has as many sessions as it may keep (409).
+    #[error(
+        "this API key has {limit} sessions, the most it may keep; delete one (DELETE /v1/sessions/{{id}}) to create \
+         another"
+    )]
+    TooManySessions {
+        /// The per-key limit.
+        limit: usize,
+    },
     /// The agent's run failed (502: the model behind it did).
     #[error("the run failed: {0}")]
     RunFailed(String),
@@ -60,9 +75,10 @@ impl ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::InvalidRequest(_) => StatusCode::BAD_REQUEST,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::TooManyRuns { .. } | Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Conflict(_) | Self::TooManySessions { .. } => StatusCode::CONFLICT,
             Self::RunFailed(_) => StatusCode::BAD_GATEWAY,
             Self::Store(_) | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -71,13 +87,18 @@ impl ApiError {
     fn kind(&self) -> &'static str {
         match self {
             Self::Unauthorized => "authentication_error",
-            Self::InvalidRequest(_) | Self::TooLarge { .. } => "invalid_request_error",
+            Self::InvalidRequest(_) | Self::TooLarge { .. } | Self::BodyTimeout { .. } => "invalid_request_error",
             Self::TooManyRuns { .. } | Self::RateLimited { .. } => "rate_limit_error",
             Self::NotFound(_) => "not_found_error",
-            Self::Conflict(_) => "conflict_error",
+            Self::Conflict(_) | Self::TooManySessions { .. } => "conflict_error",
             Self::RunFailed(_) | Self::Store(_) | Self::ShuttingDown => "api_error",
         }
     }
+}
+
+/// `millis` in seconds, as briefly as exact: `0.3`, `30`.
+fn seconds(millis: u64) -> f64 {
+    millis as f64 / 1000.0
 }
 
 impl IntoResponse for ApiError {

@@ -27,9 +27,14 @@
 //! key ([`ApiKeys`], kept as SHA-256 hashes, never logged); another key's
 //! runs and sessions are not found (404). Bodies are limited in size (413
 //! above it); each key has a limit of runs in flight and a request rate
-//! (429 above them). A client that goes away cancels its run. CORS is off.
-//! At shutdown, runs get a grace period, then are cancelled, and every turn
-//! is stored. `docs/serving.md` has the whole API and the load figures.
+//! (429 above them), and of sessions (409). A request's headers and body
+//! must arrive in time (the connection is closed; 408), connections are
+//! limited (more wait to be accepted), and ended runs are kept a while,
+//! so many per key, without their conversation. A client that goes away
+//! cancels its run. CORS is off. At shutdown, idle and half-sent
+//! connections are closed at once; runs get a grace period, then are
+//! cancelled, and every turn is stored. `docs/serving.md` has the whole
+//! API, the limits and the load figures.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -59,11 +64,14 @@
 //! ```
 
 mod auth;
+mod body_deadline;
+mod connections;
 mod error;
 mod limits;
 mod openai;
 mod page;
 mod runs;
+mod session_index;
 mod sessions;
 mod state;
 
@@ -102,6 +110,27 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// How long an ended run is kept by default for `GET /v1/runs/{id}`.
 pub const DEFAULT_RUN_RETENTION: Duration = Duration::from_secs(15 * 60);
 
+/// How long a client has to send a request's headers by default; an idle
+/// keep-alive connection is closed after as long.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client has to send a request's body by default, from the
+/// moment its headers arrived.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default number of connections served at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// The default number of ended runs kept per key for `GET /v1/runs/{id}`.
+pub const DEFAULT_MAX_ENDED_RUNS_PER_KEY: usize = 100;
+
+/// The default number of sessions one key may have.
+pub const DEFAULT_MAX_SESSIONS_PER_KEY: usize = 1000;
+
+/// How long requests being answered at shutdown may go on once the runs'
+/// grace is over (their runs are cancelled then, and answered).
+const AFTER_GRACE: Duration = Duration::from_secs(5);
+
 /// How `POST /v1/runs` writes a run's record.
 pub type RenderRun = Arc<dyn Fn(&AgentRunResult) -> serde_json::Value + Send + Sync>;
 
@@ -119,6 +148,11 @@ pub struct Server {
     render_run: RenderRun,
     store: Arc<dyn ConversationStore>,
     run_retention: Duration,
+    max_ended_runs_per_key: usize,
+    max_sessions_per_key: usize,
+    header_read_timeout: Duration,
+    body_timeout: Duration,
+    max_connections: usize,
 }
 
 impl Server {
@@ -139,6 +173,11 @@ impl Server {
             render_run: Arc::new(|result| serde_json::to_value(result).unwrap_or(serde_json::Value::Null)),
             store: Arc::new(InMemoryStore::new()),
             run_retention: DEFAULT_RUN_RETENTION,
+            max_ended_runs_per_key: DEFAULT_MAX_ENDED_RUNS_PER_KEY,
+            max_sessions_per_key: DEFAULT_MAX_SESSIONS_PER_KEY,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 
@@ -175,6 +214,45 @@ impl Server {
     /// How long an ended run stays readable by id (default 15 minutes).
     pub fn run_retention(mut self, retention: Duration) -> Self {
         self.run_retention = retention;
+        self
+    }
+
+    /// Ended runs kept per key (default 100; at least 1): past it, the key's
+    /// oldest ended run is forgotten. A kept run keeps its record without
+    /// the conversation (`messages`), and its events.
+    pub fn max_ended_runs_per_key(mut self, runs: usize) -> Self {
+        self.max_ended_runs_per_key = runs.max(1);
+        self
+    }
+
+    /// Sessions one key may have (default 1,000; at least 1). Creating one
+    /// more is a 409 naming the limit.
+    pub fn max_sessions_per_key(mut self, sessions: usize) -> Self {
+        self.max_sessions_per_key = sessions.max(1);
+        self
+    }
+
+    /// How long a client has to send a request's headers (default 10 s,
+    /// at least 1 ms); the connection is closed then. An idle keep-alive
+    /// connection is closed after as long.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a client has to send a request's body once its headers
+    /// arrived (default 30 s, at least 1 ms); past it the request is
+    /// answered 408.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Connections served at once (default 1,024; at least 1). Past it,
+    /// new connections wait to be accepted until one closes; the open ones
+    /// keep being served.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
         self
     }
 
@@ -219,52 +297,70 @@ impl Server {
         self
     }
 
-    /// The routes, ready to be served or nested in a larger router.
+    /// The routes, ready to be served or nested in a larger router. They
+    /// bound the time to send a body ([`body_timeout`](Self::body_timeout));
+    /// the header read timeout and the connection limit are
+    /// [`serve`](Self::serve)'s, to be set by whoever serves the routes.
     pub fn router(self) -> Router {
         self.into_parts().1
     }
 
     /// Serves on `listener` until `shutdown` completes. Then `/readyz`
     /// answers 503 and no new run starts (503); after the
-    /// [drain delay](Self::drain_delay) no new connection is taken. Runs in
-    /// flight may finish within the [grace](Self::shutdown_grace); those
-    /// still going are cancelled, and every run stores its turn in its
-    /// session before this returns.
+    /// [drain delay](Self::drain_delay) no new connection is taken, and
+    /// connections answering no request (idle, or a request still being
+    /// sent) are closed. Runs in flight may finish within the
+    /// [grace](Self::shutdown_grace); those still going are cancelled, and
+    /// every run stores its turn in its session before this returns.
+    /// Requests being answered have the grace and 5 s more (at least 5 s
+    /// after the drain delay) to finish; their connections are closed then.
+    ///
+    /// Connections are limited ([`max_connections`](Self::max_connections)),
+    /// and so is the time a client has to send a request's headers
+    /// ([`header_read_timeout`](Self::header_read_timeout)) and body
+    /// ([`body_timeout`](Self::body_timeout)).
     ///
     /// # Errors
     ///
-    /// The listener's I/O error.
+    /// None so far: a failed accept is logged and retried (out of file
+    /// descriptors, a second later), as `axum::serve` does.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (drain_delay, grace) = (self.drain_delay, self.shutdown_grace);
+        let limits = connections::ConnectionLimits {
+            header_read_timeout: self.header_read_timeout,
+            max_connections: self.max_connections,
+        };
         let (shared, router) = self.into_parts();
+        let closing = connections::Closing::default();
         let stopping = Arc::clone(&shared);
-        // A make-service clones the router for each connection (one Arc);
-        // serving the router itself would rebuild its routes for each.
-        let served = axum::serve(listener, router.into_make_service())
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                stopping.stop_taking_requests();
-                tracing::info!(?drain_delay, ?grace, runs = stopping.runs.running(), "shutting down");
-                let runs = Arc::clone(&stopping);
-                tokio::spawn(async move {
-                    if tokio::time::timeout(grace, runs.runs.wait_idle()).await.is_err() {
-                        tracing::warn!(
-                            runs = runs.runs.running(),
-                            "cancelling the runs still going after the grace"
-                        );
-                        runs.runs.cancel_all();
-                    }
-                });
-                tokio::time::sleep(drain_delay).await;
-            })
-            .await;
+        let close = closing.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            let signalled = tokio::time::Instant::now();
+            stopping.stop_taking_requests();
+            tracing::info!(?drain_delay, ?grace, runs = stopping.runs.running(), "shutting down");
+            let runs = Arc::clone(&stopping);
+            tokio::spawn(async move {
+                if tokio::time::timeout(grace, runs.runs.wait_idle()).await.is_err() {
+                    tracing::warn!(
+                        runs = runs.runs.running(),
+                        "cancelling the runs still going after the grace"
+                    );
+                    runs.runs.cancel_all();
+                }
+            });
+            tokio::time::sleep(drain_delay).await;
+            let runs_cancelled = signalled + grace;
+            close.close(runs_cancelled.max(tokio::time::Instant::now()) + AFTER_GRACE);
+        });
+        connections::serve(listener, router, limits, closing).await;
         // Runs not tied to a request (`"wait": false`) end here, stored.
         shared.runs.wait_idle().await;
-        served
+        Ok(())
     }
 
     fn into_parts(self) -> (Arc<Shared>, Router) {
@@ -279,7 +375,10 @@ impl Server {
             render_run: self.render_run,
             store: self.store,
             run_retention: self.run_retention,
+            max_ended_runs_per_key: self.max_ended_runs_per_key,
+            max_sessions_per_key: self.max_sessions_per_key,
         };
+        let body_timeout = self.body_timeout;
         let shared = Arc::new(Shared::new(self.agent, settings));
         let router = Router::new()
             .route("/", get(page::chat_page))
@@ -294,6 +393,10 @@ impl Server {
             .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
             .route("/v1/sessions/{id}/resume", post(runs::resume_session))
             .layer(DefaultBodyLimit::max(max_body_bytes))
+            .layer(axum::middleware::map_request_with_state(
+                body_timeout,
+                body_deadline::add_deadline,
+            ))
             .with_state(Arc::clone(&shared));
         (shared, router)
     }
@@ -306,6 +409,11 @@ impl std::fmt::Debug for Server {
             .field("api_keys", &self.api_keys)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_runs_per_key", &self.max_runs_per_key)
+            .field("max_ended_runs_per_key", &self.max_ended_runs_per_key)
+            .field("max_sessions_per_key", &self.max_sessions_per_key)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
 }

@@ -13,7 +13,9 @@
 //! A session is stored under `TAG.ID`, where `TAG` is sixteen hex digits of
 //! the owner key's hash ([`KeyId::tag`]), so every store (SQLite,
 //! PostgreSQL, memory) keeps the owner without a schema of its own, and
-//! instances sharing a store agree on it.
+//! instances sharing a store agree on it. Each key may have so many
+//! sessions (409 past it); its sessions are found through an index by
+//! owner ([`crate::session_index`]), not by listing every key's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,6 +25,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::OwnedMutexGuard;
 
@@ -34,6 +37,15 @@ use crate::state::{Caller, Shared};
 /// How a session id starts.
 const SESSION_PREFIX: &str = "sess_";
 
+/// Sessions of a key whose metadata a listing reads at once.
+const READ_AT_ONCE: usize = 8;
+
+/// Whether `id` has the form of a session id: `sess_` and 24 hex digits.
+pub(crate) fn well_formed(id: &str) -> bool {
+    id.strip_prefix(SESSION_PREFIX)
+        .is_some_and(|digits| digits.len() == 24 && digits.bytes().all(|byte| byte.is_ascii_hexdigit()))
+}
+
 /// A session of the caller: its public id and its name in the store.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionRef {
@@ -44,9 +56,7 @@ pub(crate) struct SessionRef {
 impl SessionRef {
     /// The caller's session `id`, if `id` has the form of one.
     pub(crate) fn of(caller: KeyId, id: &str) -> Option<Self> {
-        let digits = id.strip_prefix(SESSION_PREFIX)?;
-        let well_formed = digits.len() == 24 && digits.bytes().all(|byte| byte.is_ascii_hexdigit());
-        well_formed.then(|| Self {
+        well_formed(id).then(|| Self {
             id: id.to_owned(),
             stored: format!("{}.{id}", caller.tag()),
         })
@@ -76,6 +86,37 @@ impl Shared {
             Err(error) => Err(store_error(id, error)),
         }
     }
+
+    /// The caller's sessions with what is known of each, most recently
+    /// used first, read through the index; those found missing from the
+    /// store (deleted on another instance) leave the index.
+    async fn sessions_of(&self, caller: Caller) -> Result<Vec<(String, ConversationMeta)>, ApiError> {
+        let tag = caller.0.tag();
+        self.session_index
+            .refresh(self.store.as_ref())
+            .await
+            .map_err(|error| ApiError::Store(error.to_string()))?;
+        let (owner, store) = (tag.as_str(), self.store.as_ref());
+        let read: Vec<_> = futures::stream::iter(self.session_index.sessions(owner))
+            .map(|id| async move {
+                let meta = store.meta(&format!("{owner}.{id}")).await;
+                (id, meta)
+            })
+            .buffer_unordered(READ_AT_ONCE)
+            .collect()
+            .await;
+        let mut sessions = Vec::with_capacity(read.len());
+        for (id, meta) in read {
+            match meta {
+                Ok(Some(meta)) => sessions.push((id, meta)),
+                Ok(None) => self.session_index.remove(&tag, &id),
+                Err(error) => return Err(store_error(&id, error)),
+            }
+        }
+        // As stores list them: most recently updated first, ties by name.
+        sessions.sort_by(|(a_id, a), (b_id, b)| b.updated_at.cmp(&a.updated_at).then_with(|| a_id.cmp(b_id)));
+        Ok(sessions)
+    }
 }
 
 /// The public view of a stored session.
@@ -95,8 +136,26 @@ fn view(id: &str, meta: &ConversationMeta) -> Value {
     })
 }
 
-/// `POST /v1/sessions`.
+/// `POST /v1/sessions`: 409 when the caller has as many sessions as it
+/// may.
 pub(crate) async fn create(State(shared): State<Arc<Shared>>, caller: Caller) -> Result<Response, ApiError> {
+    let tag = caller.0.tag();
+    let limit = shared.max_sessions_per_key;
+    shared
+        .session_index
+        .refresh(shared.store.as_ref())
+        .await
+        .map_err(|error| ApiError::Store(error.to_string()))?;
+    let reserved = if let Some(reserved) = shared.session_index.reserve(&tag, limit) {
+        reserved
+    } else {
+        // Some may have been deleted on another instance: look.
+        shared.sessions_of(caller).await?;
+        shared
+            .session_index
+            .reserve(&tag, limit)
+            .ok_or(ApiError::TooManySessions { limit })?
+    };
     let id = new_id(SESSION_PREFIX);
     let session = SessionRef::of(caller.0, &id).ok_or_else(|| ApiError::Store("a session id was malformed".into()))?;
     let meta = shared
@@ -104,21 +163,14 @@ pub(crate) async fn create(State(shared): State<Arc<Shared>>, caller: Caller) ->
         .create(&session.stored)
         .await
         .map_err(|error| store_error(&id, error))?;
+    reserved.created(&id);
     Ok((StatusCode::CREATED, Json(view(&id, &meta))).into_response())
 }
 
 /// `GET /v1/sessions`.
 pub(crate) async fn list(State(shared): State<Arc<Shared>>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let prefix = format!("{}.", caller.0.tag());
-    let metas = shared
-        .store
-        .list()
-        .await
-        .map_err(|error| ApiError::Store(error.to_string()))?;
-    let data: Vec<Value> = metas
-        .iter()
-        .filter_map(|meta| Some(view(meta.name.strip_prefix(&prefix)?, meta)))
-        .collect();
+    let sessions = shared.sessions_of(caller).await?;
+    let data: Vec<Value> = sessions.iter().map(|(id, meta)| view(id, meta)).collect();
     Ok(Json(json!({"object": "list", "data": data})))
 }
 
@@ -149,11 +201,11 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let session = SessionRef::of(caller.0, &id).ok_or_else(|| not_found(&id))?;
     let _turn = shared.session_locks.lock(&session.stored).await;
-    shared
-        .store
-        .delete(&session.stored)
-        .await
-        .map_err(|error| store_error(&id, error))?;
+    let deleted = shared.store.delete(&session.stored).await;
+    if matches!(deleted, Ok(()) | Err(StoreError::NotFound { .. })) {
+        shared.session_index.remove(&caller.0.tag(), &id);
+    }
+    deleted.map_err(|error| store_error(&id, error))?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -23,10 +23,12 @@ use crate::auth::{ApiKeys, KeyId};
 use crate::error::ApiError;
 use crate::limits::RequestRate;
 use crate::runs::registry::RunRegistry;
+use crate::session_index::{REFRESH, SessionIndex};
 use crate::sessions::SessionLocks;
 
-/// Ended runs kept at most, whatever their age (each keeps its events and
-/// record, the conversation included).
+/// Ended runs kept at most, whatever their age and key (each keeps its
+/// events and its record without the conversation; each key keeps at most
+/// its own limit of them).
 const MAX_ENDED_RUNS: usize = 1_000;
 
 /// The server's state, shared by every request.
@@ -43,6 +45,10 @@ pub(crate) struct Shared {
     pub(crate) store: Arc<dyn ConversationStore>,
     pub(crate) runs: RunRegistry,
     pub(crate) session_locks: SessionLocks,
+    /// Sessions one key may have.
+    pub(crate) max_sessions_per_key: usize,
+    /// The sessions of each key.
+    pub(crate) session_index: SessionIndex,
     ready: AtomicBool,
     in_flight: Mutex<HashMap<KeyId, usize>>,
 }
@@ -58,6 +64,8 @@ pub(crate) struct Settings {
     pub(crate) render_run: RenderRun,
     pub(crate) store: Arc<dyn ConversationStore>,
     pub(crate) run_retention: Duration,
+    pub(crate) max_ended_runs_per_key: usize,
+    pub(crate) max_sessions_per_key: usize,
 }
 
 impl Shared {
@@ -72,8 +80,10 @@ impl Shared {
             keep_alive: settings.keep_alive,
             render_run: settings.render_run,
             store: settings.store,
-            runs: RunRegistry::new(settings.run_retention, MAX_ENDED_RUNS),
+            runs: RunRegistry::new(settings.run_retention, MAX_ENDED_RUNS, settings.max_ended_runs_per_key),
             session_locks: SessionLocks::default(),
+            max_sessions_per_key: settings.max_sessions_per_key,
+            session_index: SessionIndex::new(REFRESH),
             ready: AtomicBool::new(true),
             in_flight: Mutex::new(HashMap::new()),
         }
@@ -106,15 +116,23 @@ impl Shared {
     }
 
     /// The JSON body, or the error that says what is wrong with it (413
-    /// over the size limit).
+    /// over the size limit, 408 past the body timeout).
     pub(crate) fn body<T>(&self, body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-        match body {
-            Ok(Json(value)) => Ok(value),
-            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::TooLarge {
-                limit: self.max_body_bytes,
-            }),
-            Err(rejection) => Err(ApiError::InvalidRequest(rejection.body_text())),
+        let rejection = match body {
+            Ok(Json(value)) => return Ok(value),
+            Err(rejection) => rejection,
+        };
+        if let Some(timeout) = crate::body_deadline::timed_out(&rejection) {
+            return Err(ApiError::BodyTimeout {
+                millis: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            });
         }
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return Err(ApiError::TooLarge {
+                limit: self.max_body_bytes,
+            });
+        }
+        Err(ApiError::InvalidRequest(rejection.body_text()))
     }
 }
 

@@ -1,6 +1,14 @@
 //! The runs a server knows by id: those in flight and, for a while, those
 //! that ended. Each keeps its events so that a client can follow it from
 //! the start at any time (`GET /v1/runs/{id}/events`).
+//!
+//! What ended runs keep is bounded per key: at most so many runs of a key
+//! are kept (its oldest ended one is forgotten first), and each keeps its
+//! record without the conversation (`messages`, the whole history the run
+//! continued, which may be large). A request that holds the run when it
+//! ends (the `POST` that waits for it, a follower of its events) gets the
+//! whole record; the conversation is forgotten once nobody but the
+//! registry holds the run, at its end or at the registry's next change.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -17,6 +25,7 @@ pub(crate) struct RunRegistry {
     inner: Mutex<Registry>,
     retention: Duration,
     max_ended: usize,
+    max_ended_per_key: usize,
     /// Bumped when a run ends, for [`wait_idle`](Self::wait_idle).
     ended: watch::Sender<u64>,
 }
@@ -26,16 +35,51 @@ struct Registry {
     runs: HashMap<String, Arc<RunEntry>>,
     /// Ended runs, oldest first, with when they ended.
     ended: VecDeque<(Instant, String)>,
+    /// Each key's ended runs, oldest first.
+    ended_by_owner: HashMap<KeyId, VecDeque<String>>,
+    /// Ended runs whose record still has its conversation: someone held
+    /// them when they ended.
+    untrimmed: Vec<String>,
     running: usize,
 }
 
+impl Registry {
+    /// Forgets the ended run `id` of `owner`.
+    fn forget(&mut self, owner: KeyId, id: &str) {
+        self.runs.remove(id);
+        if let Some(owned) = self.ended_by_owner.get_mut(&owner) {
+            owned.retain(|kept| kept != id);
+            if owned.is_empty() {
+                self.ended_by_owner.remove(&owner);
+            }
+        }
+        self.untrimmed.retain(|kept| kept != id);
+    }
+
+    /// Forgets the conversation of the ended runs that only the registry
+    /// holds now.
+    fn trim_unheld(&mut self) {
+        let Self { runs, untrimmed, .. } = self;
+        untrimmed.retain(|id| match runs.get(id) {
+            Some(entry) if Arc::strong_count(entry) > 1 => true,
+            Some(entry) => {
+                entry.forget_conversation();
+                false
+            }
+            None => false,
+        });
+    }
+}
+
 impl RunRegistry {
-    /// Keeps ended runs for `retention`, and at most `max_ended` of them.
-    pub(crate) fn new(retention: Duration, max_ended: usize) -> Self {
+    /// Keeps ended runs for `retention`, at most `max_ended` of them, and
+    /// at most `max_ended_per_key` of each key.
+    pub(crate) fn new(retention: Duration, max_ended: usize, max_ended_per_key: usize) -> Self {
         Self {
             inner: Mutex::new(Registry::default()),
             retention,
             max_ended,
+            max_ended_per_key: max_ended_per_key.max(1),
             ended: watch::Sender::new(0),
         }
     }
@@ -65,8 +109,11 @@ impl RunRegistry {
             }
             let id = id.clone();
             registry.ended.pop_front();
-            registry.runs.remove(&id);
+            if let Some(owner) = registry.runs.get(&id).map(|expired| expired.owner) {
+                registry.forget(owner, &id);
+            }
         }
+        registry.trim_unheld();
         registry.runs.insert(entry.id.clone(), Arc::clone(&entry));
         registry.running += 1;
         entry
@@ -74,17 +121,38 @@ impl RunRegistry {
 
     /// The run `id` when `caller` owns it (another key's runs are not found).
     pub(crate) fn get(&self, id: &str, caller: KeyId) -> Option<Arc<RunEntry>> {
-        self.lock().runs.get(id).filter(|entry| entry.owner == caller).cloned()
+        let mut registry = self.lock();
+        registry.trim_unheld();
+        registry.runs.get(id).filter(|entry| entry.owner == caller).cloned()
     }
 
     /// Records that `entry` ended with `outcome`: its followers get the last
-    /// event and their streams end.
+    /// event and their streams end. The key's oldest ended run is forgotten
+    /// past its limit; the run's conversation is forgotten at once unless
+    /// someone but the caller holds the run.
     pub(crate) fn end(&self, entry: &RunEntry, outcome: RunOutcome) {
         entry.lock().outcome = Some(outcome);
         entry.changed.send_modify(|version| *version += 1);
         let mut registry = self.lock();
         registry.running = registry.running.saturating_sub(1);
         registry.ended.push_back((Instant::now(), entry.id.clone()));
+        let owned = registry.ended_by_owner.entry(entry.owner).or_default();
+        owned.push_back(entry.id.clone());
+        let over = owned.len().saturating_sub(self.max_ended_per_key);
+        let forgotten: Vec<String> = owned.drain(..over).collect();
+        for id in &forgotten {
+            registry.forget(entry.owner, id);
+        }
+        if !forgotten.is_empty() {
+            registry.ended.retain(|(_, id)| !forgotten.contains(id));
+        }
+        // Held by the registry and by the caller (the run's task) only.
+        match registry.runs.get(&entry.id) {
+            Some(kept) if Arc::strong_count(kept) <= 2 => kept.forget_conversation(),
+            Some(_) => registry.untrimmed.push(entry.id.clone()),
+            None => {}
+        }
+        registry.trim_unheld();
         drop(registry);
         self.ended.send_modify(|count| *count += 1);
     }
@@ -149,6 +217,17 @@ impl RunEntry {
     pub(crate) fn push(&self, event: AgentEvent) {
         self.lock().events.push(event);
         self.changed.send_modify(|version| *version += 1);
+    }
+
+    /// Keeps its record without the conversation from now on.
+    fn forget_conversation(&self) {
+        let mut log = self.lock();
+        if let Some(outcome) = log.outcome.as_mut()
+            && !outcome.result.messages.is_empty()
+        {
+            // Copies the record first only if a request still renders it.
+            Arc::make_mut(&mut outcome.result).messages = Vec::new();
+        }
     }
 
     /// How it ended, once it has.
@@ -226,7 +305,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_follower_gets_every_event_from_the_first_and_the_stream_ends_with_the_run() {
-        let registry = RunRegistry::new(Duration::from_secs(60), 10);
+        let registry = RunRegistry::new(Duration::from_secs(60), 10, 10);
         let entry = registry.insert(key("a"), None, CancellationToken::new());
         entry.push(AgentEvent::TextDelta { text: "one".into() });
         let follower = tokio::spawn(entry.events().collect::<Vec<_>>());
@@ -251,7 +330,7 @@ mod tests {
 
     #[tokio::test]
     async fn another_keys_run_is_not_found_and_ended_runs_are_forgotten_past_the_cap() {
-        let registry = RunRegistry::new(Duration::from_secs(60), 1);
+        let registry = RunRegistry::new(Duration::from_secs(60), 1, 10);
         let first = registry.insert(key("a"), None, CancellationToken::new());
         assert!(registry.get(&first.id, key("a")).is_some());
         assert!(registry.get(&first.id, key("b")).is_none(), "not the caller's");
@@ -266,9 +345,104 @@ mod tests {
         assert!(registry.get(&second.id, key("a")).is_some());
     }
 
+    /// The record of a run that went on over `history_bytes` of
+    /// conversation.
+    fn ended_after(history_bytes: usize) -> RunOutcome {
+        let mut result = super::super::execute::failed_result(String::new(), "p", "m");
+        result.stop_reason = agent_core::StopCause::Completed;
+        result.stop_detail = None;
+        result.response = "done".to_owned();
+        result.iterations = 1;
+        result.usage.input_tokens = 42;
+        result.messages = vec![
+            agent_core::Message::user("x".repeat(history_bytes)),
+            agent_core::Message::assistant("done"),
+        ];
+        RunOutcome {
+            result: Arc::new(result),
+            store_error: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_keys_ended_runs_are_capped_and_kept_without_their_conversation() {
+        let registry = RunRegistry::new(Duration::from_secs(60), 1_000, 3);
+        let other = registry.insert(key("b"), None, CancellationToken::new());
+        registry.end(&other, ended_after(10));
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let entry = registry.insert(key("a"), None, CancellationToken::new());
+            registry.end(&entry, ended_after(1 << 20));
+            ids.push(entry.id.clone());
+        }
+        let kept: Vec<String> = ids
+            .iter()
+            .filter(|id| registry.get(id, key("a")).is_some())
+            .cloned()
+            .collect();
+        assert_eq!(kept, ids[2..], "the key's last three");
+        for id in &kept {
+            let outcome = registry.get(id, key("a")).and_then(|entry| entry.outcome());
+            let Some(RunOutcome { result, .. }) = outcome else {
+                panic!("an ended run has its record")
+            };
+            assert!(
+                result.messages.is_empty(),
+                "no conversation kept: {} messages",
+                result.messages.len()
+            );
+            assert_eq!(
+                (
+                    result.response.as_str(),
+                    result.stop_reason,
+                    result.usage.input_tokens,
+                    result.iterations
+                ),
+                ("done", agent_core::StopCause::Completed, 42, 1),
+                "the rest of the record is"
+            );
+        }
+        assert!(
+            registry.get(&other.id, key("b")).is_some(),
+            "another key's runs are not pushed out"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_waiting_for_its_run_gets_the_whole_record_and_it_is_trimmed_after() {
+        let registry = RunRegistry::new(Duration::from_secs(60), 1_000, 3);
+        let run = registry.insert(key("a"), None, CancellationToken::new());
+        let request = Arc::clone(&run);
+        let follower = tokio::spawn(Arc::clone(&run).events().collect::<Vec<_>>());
+        tokio::task::yield_now().await;
+        registry.end(&run, ended_after(1_000));
+        drop(run);
+        let answered = request.ended().await.map(|outcome| outcome.result.messages.len());
+        assert_eq!(answered, Some(2), "the waiting request answers with the conversation");
+        let events = follower.await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            matches!(events.last(), Some(AgentEvent::RunFinished { result }) if result.messages.len() == 2),
+            "so does a follower that saw the run end"
+        );
+        let id = request.id.clone();
+        drop(request);
+        // The next change of the registry trims what nobody holds.
+        let _next = registry.insert(key("b"), None, CancellationToken::new());
+        let kept = registry.get(&id, key("a")).and_then(|entry| entry.outcome());
+        assert_eq!(kept.map(|outcome| outcome.result.messages.len()), Some(0));
+        let Some(late) = registry.get(&id, key("a")) else {
+            panic!("the run is kept")
+        };
+        let events = late.events().collect::<Vec<_>>().await;
+        assert!(
+            matches!(events.last(), Some(AgentEvent::RunFinished { result }) if result.messages.is_empty() && result.response == "done"),
+            "a late follower gets the kept record: {events:?}"
+        );
+    }
+
     #[tokio::test]
     async fn wait_idle_completes_when_the_last_run_ends() {
-        let registry = Arc::new(RunRegistry::new(Duration::from_secs(60), 10));
+        let registry = Arc::new(RunRegistry::new(Duration::from_secs(60), 10, 10));
         let entry = registry.insert(key("a"), None, CancellationToken::new());
         let waiting = tokio::spawn({
             let registry = Arc::clone(&registry);
