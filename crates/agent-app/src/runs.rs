@@ -9,7 +9,17 @@
 //! same transaction. When it does not end (the process is killed, or
 //! Ctrl-C cancels it), the saved state stays and `agentry resume NAME`
 //! continues the run from there: tool calls that had finished are not run
-//! again, and the run's deadline is the one it started with.
+//! again, and the run's deadline is the one it started with (or an
+//! earlier one, see below).
+//!
+//! A resumed run is held to the configuration of today, not to what its
+//! saved state says: calls of tools that `[tools] require_approval` names
+//! wait for `--approve` (whatever the saved state says is waiting), tools no
+//! longer enabled do not run, and each budget, the iteration limit and the
+//! deadline (now plus the configured limit) is the stricter of the saved and
+//! the configured one. A saved run of another agent, provider or model is
+//! refused (exit 2), one at odds with itself too (exit 1). Its turn is
+//! appended after whatever the session stored meanwhile.
 //!
 //! A run that reaches calls of tools that require approval (`[tools]
 //! require_approval`) pauses before them with stop reason
@@ -23,7 +33,7 @@ use std::sync::Arc;
 
 use agent_core::{AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, StopCause, ToolContext};
 use agent_runner::{
-    Agent, RunCheckpoints, RunState, SavedRun, SavedRunError, StoreCheckpoints, TypedError, check_schema,
+    Agent, ResumeError, RunCheckpoints, RunState, SavedRun, SavedRunError, StoreCheckpoints, TypedError, check_schema,
 };
 use futures::{Stream, StreamExt};
 use serde_json::Value;
@@ -114,8 +124,9 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppE
     if let Some(schema) = schema {
         return typed_run(&settings, &agent, prompt, schema, session.as_ref(), &history, args.json).await;
     }
-    let state = agent.start(history.clone(), prompt.as_str());
-    finish(&settings, &agent, state, session.as_ref(), &history, output).await
+    let continued = history.len();
+    let state = agent.start(history, prompt.as_str());
+    finish(&settings, &agent, state, session.as_ref(), continued, output).await
 }
 
 /// The JSON Schema of `run --schema FILE` (relative to `cwd`): a file that
@@ -232,7 +243,7 @@ pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8
                  starts a new one"
             ))
         })?;
-    let mut state = SavedRun::decode(saved).map_err(|error| match error {
+    let state = SavedRun::decode(saved).map_err(|error| match error {
         SavedRunError::Unreadable(_) => AppError::Session(format!(
             "the interrupted run of `{name}` {error}; `agentry run --session {name} PROMPT` starts a new one"
         )),
@@ -250,14 +261,35 @@ pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8
             client.model()
         )));
     }
-    decide(&mut state, &args)?;
     let agent = build_agent(&settings, client, &tools);
-    let history = session.messages.clone();
+    // Today's configuration applies, not what the saved state says: calls
+    // of tools that require approval wait for it, tools no longer enabled
+    // do not run, the stricter budgets hold. Decisions come after.
+    let mut state = agent.restore(state).map_err(|error| refused(name, &error))?;
+    decide(&mut state, &args)?;
+    // The turn starts where the saved run started, whatever was stored since.
+    let continued = state.continued_messages().unwrap_or(session.messages.len());
     let output = Output {
         stream: args.stream,
         json: args.json,
     };
-    finish(&settings, &agent, state, Some(&session), &history, output).await
+    finish(&settings, &agent, state, Some(&session), continued, output).await
+}
+
+/// Why the saved run of the session `name` cannot be resumed: the run of
+/// another agent, provider or model is a usage error (resume it as it was
+/// configured); a state at odds with itself is a session error.
+fn refused(name: &str, error: &ResumeError) -> AppError {
+    match error {
+        ResumeError::OtherRun { .. } => AppError::Usage(format!(
+            "the interrupted run of `{name}` cannot be resumed by this configuration: {error}; resume it with \
+             the configuration it ran with, or `agentry run --session {name} PROMPT` starts a new run"
+        )),
+        _ => AppError::Session(format!(
+            "the interrupted run of `{name}` cannot be resumed: {error}; `agentry run --session {name} PROMPT` \
+             starts a new run"
+        )),
+    }
 }
 
 /// Applies `resume --approve/--deny` to the saved run: an id that is not
@@ -291,14 +323,14 @@ pub(crate) struct Output {
 }
 
 /// Drives `state` to its end (saving it after every step when it belongs to
-/// `session`), prints the result, stores the turn, and returns the exit
-/// status.
+/// `session`), prints the result, stores the turn (which continued the
+/// first `continued` messages of the session), and returns the exit status.
 async fn finish(
     settings: &Settings,
     agent: &Agent,
     state: RunState,
     session: Option<&OpenSession>,
-    history: &[Message],
+    continued: usize,
     output: Output,
 ) -> Result<u8, AppError> {
     let (context, on_ctrl_c) = cancel_on_ctrl_c();
@@ -327,10 +359,31 @@ async fn finish(
         } else {
             // A failed turn adds no messages: the stored conversation stays as it was.
             let provider = settings.provider()?.name();
-            open.store.record_turn(&open.name, provider, history, &result).await?;
+            store_turn_of(open, provider, continued, &result).await?;
         }
     }
     Ok(conclude(&result, session.map(|open| open.name.as_str())))
+}
+
+/// Appends the turn of `result`, which continued the first `continued`
+/// messages of the session, after what the session holds now
+/// ([`agent_runner::store_turn`]).
+async fn store_turn_of(
+    open: &OpenSession,
+    provider: &str,
+    continued: usize,
+    result: &AgentRunResult,
+) -> Result<(), AppError> {
+    let name = &open.name;
+    if result.added_messages_start(continued).is_none() {
+        return Err(AppError::Session(format!(
+            "the run's conversation does not continue the stored session `{name}`; its turn was not stored"
+        )));
+    }
+    agent_runner::store_turn(open.store.conversations().as_ref(), name, provider, continued, result)
+        .await
+        .map(drop)
+        .map_err(|error| crate::sessions::store_error(name, error))
 }
 
 /// Says on stderr how a printed run ended (the error, why it stopped, or

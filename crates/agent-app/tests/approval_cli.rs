@@ -10,6 +10,8 @@ mod cli_support;
 
 use std::path::Path;
 
+use agent_core::{ConversationStore, Message, TurnMeta, Usage};
+use agent_store_sqlite::SqliteStore;
 use serde_json::{Value, json};
 use wiremock::MockServer;
 
@@ -213,4 +215,110 @@ async fn an_unknown_tool_in_require_approval_is_a_configuration_error() {
         "{message}"
     );
     assert!(model_requests(&server).await.is_empty());
+}
+
+/// The session store the binary uses in `dir`.
+fn session_store(dir: &Path) -> SqliteStore {
+    SqliteStore::open(dir.join("home/sessions/conversations.sqlite")).unwrap()
+}
+
+/// Changes the saved state of the paused run with `tamper`, as a write to
+/// the session database could.
+async fn tamper_with_the_saved_run(dir: &Path, tamper: impl FnOnce(&mut Value)) {
+    let store = session_store(dir);
+    let mut saved = store
+        .checkpoint(SESSION)
+        .await
+        .unwrap()
+        .expect("the paused run is saved");
+    tamper(&mut saved["state"]);
+    store.save_checkpoint(SESSION, &saved).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_saved_run_whose_approval_gate_was_emptied_still_waits_for_approval() {
+    let server = server().await;
+    let dir = setup();
+    paused_run(dir.path(), &server).await;
+    tamper_with_the_saved_run(dir.path(), |state| state["approval"] = json!({})).await;
+
+    // `require_approval = ["calculator"]` is still configured: no --approve, no run.
+    let resumed = run_cmd(agentry_on(dir.path(), &server, &["resume", "--json", SESSION])).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    let json = stdout_json(&resumed);
+    assert_eq!(json["stop_reason"], "awaiting_approval", "{json}");
+    assert_eq!(json["pending_approvals"][0]["id"], "call_calc", "{json}");
+    assert_eq!(model_requests(&server).await.len(), 1, "the model was not asked again");
+    assert!(session_store(dir.path()).checkpoint(SESSION).await.unwrap().is_some());
+
+    // Approved, it runs.
+    let approved = run_cmd(agentry_on(
+        dir.path(),
+        &server,
+        &["resume", "--json", "--approve", "call_calc", SESSION],
+    ))
+    .await;
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    assert_eq!(stdout_json(&approved)["stop_reason"], "completed");
+}
+
+#[tokio::test]
+async fn a_saved_run_of_another_agent_is_refused() {
+    let server = server().await;
+    let dir = setup();
+    paused_run(dir.path(), &server).await;
+    tamper_with_the_saved_run(dir.path(), |state| state["identity"]["agent"] = json!("intruder")).await;
+
+    let refused = run_cmd(agentry_on(
+        dir.path(),
+        &server,
+        &["resume", "--approve", "call_calc", SESSION],
+    ))
+    .await;
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let message = stderr(&refused);
+    assert!(message.contains("`intruder`") && message.contains(SESSION), "{message}");
+    assert_eq!(model_requests(&server).await.len(), 1, "nothing ran");
+    assert!(session_store(dir.path()).checkpoint(SESSION).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_resumed_run_is_stored_whole_after_a_turn_stored_meanwhile() {
+    let server = server().await;
+    let dir = setup();
+    paused_run(dir.path(), &server).await;
+
+    // Another writer of the session database stores a turn (which drops the
+    // saved run), and the paused run's state is saved again.
+    let store = session_store(dir.path());
+    let saved = store.checkpoint(SESSION).await.unwrap().expect("saved");
+    let other = [Message::user("Hi"), Message::assistant("Hello.")];
+    let meta = TurnMeta::new("openai", "elsewhere", Usage::default(), 0.0);
+    store.append(SESSION, &other, &meta).await.unwrap();
+    store.save_checkpoint(SESSION, &saved).await.unwrap();
+
+    let resumed = run_cmd(agentry_on(
+        dir.path(),
+        &server,
+        &["resume", "--json", "--approve", "call_calc", SESSION],
+    ))
+    .await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(stdout_json(&resumed)["stop_reason"], "completed");
+
+    let stored = session_store(dir.path()).load(SESSION).await.unwrap().expect("stored");
+    let roles: Vec<String> = stored
+        .messages
+        .iter()
+        .map(|message| {
+            serde_json::to_value(message).unwrap()["role"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "tool", "assistant"]);
+    assert_eq!(stored.messages[..2], other);
+    assert_eq!(stored.messages[2], Message::user("What is 6*7?"));
+    assert!(!stored.meta.has_checkpoint);
 }

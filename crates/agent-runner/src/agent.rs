@@ -220,7 +220,11 @@ impl Agent {
         self.run_stream(Vec::new(), user_message, ToolContext::new())
     }
 
-    /// Drives a run from a saved or hand-stepped state to the end.
+    /// Drives a run from a saved or hand-stepped state to the end. A state
+    /// read back from storage is first held to this agent's
+    /// [policy](Self::resume_policy) (see [`restore`](Self::restore)); one
+    /// that is not this agent's run is refused: a failed run that did
+    /// nothing.
     pub async fn resume(&self, state: RunState, context: &ToolContext) -> Result<AgentRunResult, RunError> {
         self.resume_with_checkpoints(state, context, None).await
     }
@@ -231,10 +235,11 @@ impl Agent {
     /// resumed from there without running finished calls again.
     pub async fn resume_with_checkpoints(
         &self,
-        mut state: RunState,
+        state: RunState,
         context: &ToolContext,
         checkpoints: Option<Arc<dyn RunCheckpoints>>,
     ) -> Result<AgentRunResult, RunError> {
+        let mut state = self.held_to_policy(state)?;
         // The run's own token: reaching the deadline cancels it (and so the
         // tools' and the model's work), never the caller's.
         let context = ToolContext {
@@ -266,6 +271,9 @@ impl Agent {
     /// [`AgentEvent`]s, like [`run_stream`](Self::run_stream), saving the
     /// state with `checkpoints` (when given) as
     /// [`resume_with_checkpoints`](Self::resume_with_checkpoints) does.
+    /// A state read back from storage is held to the agent's policy as
+    /// [`resume`](Self::resume) says; a refused one ends the stream with an
+    /// [`AgentEvent::Error`] and a failed run's record.
     /// Dropping the stream cancels the run.
     pub fn stream_from(
         &self,
@@ -283,12 +291,20 @@ impl Agent {
             ..context
         };
         tokio::spawn(async move {
-            let mut state = state;
             let _ = sender.send(AgentEvent::RunStarted {
                 agent: agent.inner.name.clone(),
                 provider: agent.inner.client.provider().to_owned(),
                 model: agent.inner.client.model().to_owned(),
             });
+            let mut state = match agent.held_to_policy(state) {
+                Ok(state) => state,
+                Err(refused) => {
+                    let message = refused.to_string();
+                    let _ = sender.send(AgentEvent::Error { message });
+                    let _ = sender.send(AgentEvent::RunFinished { result: refused.result });
+                    return;
+                }
+            };
             let deadline = state.start_deadline();
             agent
                 .driver(&context, Some(&sender), deadline, checkpoints.as_deref())

@@ -68,6 +68,7 @@ mod loops;
 mod prompts;
 mod protocol;
 mod react;
+mod restore;
 pub mod scenes;
 mod state;
 mod step;
@@ -86,7 +87,7 @@ pub use config::{
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
 pub use scenes::{AgentTool, Scene, SceneActor, SceneError, SceneRouter};
-pub use state::{ApprovalError, RunState};
+pub use state::{ApprovalError, ResumeError, ResumePolicy, RunState};
 pub use step::{RunIdentity, Step, StepError, ToolOutcome};
 pub use stored::{SAVED_RUN_FORMAT, SavedRun, SavedRunError, StoreCheckpoints, store_turn};
 pub use typed::{SchemaViolation, TypedError, TypedRun, check_schema, schema_of};

@@ -16,7 +16,9 @@ mod budgets;
 mod compaction;
 mod delegated;
 mod progress;
+mod resume;
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use agent_core::{
@@ -28,6 +30,8 @@ use serde::{Deserialize, Serialize};
 pub use self::approval::ApprovalError;
 use self::approval::ApprovalGate;
 use self::compaction::{ContextTracker, Summarising};
+use self::resume::{ReadBack, read_back};
+pub use self::resume::{ResumeError, ResumePolicy};
 use crate::RunConfig;
 use crate::batch::{Batch, BatchPolicy, Slot};
 use crate::budget;
@@ -90,6 +94,14 @@ pub struct RunState {
     /// Tools that need the user's approval; calls waiting for it.
     #[serde(default)]
     approval: ApprovalGate,
+    /// The messages of the conversation the run continued (its history,
+    /// before its user message); unknown in a state saved before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    continued: Option<usize>,
+    /// The only tools whose calls may run, once a [`ResumePolicy`] was
+    /// applied; unset, the registry decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    offered_tools: Option<BTreeSet<String>>,
     response: String,
     #[serde(skip)]
     error: Option<LlmError>,
@@ -97,6 +109,9 @@ pub struct RunState {
     record_events: bool,
     #[serde(skip)]
     events: Vec<AgentEvent>,
+    /// Read back from storage and not yet held to a policy.
+    #[serde(skip, default = "read_back")]
+    read_back: ReadBack,
 }
 
 impl RunState {
@@ -111,6 +126,7 @@ impl RunState {
     /// not made: the run is over before it starts.
     pub fn new(identity: RunIdentity, config: RunConfig, mut request: ChatRequest, pricing: Option<Pricing>) -> Self {
         repair_history(&mut request.messages);
+        let continued = request.messages.len().saturating_sub(1);
         request.tool_choice = config.tool_choice.clone();
         if let (Some(max_cost_usd), None) = (config.budget.max_cost_usd, pricing) {
             tracing::warn!(
@@ -143,10 +159,13 @@ impl RunState {
             prepared: false,
             deadline_unix_ms,
             approval: ApprovalGate::default(),
+            continued: Some(continued),
+            offered_tools: None,
             response: String::new(),
             error: None,
             record_events: false,
             events: Vec::new(),
+            read_back: ReadBack(false),
         }
     }
 
@@ -261,6 +280,16 @@ impl RunState {
         &self.identity
     }
 
+    /// How many messages of the conversation the run continued: the history
+    /// it started from, before its user message. This is where its turn
+    /// starts ([`store_turn`](crate::store_turn)'s `continued`), whatever
+    /// was stored in the conversation since. `None` for a state saved by a
+    /// version that did not keep it: the conversation as loaded then is the
+    /// best guess.
+    pub fn continued_messages(&self) -> Option<usize> {
+        self.continued
+    }
+
     /// The request the next model call sends (or the last one sent).
     pub fn request(&self) -> &ChatRequest {
         &self.request
@@ -355,8 +384,11 @@ impl RunState {
         }
         let mut batch = batch;
         batch.loop_cycle = self.loops.observe(batch.signature());
+        self.refuse_unoffered(&mut batch);
         if let Some(max) = self.config.budget.max_tool_calls {
-            let wanted = batch.to_run.len() as u32;
+            let wanted = (0..batch.to_run.len())
+                .filter(|index| batch.finished(*index).is_none())
+                .count() as u32;
             if self.executed_tools + wanted > max {
                 let detail = format!(
                     "the model asked for {wanted} more tool call(s), which would exceed the budget of {max} ({} used)",

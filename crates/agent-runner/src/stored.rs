@@ -103,18 +103,30 @@ impl RunCheckpoints for StoreCheckpoints {
 }
 
 /// Stores the turn of a run of `provider` that continued the first
-/// `continued` messages of `result` (the conversation's context as loaded:
-/// its length is all that is needed): first the summaries that replaced its
-/// oldest messages, if the run compacted the conversation, then the
-/// messages the run added with its usage and cost. A failed run adds no
-/// message (the conversation stays as it was and the prompt can be sent
-/// again), but its usage and cost count; a cancelled or limited run keeps
-/// what it did.
+/// `continued` messages of `result`: the history it started from, as
+/// [`RunState::continued_messages`] of the state it ran from says (for a new
+/// run, the length of the history it was given; for a state saved before
+/// that was kept, the conversation's length as loaded is the best guess).
+/// The run's own messages (its user message and everything after it) are
+/// appended after what the conversation holds now, with the run's usage
+/// and cost: when another run stored a turn meanwhile (another process or
+/// instance sharing the store), the turn comes after it, whole.
+///
+/// If the run compacted the conversation, the summaries that replaced its
+/// oldest messages are stored first, but only when the stored context is
+/// still the one the run continued (its length is `continued`): a summary
+/// of a context that changed meanwhile would not fit it. Skipped, nothing
+/// is lost (the stored messages stay whole; the next run compacts again if
+/// it must).
+///
+/// A failed run adds no message (the conversation stays as it was and the
+/// prompt can be sent again), but its usage and cost count; a cancelled or
+/// limited run keeps what it did.
 ///
 /// # Errors
 ///
 /// The store's error; [`StoreError::Conflict`] when `result` does not
-/// continue `history` (nothing is stored then).
+/// continue `continued` messages (nothing is stored then).
 pub async fn store_turn(
     store: &dyn ConversationStore,
     name: &str,
@@ -128,9 +140,26 @@ pub async fn store_turn(
             "the run's conversation does not continue the stored one; its turn was not stored",
         ));
     };
-    for compaction in result.compactions.iter().filter(|c| c.replaced_messages > 0) {
-        let Some(summary) = &compaction.summary else { continue };
-        store.compact(name, compaction.replaced_messages, summary).await?;
+    let summaries: Vec<(usize, &str)> = result
+        .compactions
+        .iter()
+        .filter(|compaction| compaction.replaced_messages > 0)
+        .filter_map(|compaction| Some((compaction.replaced_messages, compaction.summary.as_deref()?)))
+        .collect();
+    if !summaries.is_empty() {
+        let stored = store.load(name).await?.map(|conversation| conversation.messages.len());
+        if stored == Some(continued) {
+            for (replaced, summary) in summaries {
+                store.compact(name, replaced, summary).await?;
+            }
+        } else {
+            tracing::warn!(
+                conversation = name,
+                continued,
+                stored,
+                "the conversation changed while the run compacted it; its summary is not stored"
+            );
+        }
     }
     let added = if result.stop_reason == StopCause::Error {
         &[][..]
@@ -149,6 +178,8 @@ pub async fn store_turn(
 #[cfg(test)]
 mod tests {
     use agent_core::{InMemoryStore, Message, ToolContext};
+
+    use crate::RunState;
     use agent_testing::{ScriptedClient, response};
 
     use super::*;
@@ -209,6 +240,165 @@ mod tests {
         assert!(matches!(refused, Err(StoreError::Conflict { .. })), "{refused:?}");
         let stored = store.load("trip").await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stored.map(|c| c.messages.len()), Some(0));
+    }
+
+    async fn stored(store: &InMemoryStore, name: &str) -> Vec<Message> {
+        let conversation = store.load(name).await.unwrap_or_else(|e| panic!("{e}"));
+        conversation.map(|c| c.messages).unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn a_resumed_turn_is_stored_whole_after_a_turn_another_run_stored_meanwhile() {
+        let store = Arc::new(InMemoryStore::new());
+        store.create("trip").await.unwrap_or_else(|e| panic!("{e}"));
+        let first = agent(&["Hello."]).prompt("Hi").await.unwrap_or_else(|e| panic!("{e}"));
+        store_turn(store.as_ref(), "trip", "scripted", 0, &first)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+
+        // A run starts from the stored conversation and saves its state ...
+        let history = stored(&store, "trip").await;
+        let slow = agent(&["Sunny."]);
+        let state = slow.start(history.clone(), "Weather?");
+        assert_eq!(state.continued_messages(), Some(2));
+        let checkpoints = StoreCheckpoints::new(store.clone(), "trip");
+        checkpoints.save(&state).await.unwrap_or_else(|e| panic!("{e}"));
+        // ... another process stores a turn meanwhile ...
+        let other = agent(&["Noon."])
+            .run(history.clone(), "Time?", &ToolContext::new())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store_turn(store.as_ref(), "trip", "scripted", history.len(), &other)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // ... the first saves its state after its next step, and dies.
+        checkpoints.save(&state).await.unwrap_or_else(|e| panic!("{e}"));
+
+        let saved = store.checkpoint("trip").await.unwrap_or_else(|e| panic!("{e}"));
+        let resumed = SavedRun::decode(saved.unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+        let continued = resumed.continued_messages().unwrap_or(usize::MAX);
+        let result = slow
+            .resume(resumed, &ToolContext::new())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let meta = store_turn(store.as_ref(), "trip", "scripted", continued, &result)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!meta.has_checkpoint, "the run ended");
+        let expected = [
+            Message::user("Hi"),
+            Message::assistant("Hello."),
+            Message::user("Time?"),
+            Message::assistant("Noon."),
+            Message::user("Weather?"),
+            Message::assistant("Sunny."),
+        ];
+        assert_eq!(stored(&store, "trip").await, expected);
+
+        // Not stuck: the next turn continues all of it.
+        let history = stored(&store, "trip").await;
+        let later = agent(&["Bye."])
+            .run(history.clone(), "Thanks", &ToolContext::new())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store_turn(store.as_ref(), "trip", "scripted", history.len(), &later)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stored(&store, "trip").await.len(), 8);
+    }
+
+    #[test]
+    fn a_state_saved_before_it_kept_what_it_continued_says_it_does_not_know() {
+        let state = agent(&[]).start(vec![Message::user("a"), Message::assistant("b")], "c");
+        let mut saved = serde_json::to_value(&state).unwrap_or_default();
+        assert_eq!(saved["continued"], 2);
+        if let Some(fields) = saved.as_object_mut() {
+            fields.remove("continued");
+        }
+        let old: RunState = serde_json::from_value(saved).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(old.continued_messages(), None);
+    }
+
+    /// The record of a run that continued `Q0 A0` (2 messages), summarised
+    /// them, and added `Q1 A1`.
+    fn compacted_turn() -> AgentRunResult {
+        let summary = format!("{}they said hello", crate::context::SUMMARY_PREFIX);
+        AgentRunResult {
+            response: "A1".into(),
+            stop_reason: StopCause::Completed,
+            stop_detail: None,
+            iterations: 1,
+            tool_calls: Vec::new(),
+            model_calls: Vec::new(),
+            usage: agent_core::Usage::default(),
+            cost_usd: None,
+            provider: "scripted".into(),
+            model: "scripted-model".into(),
+            messages: vec![
+                Message::system(summary.clone()),
+                Message::user("Q1"),
+                Message::assistant("A1"),
+            ],
+            compactions: vec![agent_core::CompactionRecord {
+                trigger: agent_core::CompactionTrigger::Threshold,
+                iteration: 1,
+                estimated_tokens_before: 100,
+                estimated_tokens_after: 10,
+                elided_results: 0,
+                elided_bytes: 0,
+                replaced_messages: 2,
+                summary: Some(summary),
+                summary_calls: 1,
+                summary_usage: agent_core::Usage::default(),
+            }],
+            pending_approvals: Vec::new(),
+            scene: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_summary_is_stored_only_when_the_conversation_is_still_the_one_the_run_continued() {
+        let meta = TurnMeta::new("scripted", "scripted-model", agent_core::Usage::default(), 0.0);
+        let opening = [Message::user("Q0"), Message::assistant("A0")];
+
+        let unchanged = InMemoryStore::new();
+        unchanged.create("trip").await.unwrap_or_else(|e| panic!("{e}"));
+        unchanged
+            .append("trip", &opening, &meta)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store_turn(&unchanged, "trip", "scripted", 2, &compacted_turn())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let context = stored(&unchanged, "trip").await;
+        assert_eq!(context.len(), 3, "the summary and the turn: {context:?}");
+        assert!(matches!(&context[0], Message::System { .. }));
+
+        // Another turn was stored meanwhile: the summary would replace it.
+        let grown = InMemoryStore::new();
+        grown.create("trip").await.unwrap_or_else(|e| panic!("{e}"));
+        grown
+            .append("trip", &opening, &meta)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let other = [Message::user("Q2"), Message::assistant("A2")];
+        grown
+            .append("trip", &other, &meta)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store_turn(&grown, "trip", "scripted", 2, &compacted_turn())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let context = stored(&grown, "trip").await;
+        let expected = [
+            Message::user("Q0"),
+            Message::assistant("A0"),
+            Message::user("Q2"),
+            Message::assistant("A2"),
+            Message::user("Q1"),
+            Message::assistant("A1"),
+        ];
+        assert_eq!(context, expected);
     }
 
     #[test]

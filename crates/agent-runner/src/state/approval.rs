@@ -28,13 +28,19 @@ use crate::step::ToolOutcome;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(super) struct ApprovalGate {
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
-    required: BTreeSet<String>,
+    pub(super) required: BTreeSet<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pending: Vec<ToolCall>,
-    /// Calls of the current batch the user denied: they never run, so they
-    /// do not count against the tool-call budget.
+    /// Calls of the current batch that never run (the user denied them, or
+    /// their tool is not offered), so they do not count against the
+    /// tool-call budget.
     #[serde(default, skip_serializing_if = "is_zero")]
-    denied: usize,
+    pub(super) denied: usize,
+    /// Ids of the calls of the current batch the user approved in this
+    /// process. Never saved: an approval read back from a store is not
+    /// trusted, the call waits again ([`RunState::restrict_to`]).
+    #[serde(skip)]
+    approved: BTreeSet<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -48,8 +54,10 @@ impl ApprovalGate {
         &self.pending
     }
 
-    /// Forgets the waiting calls (the batch ended another way); returns them.
+    /// Forgets the waiting calls and the approved ones (the batch ended);
+    /// returns the waiting ones.
     pub(super) fn take_pending(&mut self) -> Vec<ToolCall> {
+        self.approved.clear();
         std::mem::take(&mut self.pending)
     }
 
@@ -108,6 +116,9 @@ impl RunState {
             });
         };
         let call = self.approval.pending.remove(position);
+        if decision == ApprovalDecision::Approve {
+            self.approval.approved.insert(call.id.clone());
+        }
         if let ApprovalDecision::Deny { reason } = decision {
             let index = batch.to_run.iter().position(|candidate| candidate.id == call.id);
             let outcome = ToolOutcome {
@@ -146,12 +157,7 @@ impl RunState {
         if self.approval.required.is_empty() {
             return;
         }
-        self.approval.pending = batch
-            .to_run
-            .iter()
-            .filter(|call| self.approval.required.contains(&call.name))
-            .cloned()
-            .collect();
+        self.approval.pending = self.approval.waiting_in(batch);
         if !self.approval.pending.is_empty() {
             let calls = self.approval.pending.clone();
             self.emit(AgentEvent::ApprovalRequested {
@@ -159,5 +165,32 @@ impl RunState {
                 calls,
             });
         }
+    }
+
+    /// Marks again as waiting every call of the batch about to run that
+    /// needs approval, has no outcome and was not approved in this process:
+    /// what a state read back says is waiting (or not) does not count.
+    pub(super) fn hold_batch_again(&mut self) {
+        if let Phase::NeedsTools { batch } = &self.phase {
+            self.approval.pending = self.approval.waiting_in(batch);
+        }
+    }
+}
+
+impl ApprovalGate {
+    /// The calls of `batch` that wait for a decision: of a tool that needs
+    /// one, without an outcome yet, and not approved.
+    fn waiting_in(&self, batch: &Batch) -> Vec<ToolCall> {
+        batch
+            .to_run
+            .iter()
+            .enumerate()
+            .filter(|(index, call)| {
+                self.required.contains(&call.name)
+                    && batch.finished(*index).is_none()
+                    && !self.approved.contains(&call.id)
+            })
+            .map(|(_, call)| call.clone())
+            .collect()
     }
 }

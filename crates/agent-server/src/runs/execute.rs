@@ -113,8 +113,16 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
     let checkpoints = session.as_ref().map(|session| {
         Arc::new(StoreCheckpoints::new(Arc::clone(&shared.store), session.stored.clone())) as Arc<dyn RunCheckpoints>
     });
-    // The turn is stored by where it starts: the history itself goes to the run.
-    let continued = history.len();
+    // The turn is stored by where it starts: for a saved run, the history it
+    // started from (the session may have grown since, on another instance);
+    // otherwise the history itself, which goes to the run.
+    let continued = match &first {
+        First::Saved(state) => state.continued_messages().unwrap_or(history.len()),
+        First::Prompt(..) => history.len(),
+    };
+    // A checkpointed run that pauses for approval stays saved in its
+    // session, its turn not stored, so that it can be decided and resumed.
+    let checkpointed = checkpoints.is_some() && !matches!((&first, &shared.scenes), (First::Prompt(..), Some(_)));
     let mut events: Pin<Box<dyn Stream<Item = AgentEvent> + Send>> = match (first, &shared.scenes) {
         // The scene router picks the agent; its runs are not checkpointed.
         (First::Prompt(prompt, _), Some(scenes)) => Box::pin(scenes.run_stream(history, prompt, context)),
@@ -139,6 +147,7 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
         return end_failed(&shared, &entry, message);
     };
     let store_error = match &session {
+        Some(_) if checkpointed && result.stop_reason == StopCause::AwaitingApproval => None,
         Some(session) => store_turn(
             shared.store.as_ref(),
             &session.stored,
@@ -175,8 +184,10 @@ async fn load_history(shared: &Shared, session: &SessionRef) -> Result<Vec<Messa
     }
 }
 
-/// The state the interrupted run of `session` saved, if this agent can go
-/// on with it.
+/// The state the interrupted run of `session` saved, held to this server's
+/// agent policy of today (approvals, tools, budgets), if this agent can go
+/// on with it: a state of another agent, provider or model, or one at odds
+/// with itself, is refused.
 async fn saved_state(shared: &Shared, session: &SessionRef) -> Result<RunState, String> {
     let saved = match shared.store.checkpoint(&session.stored).await {
         Ok(Some(saved)) => saved,
@@ -184,19 +195,10 @@ async fn saved_state(shared: &Shared, session: &SessionRef) -> Result<RunState, 
         Err(error) => return Err(format!("the session `{}` could not be read: {error}", session.id)),
     };
     let state = SavedRun::decode(saved).map_err(|error| format!("the interrupted run of `{}` {error}", session.id))?;
-    let identity = state.identity();
-    let client = shared.agent.client();
-    if !identity.is_served_by(client.as_ref()) {
-        return Err(format!(
-            "the interrupted run of `{}` used {}/{}, not this server's {}/{}",
-            session.id,
-            identity.provider,
-            identity.model,
-            client.provider(),
-            client.model()
-        ));
-    }
-    Ok(state)
+    shared
+        .agent
+        .restore(state)
+        .map_err(|error| format!("the interrupted run of `{}` cannot go on here: {error}", session.id))
 }
 
 /// Ends `entry` as a failed run that did nothing.

@@ -16,6 +16,11 @@
 //! - `POST /v1/runs/{id}/cancel`: cancels it; it ends soon, keeping (and
 //!   storing) what it did.
 //!
+//! A run of a session that pauses for the user's approval (stop reason
+//! `awaiting_approval`) stores no turn: it stays saved in the session
+//! (shown as `interrupted`), to be decided and resumed. Nothing decides it
+//! over HTTP yet: resuming it pauses again.
+//!
 //! Only the key that started a run sees it: any other gets 404.
 
 mod execute;
@@ -113,9 +118,14 @@ pub(crate) struct ResumeRequest {
 }
 
 /// Handles `POST /v1/sessions/{id}/resume`: the run of the session that
-/// did not end (its instance stopped or crashed) goes on from its last
-/// step, on any instance sharing the store; it answers as `POST /v1/runs`
-/// does. 409 when the session has no such run.
+/// did not end (its instance stopped or crashed, or it paused for the
+/// user's approval) goes on from its last step, on any instance sharing the
+/// store; it answers as `POST /v1/runs` does. The saved run is held to this
+/// server's agent as configured now (calls that need approval wait for it,
+/// tools no longer offered do not run, the stricter budgets apply); a saved
+/// run of another agent, provider or model fails the run. Its turn goes
+/// after whatever the session stored meanwhile. 409 when the session has
+/// no such run.
 pub(crate) async fn resume_session(
     State(shared): State<Arc<Shared>>,
     caller: Caller,
