@@ -1,6 +1,6 @@
 //! Reading response bodies within limits: a whole body up to
-//! `max_response_bytes`, the start of an error body, and a stream that
-//! ends with a timeout error at its deadline.
+//! `max_response_bytes`, the start of an error body, and streams that end
+//! with an error at their size cap or their deadline.
 
 use std::time::Duration;
 
@@ -79,6 +79,32 @@ where
                 return Some((Err(error), None));
             };
             next.map(|item| (item, Some(body)))
+        }
+    })
+}
+
+/// `body`, ended with [`HttpError::StreamTooLarge`] as soon as its chunks
+/// together pass `limit` bytes: the chunk that passes it is not passed on,
+/// and nothing after the error is read.
+pub(crate) fn with_size_cap<S>(body: S, limit: usize, provider: String) -> impl Stream<Item = Result<Bytes, LlmError>>
+where
+    S: Stream<Item = Result<Bytes, LlmError>> + Unpin,
+{
+    futures::stream::unfold(Some((body, 0usize)), move |state| {
+        let provider = provider.clone();
+        async move {
+            let (mut body, received) = state?;
+            match body.next().await? {
+                Ok(chunk) if chunk.len() > limit.saturating_sub(received) => {
+                    let error = LlmError::from(HttpError::StreamTooLarge { limit }).with_provider(provider);
+                    Some((Err(error), None))
+                }
+                Ok(chunk) => {
+                    let received = received + chunk.len();
+                    Some((Ok(chunk), Some((body, received))))
+                }
+                Err(error) => Some((Err(error), Some((body, received)))),
+            }
         }
     })
 }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::body::{BodyError, ERROR_BODY_LIMIT, read_capped, read_prefix, with_deadline};
+use crate::body::{BodyError, ERROR_BODY_LIMIT, read_capped, read_prefix, with_deadline, with_size_cap};
 use crate::error::{classify_response, classify_transport, is_retryable_status, should_retry_header};
 use crate::ndjson::{NdjsonStream, ndjson_lines_with_limit};
 use crate::retry::{Attempt, Retry, with_retries};
@@ -158,7 +158,9 @@ impl HttpClient {
     /// when safe; a stream that breaks afterwards is never retried (part of
     /// it may already have reached the caller) and yields an error instead.
     /// The stream ends with [`HttpError::StreamTimeout`] once
-    /// `stream_timeout_secs` have passed since the headers.
+    /// `stream_timeout_secs` have passed since the headers, and with
+    /// [`HttpError::StreamTooLarge`] once it has brought more than
+    /// `max_stream_bytes`.
     pub async fn post_stream(
         &self,
         url: &str,
@@ -192,6 +194,7 @@ impl HttpClient {
                 Err(error)
             }
         });
+        let body = Box::pin(with_size_cap(body, self.config.max_stream_bytes, self.provider.clone()));
         let body = with_deadline(body, self.config.stream_timeout(), self.provider.clone());
         let cancelled = async move { cancel.cancelled_owned().await };
         Ok(Box::pin(body.take_until(Box::pin(cancelled))))

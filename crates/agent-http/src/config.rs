@@ -41,6 +41,10 @@ pub struct HttpConfig {
     /// Longest a streamed response may take, in seconds, from its headers
     /// to its last byte; then the stream ends with a timeout error.
     pub stream_timeout_secs: f64,
+    /// Most bytes of one streamed response, all events together; past it
+    /// the stream ends with a decode error naming this setting, so a
+    /// server that never stops cannot fill the memory.
+    pub max_stream_bytes: usize,
 }
 
 impl Default for HttpConfig {
@@ -57,6 +61,7 @@ impl Default for HttpConfig {
             max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
             max_event_bytes: Self::DEFAULT_MAX_EVENT_BYTES,
             stream_timeout_secs: 600.0,
+            max_stream_bytes: Self::DEFAULT_MAX_STREAM_BYTES,
         }
     }
 }
@@ -68,6 +73,10 @@ impl HttpConfig {
     /// the limit of [`SseDecoder::new`](crate::sse::SseDecoder::new) and
     /// [`NdjsonDecoder::new`](crate::ndjson::NdjsonDecoder::new).
     pub const DEFAULT_MAX_EVENT_BYTES: usize = 1024 * 1024;
+    /// The default [`max_stream_bytes`](Self::max_stream_bytes): 64 MiB,
+    /// far above any reply a model writes (a long answer with its events'
+    /// framing is well under 1 MiB).
+    pub const DEFAULT_MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
 
     /// Checks every number: timeouts positive and finite, the wait budget
     /// not negative, the backoff bounds in order, the size caps above zero.
@@ -105,6 +114,7 @@ impl HttpConfig {
         for (key, value) in [
             ("max_response_bytes", self.max_response_bytes),
             ("max_event_bytes", self.max_event_bytes),
+            ("max_stream_bytes", self.max_stream_bytes),
         ] {
             if value == 0 {
                 return out_of_range(key, &value, "1 or more bytes");

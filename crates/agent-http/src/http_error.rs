@@ -58,6 +58,13 @@ pub enum HttpError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// A streamed response is larger than `max_stream_bytes`, all events
+    /// together.
+    #[error("the streamed response is larger than the {limit}-byte limit (max_stream_bytes)")]
+    StreamTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// A streamed response went on longer than `stream_timeout_secs`.
     #[error("the stream did not end within {} (stream_timeout_secs)", Wait(*limit))]
     StreamTimeout {
@@ -89,7 +96,8 @@ impl HttpError {
             Self::BodyTooLarge { .. }
             | Self::SseLineTooLong { .. }
             | Self::SseEventTooLarge { .. }
-            | Self::NdjsonLineTooLong { .. } => LlmErrorKind::Decode,
+            | Self::NdjsonLineTooLong { .. }
+            | Self::StreamTooLarge { .. } => LlmErrorKind::Decode,
             Self::StreamTimeout { .. } => LlmErrorKind::Timeout,
             Self::RetryAfterTooLong { .. } => LlmErrorKind::RateLimited,
         }

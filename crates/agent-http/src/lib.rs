@@ -74,4 +74,5 @@ pub use decoded::{ChunkDecoder, Decoded};
 pub use http_error::HttpError;
 pub use lenient::LenientStr;
 pub use mapped::{EventMapper, map_events};
+pub use redirect::same_origin_only;
 pub use secret::SecretString;

@@ -15,8 +15,10 @@ use crate::HttpError;
 /// The most redirects followed within one origin.
 pub(crate) const MAX_REDIRECTS: usize = 10;
 
-/// Follows same-origin redirects (up to [`MAX_REDIRECTS`]), refuses others.
-pub(crate) fn same_origin_only() -> Policy {
+/// Follows same-origin redirects (up to ten), refuses others with
+/// [`HttpError::CrossOriginRedirect`]: the policy of every request that
+/// carries credentials, for reqwest's async and blocking clients alike.
+pub fn same_origin_only() -> Policy {
     Policy::custom(decide)
 }
 

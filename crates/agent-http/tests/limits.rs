@@ -268,3 +268,48 @@ async fn a_stream_past_its_time_limit_ends_with_a_timeout() {
         "the stream did not end within 400 ms (stream_timeout_secs)"
     );
 }
+
+#[tokio::test]
+async fn a_stream_that_never_stops_ends_at_the_total_cap() {
+    let client = capped(HttpConfig {
+        max_stream_bytes: 100,
+        ..HttpConfig::default()
+    });
+    let events = "data: {\"delta\": \"more\"}\n\n".repeat(40);
+    let endless = server_with_body(&events).await;
+    let items: Vec<_> = client
+        .post_sse(&endless.uri(), &[], body(), &CancellationToken::new())
+        .await
+        .expect("stream")
+        .collect()
+        .await;
+    let (last, before) = items.split_last().expect("items");
+    let error = failure(last.as_ref());
+    assert_eq!(error.kind, LlmErrorKind::Decode);
+    assert_eq!(
+        error.message,
+        "the streamed response is larger than the 100-byte limit (max_stream_bytes)"
+    );
+    let passed: usize = before
+        .iter()
+        .map(|event| event.as_ref().map_or(0, |e| e.data.len()))
+        .sum();
+    assert!(
+        passed <= 100,
+        "no more than the cap reached the caller: {passed} bytes of data"
+    );
+    assert!(before.iter().all(Result::is_ok));
+
+    let within = capped(HttpConfig {
+        max_stream_bytes: events.len(),
+        ..HttpConfig::default()
+    });
+    let items: Vec<_> = within
+        .post_sse(&endless.uri(), &[], body(), &CancellationToken::new())
+        .await
+        .expect("stream")
+        .collect()
+        .await;
+    assert_eq!(items.len(), 40, "a stream at the cap is whole");
+    assert!(items.iter().all(Result::is_ok));
+}

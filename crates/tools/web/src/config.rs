@@ -40,7 +40,8 @@ pub struct WebConfig {
     /// other non-global addresses may be fetched (default: no).
     pub allow_private_addresses: bool,
     /// The most body bytes read from one response; the rest is not
-    /// downloaded and the result says `truncated: true`.
+    /// downloaded and the result says `truncated: true`. A search answer
+    /// larger than this is refused whole (it cannot be read in part).
     pub max_bytes: usize,
     /// The most characters of text returned for one page.
     pub max_text_chars: usize,

@@ -54,6 +54,12 @@ pub enum SearchError {
         /// The origin it redirected to (no path or query).
         to: String,
     },
+    /// The answer is larger than the client's `max_bytes`.
+    #[error("the search service's answer is larger than the {limit}-byte limit (max_bytes); not read further")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The service redirected too many times within its own origin.
     #[error("the search service redirected too many times: {0}")]
     TooManyRedirects(String),
@@ -77,17 +83,36 @@ pub trait SearchBackend: Send + Sync + fmt::Debug {
 /// only this client, so they cannot be given one that follows redirects
 /// elsewhere.
 #[derive(Debug, Clone)]
-pub struct SearchClient(reqwest::Client);
+pub struct SearchClient {
+    client: reqwest::Client,
+    max_bytes: usize,
+}
 
 impl SearchClient {
-    /// A client whose requests take at most `timeout`, sending `user_agent`.
+    /// The most bytes of one search answer read by default: 1 MiB, far
+    /// above a page of results.
+    pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
+
+    /// A client whose requests take at most `timeout`, sending
+    /// `user_agent`, reading answers of up to [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES).
     pub fn new(timeout: Duration, user_agent: &str) -> Result<Self, reqwest::Error> {
         reqwest::Client::builder()
             .timeout(timeout)
             .user_agent(user_agent)
             .redirect(same_origin_only())
             .build()
-            .map(Self)
+            .map(|client| Self {
+                client,
+                max_bytes: Self::DEFAULT_MAX_BYTES,
+            })
+    }
+
+    /// Reads answers of up to `max_bytes`; a larger one is
+    /// [`SearchError::TooLarge`], and is not read further.
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 }
 
@@ -133,11 +158,11 @@ impl SearchBackend for SearxngBackend {
     async fn search(&self, query: &str, max_results: usize) -> Result<Vec<SearchResult>, SearchError> {
         let request = self
             .client
-            .0
+            .client
             .get(self.endpoint.clone())
             .query(&[("q", query), ("format", "json")])
             .header(reqwest::header::ACCEPT, "application/json");
-        let response: SearxngResponse = send(request, "SearXNG").await?;
+        let response: SearxngResponse = send(request, self.client.max_bytes, "SearXNG").await?;
         Ok(response
             .results
             .into_iter()
@@ -218,12 +243,12 @@ impl SearchBackend for BraveBackend {
         let count = max_results.clamp(1, Self::MAX_COUNT).to_string();
         let request = self
             .client
-            .0
+            .client
             .get(self.endpoint.clone())
             .query(&[("q", query), ("count", count.as_str())])
             .header(reqwest::header::ACCEPT, "application/json")
             .header("X-Subscription-Token", self.api_key.expose());
-        let response: BraveResponse = send(request, "Brave Search").await?;
+        let response: BraveResponse = send(request, self.client.max_bytes, "Brave Search").await?;
         Ok(response
             .web
             .map(|web| web.results)
@@ -253,6 +278,7 @@ fn endpoint(base: &str, path: &str) -> Result<Url, url::ParseError> {
 /// service but never the request headers.
 async fn send<T: serde::de::DeserializeOwned>(
     request: reqwest::RequestBuilder,
+    max_bytes: usize,
     service: &str,
 ) -> Result<T, SearchError> {
     let response = request.send().await.map_err(|error| match refusal_in(&error) {
@@ -277,10 +303,28 @@ async fn send<T: serde::de::DeserializeOwned>(
             message,
         });
     }
-    response
-        .json()
+    let body = read_capped(response, max_bytes, service).await?;
+    serde_json::from_slice(&body).map_err(|error| SearchError::Decode(format!("{service}: {error}")))
+}
+
+/// The whole body of `response`, refused as soon as it is known to pass
+/// `limit` bytes: from `Content-Length`, or while reading.
+async fn read_capped(mut response: reqwest::Response, limit: usize, service: &str) -> Result<Vec<u8>, SearchError> {
+    if response.content_length().is_some_and(|length| length > limit as u64) {
+        return Err(SearchError::TooLarge { limit });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
         .await
-        .map_err(|error| SearchError::Decode(format!("{service}: {}", error.without_url())))
+        .map_err(|error| SearchError::Transport(format!("{service}: {}", error.without_url())))?
+    {
+        if chunk.len() > limit - body.len() {
+            return Err(SearchError::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[cfg(test)]

@@ -109,7 +109,9 @@ impl WebTools {
         let search: Option<Arc<dyn SearchBackend>> = match &config.search {
             SearchConfig::None => None,
             SearchConfig::Searxng { base_url } => {
-                let client = SearchClient::new(limits.timeout, &config.user_agent).map_err(client_error)?;
+                let client = SearchClient::new(limits.timeout, &config.user_agent)
+                    .map_err(client_error)?
+                    .with_max_bytes(config.max_bytes);
                 Some(Arc::new(SearxngBackend::new(client, base_url).map_err(bad_url)?))
             }
             SearchConfig::Brave {
@@ -117,6 +119,12 @@ impl WebTools {
                 api_key_env,
                 base_url,
             } => {
+                if !is_brave_variable(api_key_env) {
+                    return Err(WebError::Config(format!(
+                        "search.api_key_env must name a Brave Search variable (BRAVE_API_KEY or another \
+                         starting with BRAVE_), not {api_key_env}: no other secret is sent to the search service"
+                    )));
+                }
                 let key = api_key
                     .clone()
                     .or_else(|| env(api_key_env).filter(|key| !key.trim().is_empty()).map(ApiKey::new))
@@ -125,7 +133,9 @@ impl WebTools {
                             "Brave Search needs an API key: set search.api_key or the {api_key_env} environment variable"
                         ))
                     })?;
-                let client = SearchClient::new(limits.timeout, &config.user_agent).map_err(client_error)?;
+                let client = SearchClient::new(limits.timeout, &config.user_agent)
+                    .map_err(client_error)?
+                    .with_max_bytes(config.max_bytes);
                 let base_url = base_url.as_deref().unwrap_or(BraveBackend::DEFAULT_BASE_URL);
                 Some(Arc::new(BraveBackend::new(client, base_url, key).map_err(bad_url)?))
             }
@@ -212,4 +222,15 @@ impl WebTools {
             },
         ))
     }
+}
+
+/// Whether `name` is a variable of Brave Search's own (`BRAVE_...`): the
+/// only ones whose value may be sent to it as the key.
+fn is_brave_variable(name: &str) -> bool {
+    name.strip_prefix("BRAVE_").is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    })
 }

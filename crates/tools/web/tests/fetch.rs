@@ -345,7 +345,7 @@ async fn fetched_pages_never_receive_the_search_key_even_across_redirects() {
     let config = WebConfig {
         search: agent_tools_web::SearchConfig::Brave {
             api_key: Some(agent_tools_web::ApiKey::new("brave-fetch-secret")),
-            api_key_env: "UNUSED".into(),
+            api_key_env: "BRAVE_UNUSED".into(),
             base_url: Some(server.uri()),
         },
         ..allow_loopback()

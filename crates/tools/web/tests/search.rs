@@ -96,7 +96,7 @@ async fn brave_results_are_mapped_and_the_key_is_sent() {
     let config = WebConfig {
         search: SearchConfig::Brave {
             api_key: Some(ApiKey::new("brave-test-key")),
-            api_key_env: "UNUSED".into(),
+            api_key_env: "BRAVE_UNUSED".into(),
             base_url: Some(server.uri()),
         },
         ..WebConfig::default()
@@ -140,6 +140,75 @@ async fn brave_key_comes_from_the_environment_and_never_shows_in_errors() {
     let error = WebTools::with_env(&config, |_| None).unwrap_err().to_string();
     assert!(error.contains("Brave Search needs an API key"), "{error}");
     assert!(error.contains("BRAVE_API_KEY"), "{error}");
+}
+
+#[tokio::test]
+async fn the_brave_key_variable_must_be_braves_own_and_no_other_secret_is_read() {
+    let server = MockServer::start().await;
+    let config = WebConfig {
+        search: SearchConfig::Brave {
+            api_key: None,
+            api_key_env: "OPENAI_API_KEY".into(),
+            base_url: Some(server.uri()),
+        },
+        ..WebConfig::default()
+    };
+    let read = std::sync::Mutex::new(Vec::new());
+    let error = WebTools::with_env(&config, |name| {
+        read.lock().unwrap().push(name.to_owned());
+        Some("sk-openai-secret".into())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("search.api_key_env"), "{error}");
+    assert!(error.contains("OPENAI_API_KEY") && error.contains("BRAVE_"), "{error}");
+    assert!(!error.contains("sk-openai-secret"), "{error}");
+    assert!(read.lock().unwrap().is_empty(), "no variable was read");
+    assert!(server.received_requests().await.unwrap().is_empty(), "nothing was sent");
+    for name in ["BRAVE_", "brave_api_key", "BRAVE_KEY-2"] {
+        let config = WebConfig {
+            search: SearchConfig::Brave {
+                api_key: None,
+                api_key_env: name.into(),
+                base_url: None,
+            },
+            ..WebConfig::default()
+        };
+        assert!(WebTools::with_env(&config, |_| Some("k".into())).is_err(), "{name}");
+    }
+    let own = WebConfig {
+        search: SearchConfig::Brave {
+            api_key: None,
+            api_key_env: "BRAVE_SEARCH_KEY_2".into(),
+            base_url: None,
+        },
+        ..WebConfig::default()
+    };
+    assert!(WebTools::with_env(&own, |_| Some("k".into())).is_ok());
+}
+
+#[tokio::test]
+async fn a_search_answer_over_the_byte_cap_is_refused_not_buffered() {
+    let server = MockServer::start().await;
+    let huge = format!("{{\"results\": [], \"padding\": \"{}\"}}", "x".repeat(8 * 1024));
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(huge))
+        .mount(&server)
+        .await;
+    let config = |max_bytes| WebConfig {
+        search: SearchConfig::Searxng { base_url: server.uri() },
+        max_bytes,
+        ..WebConfig::default()
+    };
+    let tools = WebTools::new(&config(4 * 1024)).unwrap();
+    let error = tools.search("crabs", 5).await.unwrap_err().to_string();
+    assert!(error.contains("larger than the 4096-byte limit (max_bytes)"), "{error}");
+    let roomy = WebTools::new(&config(64 * 1024)).unwrap();
+    assert!(
+        roomy.search("crabs", 5).await.is_ok(),
+        "an answer under the cap is read"
+    );
 }
 
 #[tokio::test]
@@ -226,7 +295,7 @@ async fn brave_never_sends_its_key_along_a_redirect_to_another_host() {
         let config = WebConfig {
             search: SearchConfig::Brave {
                 api_key: Some(ApiKey::new("brave-redirect-secret")),
-                api_key_env: "UNUSED".into(),
+                api_key_env: "BRAVE_UNUSED".into(),
                 base_url: Some(format!("{}{route}", server.uri())),
             },
             ..WebConfig::default()
