@@ -84,6 +84,10 @@ pub enum Command {
     /// Serve the agent over HTTP: OpenAI-compatible /v1/chat/completions,
     /// /v1/runs, /healthz, /readyz (API keys from [serve]).
     Serve(crate::serve::ServeArgs),
+    /// Trust the agentry.toml of the working directory (or DIR): it may then
+    /// start its MCP servers and send keys where it says (a change to the
+    /// file withdraws the trust).
+    Trust(crate::trust::TrustArgs),
 }
 
 /// Options that choose the provider and model (shared by `run`, `chat` and `demo`).
@@ -369,10 +373,10 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
         Command::Demo(args) => args.provider.config.clone(),
         Command::Mcp(args) => args.config.clone(),
         Command::Serve(args) => args.agent.provider.config.clone(),
-        Command::Tools(_) | Command::Sessions(_) => None,
+        Command::Tools(_) | Command::Sessions(_) | Command::Trust(_) => None,
     };
     let started = match &cli.command {
-        Command::Tools(_) | Command::Sessions(_) => None,
+        Command::Tools(_) | Command::Sessions(_) | Command::Trust(_) => None,
         _ => std::env::current_dir()
             .ok()
             .and_then(|cwd| {
@@ -423,6 +427,7 @@ pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         Command::Sessions(command) => sessions(command, env).await,
         Command::Mcp(args) => crate::mcp::serve(&args, env, cwd).await,
         Command::Serve(args) => crate::serve::serve(args, env, cwd).await,
+        Command::Trust(args) => crate::trust::run(&args, env, cwd),
     }
 }
 

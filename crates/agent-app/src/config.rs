@@ -347,8 +347,19 @@ fn layer(name: impl Into<String>, key: &str, value: Value) -> Layer {
 
 impl Settings {
     /// Loads the configuration for these flags, environment and working
-    /// directory, and validates it.
+    /// directory, validates it, and refuses a working-directory
+    /// `agentry.toml` that sets keys which run programs or send secrets
+    /// until the user trusts it (see [`crate::trust`]).
     pub fn load(overrides: &Overrides, env: &Env, cwd: &Path) -> Result<Self, ConfigError> {
+        let settings = Self::read(overrides, env, cwd)?;
+        crate::trust::check(&settings, env)?;
+        Ok(settings)
+    }
+
+    /// [`load`](Self::load) without the trust check: for `agentry trust`,
+    /// which shows what a file would do before the user trusts it. Nothing
+    /// read this way may start a process or send a request.
+    pub fn read(overrides: &Overrides, env: &Env, cwd: &Path) -> Result<Self, ConfigError> {
         let file = config_file(overrides, env, cwd)?;
         let file_is_local = file.as_ref().is_some_and(|path| *path == cwd.join(CONFIG_FILE_NAME))
             && overrides.config.is_none()
@@ -574,15 +585,27 @@ impl Settings {
     pub fn string_at(&self, key: &str) -> Option<(String, bool)> {
         let value = self.figment.find_value(key).ok()?;
         let text = value.as_str()?.to_owned();
-        let from_local_file = self.file_is_local
+        Some((text, self.is_local_value(&value)))
+    }
+
+    /// Whether the working directory's own `agentry.toml` (see
+    /// [`file_is_local`](Self::file_is_local)) set the value at `key`, of
+    /// whatever type; `false` when nothing is there.
+    pub fn set_by_local_file(&self, key: &str) -> bool {
+        self.figment
+            .find_value(key)
+            .is_ok_and(|value| self.is_local_value(&value))
+    }
+
+    fn is_local_value(&self, value: &Value) -> bool {
+        self.file_is_local
             && value
                 .tag()
                 .ne(&figment::value::Tag::Default)
                 .then(|| self.figment.get_metadata(value.tag()))
                 .flatten()
                 .and_then(|metadata| metadata.source.as_ref()?.file_path().map(Path::to_path_buf))
-                .is_some_and(|path| Some(&path) == self.file.as_ref());
-        Some((text, from_local_file))
+                .is_some_and(|path| Some(&path) == self.file.as_ref())
     }
 
     fn default_origin(&self) -> String {
@@ -802,7 +825,7 @@ mod tests {
         if let Some(toml) = toml {
             fs::write(dir.join(CONFIG_FILE_NAME), toml).unwrap_or_else(|e| panic!("{e}"));
         }
-        Settings::load(overrides, &Env::from_pairs(env.iter().copied()), dir)
+        Settings::read(overrides, &Env::from_pairs(env.iter().copied()), dir)
     }
 
     fn tempdir() -> tempfile::TempDir {

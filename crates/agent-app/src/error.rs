@@ -117,6 +117,24 @@ pub enum ConfigError {
     /// A flag does not apply to the chosen provider.
     #[error("{0}")]
     Unsupported(String),
+    /// The working directory's `agentry.toml` sets keys that run programs
+    /// or send secrets, and the user has not trusted it (`agentry trust`).
+    #[error(
+        "{} is not trusted, and it sets keys that run programs or send secrets:\n{}\nnothing was started or sent. \
+         Read the file; if you trust it, run `agentry trust{}` (a change to the file withdraws the trust), \
+         or name it with --config",
+        file.display(),
+        keys.iter().map(|key| format!("  - {key}")).collect::<Vec<_>>().join("\n"),
+        changed.then_some(" again (the file changed since it was trusted)").unwrap_or_default()
+    )]
+    Untrusted {
+        /// The file.
+        file: PathBuf,
+        /// Each sensitive key it sets and what it would do.
+        keys: Vec<String>,
+        /// The file was trusted before, with other contents.
+        changed: bool,
+    },
 }
 
 /// Any failure of an `agentry` command.

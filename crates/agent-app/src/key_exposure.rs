@@ -1,8 +1,8 @@
-//! Warnings for an `agentry.toml` that came with the working directory (a
-//! cloned repository, say) and would send the user's API key somewhere of
-//! its own choosing: to a host other than the provider's, or over plain
-//! HTTP. A file named by `--config` or `$AGENTRY_CONFIG` is the user's own
-//! choice and is not second-guessed; neither is a key the file itself holds.
+//! Which provider keys of an `agentry.toml` route the user's API key: to a
+//! host other than the provider's, over plain HTTP, or another variable
+//! sent as the key. A working-directory file that sets one needs the user's
+//! trust ([`crate::trust`]); a key the file itself holds is its own
+//! business.
 
 use url::Url;
 
@@ -10,12 +10,11 @@ use crate::config::Settings;
 use crate::env::Env;
 use crate::providers::ProviderKind;
 
-/// One line per risky setting, naming the file, the key and the variable;
-/// empty when there is nothing to warn about.
-pub fn key_exposure_warnings(settings: &Settings, env: &Env) -> Vec<String> {
-    let (Some(file), true) = (&settings.file, settings.file_is_local) else {
-        return Vec::new();
-    };
+/// One line per key of the chosen provider's table that the working
+/// directory's `agentry.toml` set and that would send the user's key
+/// elsewhere, naming the key and the variable (never the key's value);
+/// empty when there is none.
+pub fn provider_key_routes(settings: &Settings, env: &Env) -> Vec<String> {
     let Ok(kind) = settings.provider() else {
         return Vec::new();
     };
@@ -24,13 +23,12 @@ pub fn key_exposure_warnings(settings: &Settings, env: &Env) -> Vec<String> {
     let Some(secret) = key_sent(kind, &table, env) else {
         return Vec::new();
     };
-    let file = file.display();
-    let mut warnings = Vec::new();
+    let mut routes = Vec::new();
     if let Some((variable, true)) = table("api_key_env")
         && kind.key_variable() != Some(variable.as_str())
     {
-        warnings.push(format!(
-            "{file} sets providers.{name}.api_key_env = \"{variable}\": the value of ${variable} is sent as the API key"
+        routes.push(format!(
+            "providers.{name}.api_key_env sends the value of ${variable} as the API key"
         ));
     }
     for field in ["base_url", "endpoint"] {
@@ -38,12 +36,9 @@ pub fn key_exposure_warnings(settings: &Settings, env: &Env) -> Vec<String> {
         let Some(risk) = Url::parse(&address).ok().and_then(|url| risk(kind, &url)) else {
             continue;
         };
-        warnings.push(format!(
-            "{file} sets providers.{name}.{field} = \"{address}\": {secret} is sent {risk}; \
-             pass --config with a file you trust to silence this"
-        ));
+        routes.push(format!("providers.{name}.{field} sends {secret} {risk}"));
     }
-    warnings
+    routes
 }
 
 /// What key a request carries, described by where it comes from, when it
@@ -106,8 +101,8 @@ mod tests {
             ..Overrides::default()
         };
         let env = Env::from_pairs(env.iter().copied());
-        let settings = Settings::load(&overrides, &env, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        key_exposure_warnings(&settings, &env)
+        let settings = Settings::read(&overrides, &env, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        provider_key_routes(&settings, &env)
     }
 
     const EVIL: &str =
@@ -118,13 +113,12 @@ mod tests {
         let warnings = warnings_for(EVIL, &[("OPENAI_API_KEY", "sk-user-secret")], false);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         let warning = &warnings[0];
-        assert!(warning.contains(CONFIG_FILE_NAME), "names the file: {warning}");
         assert!(
             warning.contains("providers.openai.base_url"),
             "names the key: {warning}"
         );
         assert!(
-            warning.contains("$OPENAI_API_KEY is sent to collector.example, not api.openai.com"),
+            warning.contains("sends $OPENAI_API_KEY to collector.example, not api.openai.com"),
             "{warning}"
         );
         assert!(!warning.contains("sk-user-secret"), "never the secret: {warning}");
@@ -138,11 +132,13 @@ mod tests {
         assert!(
             warnings
                 .iter()
-                .any(|w| w.contains("$MY_TOKEN is sent over plain HTTP to 10.1.2.3")),
+                .any(|w| w.contains("sends $MY_TOKEN over plain HTTP to 10.1.2.3")),
             "{warnings:?}"
         );
         assert!(
-            warnings.iter().any(|w| w.contains("api_key_env = \"MY_TOKEN\"")),
+            warnings
+                .iter()
+                .any(|w| w.contains("api_key_env sends the value of $MY_TOKEN")),
             "{warnings:?}"
         );
     }

@@ -19,6 +19,8 @@
 //!   (the demo's turns, agents and checker are the `agent-travel-assistant`
 //!   crate's; [`demo`] renders them).
 //! - [`cli`]: the commands (`run` and `resume` live in a module of their own).
+//! - [`trust`]: a working-directory `agentry.toml` that runs programs or
+//!   sends secrets is refused until `agentry trust` records it.
 //! - [`telemetry`]: `[telemetry]`, OTLP/HTTP export of the GenAI spans and
 //!   metrics (tracing-opentelemetry and a `metrics` recorder).
 //!
@@ -60,3 +62,4 @@ pub mod serve;
 pub mod sessions;
 pub mod telemetry;
 pub mod tools;
+pub mod trust;

@@ -129,14 +129,11 @@ pub enum Progress {
 
 /// The client for the configured provider and model. For the local model
 /// this fetches it on first use (with a progress bar) and loads it, both on
-/// blocking threads. Keys are looked up in `env`. A working-directory
-/// `agentry.toml` that would send the user's key elsewhere is warned about
-/// on stderr ([`key_exposure_warnings`](crate::key_exposure::key_exposure_warnings)).
+/// blocking threads. Keys are looked up in `env`. (A working-directory
+/// `agentry.toml` that would send the user's key elsewhere never gets here
+/// untrusted: [`Settings::load`] refuses it, see [`crate::trust`].)
 pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) -> Result<Arc<dyn LlmClient>, AppError> {
     let kind = settings.provider()?;
-    for warning in crate::key_exposure::key_exposure_warnings(settings, env) {
-        eprintln!("warning: {warning}");
-    }
     match kind {
         #[cfg(feature = "llama")]
         ProviderKind::Llama => llama::client(settings, env, progress).await,

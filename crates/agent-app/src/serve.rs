@@ -9,6 +9,11 @@
 //! requests_per_minute = 600      # per key; 429 with Retry-After above it (0: no limit)
 //! drain_secs = 0                 # /readyz says 503 this long before the listener closes
 //! shutdown_grace_secs = 30       # runs may finish this long at shutdown, then are cancelled
+//! header_read_timeout_secs = 10  # a request's headers must arrive within it (idle keep-alive too)
+//! body_timeout_secs = 30         # a request's body must arrive within it (408 past it)
+//! max_connections = 1024         # more connections wait to be accepted
+//! max_ended_runs_per_key = 100   # ended runs kept for GET /v1/runs/{id}, per key
+//! max_sessions_per_key = 1000    # 409 above it
 //!
 //! [store]
 //! # Where sessions are kept. Default: a SQLite file in $AGENTRY_HOME/serve.
@@ -27,8 +32,9 @@ use std::time::Duration;
 
 use agent_core::ConversationStore;
 use agent_server::{
-    ApiKeys, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RUNS_PER_KEY, DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE,
-    Server,
+    ApiKeys, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_ENDED_RUNS_PER_KEY, DEFAULT_MAX_RUNS_PER_KEY, DEFAULT_MAX_SESSIONS_PER_KEY,
+    DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE, Server,
 };
 use agent_store_postgres::PostgresStore;
 use clap::Args;
@@ -60,6 +66,18 @@ pub struct ServeSettings {
     pub drain_secs: u64,
     /// Seconds runs may go on at shutdown before they are cancelled.
     pub shutdown_grace_secs: u64,
+    /// Seconds a client has to send a request's headers; an idle
+    /// keep-alive connection is closed after as long (at least 1).
+    pub header_read_timeout_secs: u64,
+    /// Seconds a client has to send a request's body once its headers
+    /// arrived (408 past it; at least 1).
+    pub body_timeout_secs: u64,
+    /// Connections served at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// Ended runs kept per key for `GET /v1/runs/{id}`.
+    pub max_ended_runs_per_key: usize,
+    /// Sessions one key may have (409 above it).
+    pub max_sessions_per_key: usize,
 }
 
 impl Default for ServeSettings {
@@ -71,6 +89,11 @@ impl Default for ServeSettings {
             requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
             drain_secs: 0,
             shutdown_grace_secs: DEFAULT_SHUTDOWN_GRACE.as_secs(),
+            header_read_timeout_secs: DEFAULT_HEADER_READ_TIMEOUT.as_secs(),
+            body_timeout_secs: DEFAULT_BODY_TIMEOUT.as_secs(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_ended_runs_per_key: DEFAULT_MAX_ENDED_RUNS_PER_KEY,
+            max_sessions_per_key: DEFAULT_MAX_SESSIONS_PER_KEY,
         }
     }
 }
@@ -133,6 +156,11 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path) -> Result<u8, 
         .requests_per_minute(NonZeroU32::new(serve.requests_per_minute))
         .drain_delay(Duration::from_secs(serve.drain_secs))
         .shutdown_grace(Duration::from_secs(serve.shutdown_grace_secs))
+        .header_read_timeout(Duration::from_secs(serve.header_read_timeout_secs.max(1)))
+        .body_timeout(Duration::from_secs(serve.body_timeout_secs.max(1)))
+        .max_connections(serve.max_connections)
+        .max_ended_runs_per_key(serve.max_ended_runs_per_key)
+        .max_sessions_per_key(serve.max_sessions_per_key)
         .render_runs(Arc::new(move |result| {
             let mut output = RunOutput::from_result(result);
             output.provider.clone_from(&provider);
@@ -180,8 +208,31 @@ impl std::fmt::Debug for StoreSettings {
     }
 }
 
-/// `url` with its password, if any, replaced by `[redacted]`.
+/// `url` with its passwords replaced by `[redacted]`: the one in the user
+/// information (`user:PASSWORD@host`) and any query parameter whose name
+/// holds `password` (`?password=...`, `&sslpassword=...`), in any case.
 pub(crate) fn redact_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut shown = redact_user_info(base);
+    if let Some(query) = query {
+        shown.push('?');
+        let parameters: Vec<String> = query
+            .split('&')
+            .map(|parameter| match parameter.split_once('=') {
+                Some((name, _)) if name.to_ascii_lowercase().contains("password") => format!("{name}=[redacted]"),
+                _ => parameter.to_owned(),
+            })
+            .collect();
+        shown.push_str(&parameters.join("&"));
+    }
+    shown
+}
+
+/// `scheme://user:PASSWORD@host/path` with the password redacted.
+fn redact_user_info(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -262,6 +313,18 @@ mod tests {
             ("postgresql://agentry@db/app", "postgresql://agentry@db/app"),
             ("postgres://u:p@ss@db/app", "postgres://u:[redacted]@db/app"),
             ("sqlite:/var/lib/agentry.db", "sqlite:/var/lib/agentry.db"),
+            (
+                "postgres://agentry@db/app?password=s3cret-pw&sslmode=require",
+                "postgres://agentry@db/app?password=[redacted]&sslmode=require",
+            ),
+            (
+                "postgresql://db/app?sslmode=verify-full&SSLPassword=k3y-pw",
+                "postgresql://db/app?sslmode=verify-full&SSLPassword=[redacted]",
+            ),
+            (
+                "mysql://db/app?Password=s3cret-pw",
+                "mysql://db/app?Password=[redacted]",
+            ),
         ] {
             assert_eq!(redact_url(url), shown);
         }

@@ -97,11 +97,16 @@ impl Telemetry {
         let resource = Resource::builder()
             .with_service_name(settings.service_name.clone())
             .build();
+        let http_client = export_client().map_err(|error| TelemetryError {
+            signal: "HTTP client of the",
+            message: error.to_string(),
+        })?;
 
         let span_exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
             .with_endpoint(format!("{base}/v1/traces"))
+            .with_http_client(http_client.clone())
             .with_headers(headers.clone())
             .build()
             .map_err(|error| TelemetryError {
@@ -117,6 +122,7 @@ impl Telemetry {
             .with_http()
             .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
             .with_endpoint(format!("{base}/v1/metrics"))
+            .with_http_client(http_client)
             .with_headers(headers)
             .build()
             .map_err(|error| TelemetryError {
@@ -157,6 +163,20 @@ impl Telemetry {
             eprintln!("warning: telemetry: the metrics may not have reached {endpoint}: {error}");
         }
     }
+}
+
+/// How long one export may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The exporters' HTTP client: like the providers', it follows redirects
+/// only within the collector's origin, so the export headers (API keys,
+/// and `$OTEL_EXPORTER_OTLP_HEADERS`) never reach another host. Build it
+/// outside any async runtime (the binary does, before starting one).
+fn export_client() -> reqwest::Result<reqwest::blocking::Client> {
+    reqwest::blocking::Client::builder()
+        .redirect(agent_http::same_origin_only())
+        .timeout(EXPORT_TIMEOUT)
+        .build()
 }
 
 /// A span exporter that exports [`FINISH_REASONS`] as a string array.

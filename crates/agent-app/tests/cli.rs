@@ -178,10 +178,10 @@ async fn azure_run_json_uses_the_deployment_url_and_api_key_header() {
 }
 
 /// A working-directory `agentry.toml` that sends the user's key to a host
-/// of its own is named on stderr (file, key, variable; never the secret),
-/// and the run still goes ahead.
+/// of its own is refused until trusted, naming the key and the variable
+/// (never the secret); nothing is sent.
 #[tokio::test]
-async fn a_local_config_sending_the_users_key_elsewhere_is_warned_about() {
+async fn a_local_config_sending_the_users_key_elsewhere_is_refused_until_trusted() {
     let server = calculator_server(|mock| mock.and(path("/v1/chat/completions"))).await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -197,15 +197,15 @@ async fn a_local_config_sending_the_users_key_elsewhere_is_warned_about() {
         .env("OPENAI_API_KEY", "sk-user-secret")
         .args(["run", "What is 17 * 23?"]);
     let output = run_cmd(command).await;
-    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let stderr = stderr(&output);
     assert!(
-        stderr.contains("warning: ")
-            && stderr.contains("agentry.toml sets providers.openai.base_url")
-            && stderr.contains("$OPENAI_API_KEY is sent to 127.0.0.1, not api.openai.com"),
+        stderr.contains("is not trusted")
+            && stderr.contains("providers.openai.base_url sends $OPENAI_API_KEY to 127.0.0.1, not api.openai.com"),
         "{stderr}"
     );
     assert!(!stderr.contains("sk-user-secret"), "{stderr}");
+    assert!(server.received_requests().await.unwrap().is_empty(), "nothing was sent");
 }
 
 #[tokio::test]

@@ -17,19 +17,18 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use wiremock::MockServer;
 
-use cli_support::{agentry, mount_calls_then_answer, run_cmd, stderr, stdout_json};
+use cli_support::{agentry, mount_calls_then_answer, run_cmd, stderr, stdout_json, write_trusted_config};
 
 /// `agentry.toml` with server-everything as the domain `everything`.
 fn everything_config(dir: &Path, deps: &mcp_support::Deps) {
-    std::fs::write(
-        dir.join("agentry.toml"),
-        format!(
+    write_trusted_config(
+        dir,
+        &format!(
             "[tools]\nenabled = [\"everything\"]\n\n[mcp.servers.everything]\ncommand = {}\nargs = [{}]\n",
             json!(deps.node.to_string_lossy()),
             json!(deps.everything.to_string_lossy()),
         ),
-    )
-    .unwrap();
+    );
 }
 
 #[tokio::test]
@@ -256,12 +255,11 @@ async fn a_server_named_like_a_built_in_domain_is_a_configuration_error() {
 #[tokio::test]
 async fn a_server_that_cannot_start_fails_the_command_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("agentry.toml"),
+    write_trusted_config(
+        dir.path(),
         "[tools]\nenabled = [\"math\", \"broken\"]\n\n[mcp.servers.broken]\ncommand = \"/bin/sh\"\n\
          args = [\"-c\", \"echo 'cannot open the database' >&2; exit 1\"]\n",
-    )
-    .unwrap();
+    );
     let mut command = agentry(dir.path());
     command.args(["tools"]);
     let output = run_cmd(command).await;

@@ -20,7 +20,7 @@ use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use cli_support::{agentry, mount_calls_then_answer, run_cmd, stderr};
+use cli_support::{agentry, mount_calls_then_answer, run_cmd, stderr, write_trusted_config};
 
 /// An OpenAI mock that asks for the calculator, then answers.
 async fn calculator_server() -> MockServer {
@@ -80,14 +80,13 @@ async fn a_run_exports_agent_chat_and_tool_spans_and_genai_metrics_over_otlp() {
     let llm = calculator_server().await;
     let otlp = otlp_receiver().await;
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("agentry.toml"),
-        format!(
+    write_trusted_config(
+        dir.path(),
+        &format!(
             "[telemetry]\notlp_endpoint = \"{}\"\nservice_name = \"agentry-test\"\n\n[telemetry.headers]\nx-api-key = \"secret\"\n",
             otlp.uri()
         ),
-    )
-    .unwrap();
+    );
     let mut command = agentry(dir.path());
     command
         .env("OPENAI_API_KEY", "sk-test-key")
@@ -255,4 +254,55 @@ async fn a_bad_telemetry_protocol_is_a_configuration_error_naming_the_key() {
     let message = stderr(&output);
     assert!(message.contains("telemetry.protocol"), "{message}");
     assert!(message.contains("http/protobuf"), "{message}");
+}
+
+/// The collector answers 307 to another origin: the export is not sent
+/// there, so its key headers stay with the configured collector.
+#[tokio::test]
+async fn an_export_redirected_to_another_origin_is_not_followed() {
+    let llm = calculator_server().await;
+    let elsewhere = otlp_receiver().await;
+    let redirector = MockServer::start().await;
+    for signal in ["/v1/traces", "/v1/metrics"] {
+        Mock::given(method("POST"))
+            .and(path(signal))
+            .respond_with(
+                ResponseTemplate::new(307).insert_header("location", format!("{}{signal}", elsewhere.uri()).as_str()),
+            )
+            .mount(&redirector)
+            .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_trusted_config(
+        dir.path(),
+        &format!(
+            "[telemetry]\notlp_endpoint = \"{}\"\n\n[telemetry.headers]\nx-api-key = \"collector-secret\"\n",
+            redirector.uri()
+        ),
+    );
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer env-secret")
+        .args([
+            "run",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--tools",
+            "math",
+            "--json",
+        ])
+        .args(["--base-url", &format!("{}/v1", llm.uri()), "What is 17 * 23?"]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let asked = redirector.received_requests().await.unwrap();
+    assert!(!asked.is_empty(), "the export went to the configured collector first");
+    let followed = elsewhere.received_requests().await.unwrap();
+    assert!(
+        followed.is_empty(),
+        "the redirect was followed to another origin with {:?}",
+        followed.iter().map(|r| r.headers.clone()).collect::<Vec<_>>()
+    );
 }

@@ -19,6 +19,19 @@ pub fn agentry(dir: &Path) -> Command {
     command
 }
 
+/// Writes `dir/agentry.toml` and trusts it with `agentry trust` (as a user
+/// would after reading it), so its MCP servers, telemetry endpoint and key
+/// routes may be used.
+pub fn write_trusted_config(dir: &Path, toml: &str) {
+    std::fs::write(dir.join("agentry.toml"), toml).expect("writes agentry.toml");
+    let output = agentry(dir).arg("trust").output().expect("agentry trust runs");
+    assert!(
+        output.status.success(),
+        "agentry trust failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Runs `command` off the async runtime, so mock servers keep answering.
 pub async fn run_cmd(mut command: Command) -> Output {
     tokio::task::spawn_blocking(move || command.output().expect("agentry runs"))
