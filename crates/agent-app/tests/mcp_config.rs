@@ -8,9 +8,16 @@ use agent_app::error::{ConfigError, EXIT_FAILURE};
 use agent_app::mcp::server_config;
 use agent_app::tools::ToolBox;
 
+/// Loads `toml` as a file the user named (`--config`): a working
+/// directory's file with MCP commands needs trust (see `trust_cli.rs`).
 fn load_in(dir: &std::path::Path, toml: &str) -> Result<Settings, ConfigError> {
-    std::fs::write(dir.join(CONFIG_FILE_NAME), toml).unwrap();
-    Settings::load(&Overrides::default(), &Env::default(), dir)
+    let file = dir.join(CONFIG_FILE_NAME);
+    std::fs::write(&file, toml).unwrap();
+    let overrides = Overrides {
+        config: Some(file),
+        ..Overrides::default()
+    };
+    Settings::load(&overrides, &Env::default(), dir)
 }
 
 fn error(toml: &str) -> String {
