@@ -13,7 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use agent_core::ModelCatalog;
-use agent_runner::{AgentConfig, Budget, RequestOptions, RunConfig, ToolProtocol};
+use agent_runner::{AgentConfig, Budget, Grounding, RequestOptions, RunConfig, ToolProtocol};
 use figment::providers::{Format, Serialized, Toml};
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider, Source};
@@ -75,6 +75,12 @@ pub struct AgentSettings {
     pub system_prompt: Option<String>,
     /// Budgets that end a run early.
     pub budget: BudgetSettings,
+    /// Check every final answer's figures against the user's words and the
+    /// tool results, re-ask the model and never pass on an invented figure
+    /// (`agent_runner::Grounding`). Unset: on for `llama`, off for the
+    /// others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grounding: Option<bool>,
 }
 
 impl Default for AgentSettings {
@@ -89,6 +95,7 @@ impl Default for AgentSettings {
             tool_protocol: ToolProtocol::Auto,
             system_prompt: None,
             budget: BudgetSettings::default(),
+            grounding: None,
         }
     }
 }
@@ -542,6 +549,7 @@ impl Settings {
                 tool_protocol: agent.tool_protocol,
                 budget: agent.budget.to_budget(),
                 max_tool_result_bytes: self.config.tools.max_result_bytes,
+                grounding: self.grounding(),
                 ..RunConfig::default()
             },
             request: RequestOptions {
@@ -551,6 +559,18 @@ impl Settings {
                 prompt_caching: agent.prompt_caching,
             },
         }
+    }
+
+    /// Whether final answers are checked: `agent.grounding`, or by
+    /// default on for the embedded local model, whose small models invent
+    /// figures, and off for the hosted providers.
+    pub fn grounding(&self) -> Grounding {
+        let on = self
+            .config
+            .agent
+            .grounding
+            .unwrap_or_else(|| matches!(self.provider(), Ok(crate::providers::ProviderKind::Llama)));
+        if on { Grounding::On } else { Grounding::Off }
     }
 
     fn invalid(&self, key: &str, message: &str) -> ConfigError {
@@ -886,6 +906,22 @@ mod tests {
         assert_eq!(settings.config.agent.max_iterations, 10);
         assert_eq!(settings.config.tools.enabled, ["math", "travel"]);
         assert!(settings.config.catalog.contains_key("gpt-4o-mini"));
+    }
+
+    #[test]
+    fn grounding_is_on_for_the_local_model_unless_the_file_says_otherwise() {
+        let dir = tempdir();
+        let load = |toml: Option<&str>| {
+            load_in(dir.path(), toml, &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"))
+        };
+        assert_eq!(load(None).grounding(), Grounding::On, "llama, the default");
+        assert_eq!(load(None).agent_config().run.grounding, Grounding::On);
+        let hosted = load(Some("[agent]\nprovider = \"openai\"\n"));
+        assert_eq!(hosted.grounding(), Grounding::Off);
+        let hosted_on = load(Some("[agent]\nprovider = \"openai\"\ngrounding = true\n"));
+        assert_eq!(hosted_on.agent_config().run.grounding, Grounding::On);
+        let local_off = load(Some("[agent]\ngrounding = false\n"));
+        assert_eq!(local_off.grounding(), Grounding::Off);
     }
 
     #[test]

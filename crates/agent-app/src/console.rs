@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_core::{AgentEvent, StopCause, ToolChoice};
+use agent_core::{AgentEvent, GroundingAction, GroundingFault, StopCause, ToolChoice};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Where text and notes go, and whether tools get spinners.
@@ -20,6 +20,9 @@ pub struct Console {
     text_seen: bool,
     text_prefix: Option<String>,
     prefix_due: bool,
+    /// The next model request is a grounding re-ask with the results
+    /// restated (tools off, but not a forced final answer).
+    restating: bool,
 }
 
 impl std::fmt::Debug for Console {
@@ -42,6 +45,7 @@ impl Console {
             text_seen: false,
             text_prefix: None,
             prefix_due: false,
+            restating: false,
         }
     }
 
@@ -179,6 +183,19 @@ impl Console {
             AgentEvent::LoopDetected { .. } => {
                 self.note("  ↺ the model went round the same tool calls: asking it for a final answer")
             }
+            AgentEvent::AnswerUngrounded {
+                ungrounded,
+                faults,
+                action,
+                ..
+            } => {
+                self.restating = *action == GroundingAction::ReaskedWithResults;
+                self.note(&grounding_note(faults, ungrounded, *action))
+            }
+            AgentEvent::ModelRequestStarted {
+                tool_choice: ToolChoice::None,
+                ..
+            } if std::mem::take(&mut self.restating) => Ok(()),
             AgentEvent::ModelRequestStarted {
                 iteration,
                 tool_choice: ToolChoice::None,
@@ -205,6 +222,27 @@ fn suspend<R>(spinners: Option<&MultiProgress>, f: impl FnOnce() -> R) -> R {
         Some(multi) => multi.suspend(f),
         None => f(),
     }
+}
+
+/// The note of a grounding re-ask or replacement: what was wrong with the
+/// answer and what happens now.
+pub fn grounding_note(faults: &[GroundingFault], ungrounded: &[String], action: GroundingAction) -> String {
+    let mut problems: Vec<String> = Vec::new();
+    for fault in faults {
+        problems.push(match fault {
+            GroundingFault::UngroundedFigures => {
+                format!("{} in no tool result or message", brief(&ungrounded.join(", "), 80))
+            }
+            GroundingFault::EchoedInstruction => "it repeats an instruction meant for the model".to_owned(),
+            GroundingFault::IgnoredResults => "it mentions none of the tool results".to_owned(),
+        });
+    }
+    let next = match action {
+        GroundingAction::ReaskedForCall => "asking the model again, with a tool call",
+        GroundingAction::ReaskedWithResults => "asking the model again, with the tool results",
+        GroundingAction::Replaced => "answering with what the tools returned instead",
+    };
+    format!("  ⚠ answer not grounded ({}): {next}", problems.join("; "))
 }
 
 /// `text` on one line, cut to about `max` characters with `…`.
@@ -348,6 +386,24 @@ mod tests {
         console.note("  → tool").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out.contents(), "answer\n");
         assert_eq!(notes.contents(), "  → tool\n");
+    }
+
+    #[test]
+    fn a_grounding_note_says_what_was_wrong_and_what_happens_now() {
+        let note = grounding_note(
+            &[GroundingFault::UngroundedFigures, GroundingFault::IgnoredResults],
+            &["22 °C".to_owned(), "$100".to_owned()],
+            GroundingAction::ReaskedForCall,
+        );
+        assert_eq!(
+            note,
+            "  ⚠ answer not grounded (22 °C, $100 in no tool result or message; it mentions none of the tool results): asking the model again, with a tool call"
+        );
+        let replaced = grounding_note(&[GroundingFault::EchoedInstruction], &[], GroundingAction::Replaced);
+        assert!(
+            replaced.ends_with("answering with what the tools returned instead"),
+            "{replaced}"
+        );
     }
 
     #[test]

@@ -27,9 +27,14 @@
 //! provider (`agent.provider`, e.g. `azure-openai`); `model` the model the
 //! requests went to. With `[scenes]` configured it has one more key,
 //! `scene`: the scene that ran (see [`crate::scenes`]). With `run --schema FILE` the object has one more key,
-//! `output`: the validated JSON answer.
+//! `output`: the validated JSON answer. With grounding on (`agent.grounding`,
+//! the default of the `llama` provider) it has one more key, `grounding`:
+//! `{"checked": true, "ungrounded": ["22 °C"], "faults": ["ungrounded_figures"],
+//! "actions": ["reasked_for_call"]}`, the figures found in no user message or
+//! tool result and what the runner did (`reasked_for_call`,
+//! `reasked_with_results`, `replaced`); the empty lists are left out.
 
-use agent_core::{AgentRunResult, StopCause, ToolCallRecord};
+use agent_core::{AgentRunResult, GroundingRecord, StopCause, ToolCallRecord};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -62,6 +67,10 @@ pub struct RunOutput {
     /// (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scene: Option<String>,
+    /// The grounding check of the answer, when grounding is on (absent
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grounding: Option<GroundingRecord>,
 }
 
 /// A call of [`RunOutput::pending_approvals`].
@@ -138,6 +147,7 @@ impl RunOutput {
                 })
                 .collect(),
             scene: result.scene.clone(),
+            grounding: result.grounding.clone(),
         }
     }
 
@@ -210,6 +220,7 @@ mod tests {
             compactions: Vec::new(),
             pending_approvals: Vec::new(),
             scene: None,
+            grounding: None,
         }
     }
 
@@ -245,6 +256,28 @@ mod tests {
           "model": "gpt-4o-mini"
         }
         "#);
+    }
+
+    #[test]
+    fn a_checked_answer_carries_its_grounding_record() {
+        let mut result = record();
+        result.grounding = Some(agent_core::GroundingRecord {
+            checked: true,
+            ungrounded: vec!["22 °C".into()],
+            faults: vec![agent_core::GroundingFault::UngroundedFigures],
+            actions: vec![agent_core::GroundingAction::ReaskedForCall],
+        });
+        let value: Value = serde_json::from_str(&RunOutput::from_result(&result).to_json()).unwrap_or_default();
+        assert_eq!(
+            value["grounding"],
+            json!({"checked": true, "ungrounded": ["22 °C"], "faults": ["ungrounded_figures"], "actions": ["reasked_for_call"]})
+        );
+        result.grounding = Some(agent_core::GroundingRecord {
+            checked: true,
+            ..agent_core::GroundingRecord::default()
+        });
+        let value: Value = serde_json::from_str(&RunOutput::from_result(&result).to_json()).unwrap_or_default();
+        assert_eq!(value["grounding"], json!({"checked": true}), "a grounded answer");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{AgentRunResult, CompactionTrigger, StopReason, ToolCall, ToolChoice, Usage};
+use crate::{
+    AgentRunResult, CompactionTrigger, GroundingAction, GroundingFault, StopReason, ToolCall, ToolChoice, Usage,
+};
 
 /// A step of a running agent. Plain data, so a CLI, a web page, a log or a
 /// test can consume it.
@@ -110,6 +112,18 @@ pub enum AgentEvent {
         summary_calls: u32,
         /// The tokens those calls used.
         summary_usage: Usage,
+    },
+    /// The grounding check found the answer of `iteration` faulty; the
+    /// runner re-asks the model or replaces the answer (`action`).
+    AnswerUngrounded {
+        /// 1-based iteration of the faulty answer.
+        iteration: u32,
+        /// What was wrong.
+        faults: Vec<GroundingFault>,
+        /// The figures found in no evidence, as written.
+        ungrounded: Vec<String>,
+        /// What the runner does about it.
+        action: GroundingAction,
     },
     /// An iteration (model call plus its tools) ended.
     IterationFinished {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Message, StopReason, ToolCall, Usage};
+use crate::{GroundingRecord, Message, StopReason, ToolCall, Usage};
 
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -237,6 +237,10 @@ pub struct AgentRunResult {
     /// counts in the usage and cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scene: Option<String>,
+    /// The grounding check of the answer, when the runner's grounding is
+    /// on (not written in JSON otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grounding: Option<GroundingRecord>,
 }
 
 impl AgentRunResult {

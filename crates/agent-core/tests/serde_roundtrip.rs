@@ -159,6 +159,7 @@ fn responses_events_errors_and_records_round_trip() {
         compactions: Vec::new(),
         pending_approvals: Vec::new(),
         scene: None,
+        grounding: None,
     };
     round_trip(&result);
     let compacted = AgentRunResult {
@@ -169,6 +170,7 @@ fn responses_events_errors_and_records_round_trip() {
         compactions: vec![compaction()],
         pending_approvals: Vec::new(),
         scene: None,
+        grounding: None,
         ..result.clone()
     };
     round_trip(&compacted);
@@ -304,6 +306,7 @@ fn the_added_messages_are_found_after_compactions() {
         compactions,
         pending_approvals: Vec::new(),
         scene: None,
+        grounding: None,
     };
     // A history of 9: the first summary left 1 + 4, the second replaced
     // that summary and 2 more, leaving 1 + 2; the run's messages start at 3.

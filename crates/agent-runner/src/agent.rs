@@ -606,6 +606,12 @@ impl AgentBuilder {
         self
     }
 
+    /// Checks final answers against the turn's evidence ([`Grounding`](crate::Grounding)).
+    pub fn grounding(mut self, grounding: crate::Grounding) -> Self {
+        self.config.run.grounding = grounding;
+        self
+    }
+
     /// Native tool calling, the text protocol, or automatic choice.
     pub fn tool_protocol(mut self, protocol: ToolProtocol) -> Self {
         self.config.run.tool_protocol = protocol;

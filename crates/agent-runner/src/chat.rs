@@ -146,6 +146,7 @@ mod tests {
             compactions: Vec::new(),
             pending_approvals: Vec::new(),
             scene: None,
+            grounding: None,
         }
     }
 

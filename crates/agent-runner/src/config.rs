@@ -95,6 +95,32 @@ pub struct RunConfig {
     /// Keeping the conversation within the model's context window.
     #[serde(default)]
     pub context: ContextPolicy,
+    /// Check final answers against the turn's evidence (default off; the
+    /// llama provider's applications turn it on).
+    #[serde(default)]
+    pub grounding: Grounding,
+}
+
+/// Whether a final answer is checked against the turn's evidence before it
+/// is accepted ([`AgentRunResult::grounding`](agent_core::AgentRunResult)).
+///
+/// With [`On`](Self::On), every figure of the answer (numbers, prices,
+/// dates, times, percentages, temperatures) must appear, in any usual
+/// formatting, in a user message, the system prompt or a tool result
+/// ([`crate::grounding`]); the answer must not repeat an instruction meant
+/// for the model, and must mention a result of the calls made for it. A
+/// faulty answer is re-asked once with a tool call required (when no call
+/// was made), once with the results restated (when calls were made), and
+/// is otherwise replaced by what the tools returned, or by "I could not
+/// look that up.": an invented figure never reaches the user.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grounding {
+    /// Answers are accepted as written.
+    #[default]
+    Off,
+    /// Answers are checked, re-asked and, failing that, replaced.
+    On,
 }
 
 /// When and how a run compacts its conversation to fit the model's context
@@ -182,6 +208,7 @@ impl Default for RunConfig {
             budget: Budget::default(),
             max_tool_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
             context: ContextPolicy::default(),
+            grounding: Grounding::Off,
         }
     }
 }

@@ -63,6 +63,7 @@ mod config;
 pub mod context;
 mod driver;
 mod forced;
+pub mod grounding;
 pub mod history;
 mod loops;
 mod prompts;
@@ -82,7 +83,7 @@ pub use chat::ChatSession;
 pub use checkpoint::RunCheckpoints;
 pub use config::{
     AgentConfig, Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES,
-    InvalidConfig, RequestOptions, RunConfig, ToolProtocol,
+    Grounding, InvalidConfig, RequestOptions, RunConfig, ToolProtocol,
 };
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};

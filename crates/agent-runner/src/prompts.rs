@@ -60,6 +60,30 @@ pub(crate) fn forced_answer_instruction() -> String {
         .unwrap_or_else(|| "No more tool calls. Answer me now from the results above.".to_owned())
 }
 
+/// The transient request of a grounding re-ask: answer again from the
+/// turn's tool results (`lines`, one per call), stating no other figure.
+pub(crate) fn restated_results(lines: &[String]) -> String {
+    let mut request = String::from(
+        "Answer my last message again, using only these tool results. Do not state any number, \
+         date or price that is not in them or in my words:",
+    );
+    for line in lines {
+        request.push_str("\n- ");
+        request.push_str(line);
+    }
+    request
+}
+
+/// The answer that replaces one the grounding check could not accept:
+/// what the tools returned (`lines`), or that nothing could be looked up.
+pub(crate) fn replaced_answer(lines: &[String]) -> String {
+    match lines {
+        [] => "I could not look that up.".to_owned(),
+        [line] => line.clone(),
+        lines => format!("Here is what I found:\n- {}", lines.join("\n- ")),
+    }
+}
+
 /// The user message of a summary request: the built-in
 /// `summarise_conversation` template around `conversation` (the messages
 /// to summarise, written out).

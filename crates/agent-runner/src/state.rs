@@ -15,6 +15,7 @@ mod approval;
 mod budgets;
 mod compaction;
 mod delegated;
+mod grounding;
 mod progress;
 mod resume;
 
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 pub use self::approval::ApprovalError;
 use self::approval::ApprovalGate;
 use self::compaction::{ContextTracker, Summarising};
+use self::grounding::GroundingGate;
 use self::resume::{ReadBack, read_back};
 pub use self::resume::{ResumeError, ResumePolicy};
 use crate::RunConfig;
@@ -102,6 +104,9 @@ pub struct RunState {
     /// applied; unset, the registry decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     offered_tools: Option<BTreeSet<String>>,
+    /// The grounding check of the final answer.
+    #[serde(default)]
+    grounding: GroundingGate,
     response: String,
     #[serde(skip)]
     error: Option<LlmError>,
@@ -161,6 +166,7 @@ impl RunState {
             approval: ApprovalGate::default(),
             continued: Some(continued),
             offered_tools: None,
+            grounding: GroundingGate::default(),
             response: String::new(),
             error: None,
             record_events: false,
@@ -314,6 +320,7 @@ impl RunState {
             return Err(self.unexpected("a model response"));
         };
         let forced = forced.clone();
+        self.drop_restatement();
         self.sent_messages = self.request.messages.len();
         self.last_input_tokens = Some(response.usage.input_tokens);
         self.calibrate(context::estimate_tokens(&self.request), response.usage.input_tokens);
@@ -339,6 +346,7 @@ impl RunState {
             let ignored = turn.calls.len() + turn.rejected.len();
             let message = self.protocol.history_message(&mut turn, false);
             self.request.messages.push(message);
+            self.check_grounding(true);
             let detail = forced.detail(self.config.max_iterations, ignored);
             self.finish(forced.reason.cause(), Some(detail));
             return Ok(());
@@ -374,7 +382,9 @@ impl RunState {
             return Ok(());
         }
         if batch.entries.is_empty() {
-            self.finish(StopCause::Completed, None);
+            if !self.check_grounding(false) {
+                self.finish(StopCause::Completed, None);
+            }
             return Ok(());
         }
         // A forced tool choice applies to the first round only, unless
@@ -540,7 +550,7 @@ impl RunState {
         match std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
             Phase::NeedsTools { batch } => self.abandon_with(batch, |_| INTERRUPTED_RESULT.to_owned()),
             Phase::NeedsModel { forced: Some(forced) } => self.request.messages.truncate(forced.instruction_at),
-            Phase::NeedsModel { forced: None } => {}
+            Phase::NeedsModel { forced: None } => self.drop_restatement(),
             summarising @ Phase::Summarising { .. } => {
                 self.phase = summarising;
                 self.abandon_summary();
@@ -588,6 +598,7 @@ impl RunState {
             compactions: self.context.compactions,
             pending_approvals,
             scene: None,
+            grounding: (self.config.grounding == crate::Grounding::On).then(|| self.grounding.record()),
         }
     }
 

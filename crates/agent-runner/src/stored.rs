@@ -353,6 +353,7 @@ mod tests {
             }],
             pending_approvals: Vec::new(),
             scene: None,
+            grounding: None,
         }
     }
 

@@ -508,6 +508,7 @@ mod tests {
                 compactions: Vec::new(),
                 pending_approvals: Vec::new(),
                 scene: None,
+                grounding: None,
             },
             elapsed: Duration::ZERO,
         }

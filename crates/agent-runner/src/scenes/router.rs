@@ -433,5 +433,6 @@ fn placeholder() -> AgentRunResult {
         compactions: Vec::new(),
         pending_approvals: Vec::new(),
         scene: None,
+        grounding: None,
     }
 }

@@ -232,5 +232,6 @@ pub(crate) fn failed_result(message: String, provider: &str, model: &str) -> Age
         compactions: Vec::new(),
         pending_approvals: Vec::new(),
         scene: None,
+        grounding: None,
     }
 }

@@ -1,0 +1,357 @@
+//! The grounding check of final answers ([`Grounding::On`]): every path
+//! with the scripted client. An invented figure never reaches the user: the
+//! model is re-asked with a call required, then with the results restated,
+//! and the answer is replaced when it is still not grounded.
+
+mod common;
+
+use agent_core::{
+    AgentEvent, AgentRunResult, GroundingAction, GroundingFault, Message, StopCause, ToolChoice, ToolContext,
+    ToolOutput,
+};
+use std::time::Duration;
+
+use agent_runner::{Grounding, RunState, Step, ToolOutcome};
+use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
+use futures::StreamExt;
+use serde_json::json;
+
+const PARIS: &str = r#"{"city": "Paris", "temperature_c": 18.4, "summary": "Paris: 18.4 °C, light rain"}"#;
+
+fn travel_tools() -> TestTools {
+    TestTools::new("travel")
+        .with(TestTool::new(
+            "get_weather",
+            ToolBehaviour::Reply(ToolOutput::Json(serde_json::from_str(PARIS).unwrap_or_default())),
+        ))
+        .with(TestTool::new(
+            "find_place",
+            ToolBehaviour::Fail(
+                "The user has not named \"London\" (the destination). Call the tool again with the place the user meant."
+                    .into(),
+            ),
+        ))
+}
+
+async fn run(client: &ScriptedClient, grounding: Grounding, question: &str) -> AgentRunResult {
+    common::agent_with(client, travel_tools())
+        .grounding(grounding)
+        .build()
+        .run(Vec::new(), question, &ToolContext::new())
+        .await
+        .unwrap_or_else(|error| *error.result)
+}
+
+fn weather_call() -> agent_core::ChatResponse {
+    response::tool_calls([("get_weather", json!({"city": "Paris"}))])
+}
+
+fn assistant_texts(result: &AgentRunResult) -> Vec<String> {
+    result
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::Assistant(reply) if !reply.content.is_empty() => Some(reply.content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn user_texts(result: &AgentRunResult) -> Vec<String> {
+    result
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_grounded_answer_is_accepted_as_written() {
+    let client = ScriptedClient::new()
+        .respond(weather_call())
+        .respond(response::text("It is 18 °C in Paris, with light rain."));
+    let result = run(&client, Grounding::On, "How warm is Paris?").await;
+    assert_eq!(result.response, "It is 18 °C in Paris, with light rain.");
+    let grounding = result.grounding.expect("grounding is recorded when on");
+    assert!(grounding.checked);
+    assert!(grounding.ungrounded.is_empty() && grounding.faults.is_empty() && grounding.actions.is_empty());
+    assert_eq!(client.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn an_invented_figure_without_a_call_is_re_asked_with_a_call_required() {
+    let client = ScriptedClient::new()
+        .respond(response::text("Paris is currently 22 degrees Celsius."))
+        .respond(weather_call())
+        .respond(response::text("Paris has 18.4 °C and light rain."));
+    let result = run(&client, Grounding::On, "How warm is Paris right now?").await;
+
+    assert_eq!(result.response, "Paris has 18.4 °C and light rain.");
+    assert_eq!(result.stop_reason, StopCause::Completed);
+    let requests = client.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].tool_choice, ToolChoice::Auto);
+    assert_eq!(
+        requests[1].tool_choice,
+        ToolChoice::Required,
+        "the re-ask requires a call"
+    );
+    assert!(
+        !format!("{:?}", requests[1].messages).contains("22 degrees"),
+        "the invented answer is not sent back"
+    );
+    assert_eq!(requests[2].tool_choice, ToolChoice::Auto, "only the re-ask is forced");
+    let grounding = result.grounding.clone().expect("recorded");
+    assert_eq!(grounding.ungrounded, ["22 degrees Celsius"]);
+    assert_eq!(grounding.faults, [GroundingFault::UngroundedFigures]);
+    assert_eq!(grounding.actions, [GroundingAction::ReaskedForCall]);
+    assert!(!assistant_texts(&result).iter().any(|text| text.contains("22")));
+}
+
+#[tokio::test]
+async fn an_invented_figure_after_calls_is_re_asked_with_the_results_restated() {
+    let client = ScriptedClient::new()
+        .respond(weather_call())
+        .respond(response::text("Paris: 25 °C and sunny."))
+        .respond(response::text("Paris has 18.4 °C with light rain."));
+    let result = run(&client, Grounding::On, "Weather in Paris?").await;
+
+    assert_eq!(result.response, "Paris has 18.4 °C with light rain.");
+    let requests = client.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].tool_choice, ToolChoice::None, "the restated re-ask answers");
+    let Some(Message::User { content }) = requests[2].messages.last() else {
+        panic!("the re-ask ends with a restatement: {:?}", requests[2].messages.last());
+    };
+    assert!(content.contains("- Paris: 18.4 °C, light rain"), "{content}");
+    assert!(
+        !user_texts(&result)
+            .iter()
+            .any(|text| text.contains("only these tool results")),
+        "the restatement is transient"
+    );
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.ungrounded, ["25 °C"]);
+    assert_eq!(grounding.actions, [GroundingAction::ReaskedWithResults]);
+}
+
+#[tokio::test]
+async fn a_figure_still_invented_after_the_re_asks_is_replaced_by_what_the_tools_returned() {
+    let client = ScriptedClient::new()
+        .respond(response::text("It is 30 °C in Paris."))
+        .respond(weather_call())
+        .respond(response::text("It is 31 °C in Paris."))
+        .respond(response::text("Really, it is 32 °C."));
+    let result = run(&client, Grounding::On, "Is it hot in Paris?").await;
+
+    assert_eq!(result.response, "Paris: 18.4 °C, light rain");
+    assert_eq!(client.requests().len(), 4);
+    assert_eq!(
+        assistant_texts(&result).last().map(String::as_str),
+        Some("Paris: 18.4 °C, light rain"),
+        "the next turn sees what the user was told"
+    );
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.ungrounded, ["30 °C", "31 °C", "32 °C"]);
+    assert_eq!(
+        grounding.actions,
+        [
+            GroundingAction::ReaskedForCall,
+            GroundingAction::ReaskedWithResults,
+            GroundingAction::Replaced
+        ]
+    );
+    assert!(grounding.replaced());
+}
+
+#[tokio::test]
+async fn with_no_result_to_give_the_user_hears_it_could_not_be_looked_up() {
+    // The model refuses the required call: nothing was looked up.
+    let client = ScriptedClient::new()
+        .respond(response::text("A ticket from Boston to Rome costs $100."))
+        .respond(response::text("It costs $120."));
+    let result = run(&client, Grounding::On, "How much is a flight from Boston to Rome?").await;
+    assert_eq!(result.response, "I could not look that up.");
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.ungrounded, ["$100", "$120"]);
+    assert_eq!(
+        grounding.actions,
+        [GroundingAction::ReaskedForCall, GroundingAction::Replaced]
+    );
+}
+
+#[tokio::test]
+async fn an_answer_repeating_a_tools_instruction_to_the_model_is_not_passed_on() {
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("find_place", json!({"name": "London"}))]))
+        .respond(response::text(
+            "The user has not named \"London\" (the destination). Call the tool again with the place the user meant.",
+        ))
+        .respond(response::text("Where would you like to fly to?"));
+    let result = run(&client, Grounding::On, "Book me something from London").await;
+
+    assert_eq!(result.response, "Where would you like to fly to?");
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.faults, [GroundingFault::EchoedInstruction]);
+    assert_eq!(grounding.actions, [GroundingAction::ReaskedWithResults]);
+    let restatement = client.requests()[2].messages.last().cloned();
+    let Some(Message::User { content }) = restatement else {
+        panic!("a restatement: {restatement:?}");
+    };
+    assert!(content.contains("find_place failed"), "{content}");
+}
+
+#[tokio::test]
+async fn an_answer_ignoring_every_result_of_its_calls_is_re_asked() {
+    let client = ScriptedClient::new()
+        .respond(weather_call())
+        .respond(response::text(
+            "I'm glad I could help! Is there anything else you need?",
+        ))
+        .respond(response::text("In Paris there is light rain."));
+    let result = run(&client, Grounding::On, "What's it like in Paris?").await;
+    assert_eq!(result.response, "In Paris there is light rain.");
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.faults, [GroundingFault::IgnoredResults]);
+    assert!(grounding.ungrounded.is_empty());
+}
+
+#[tokio::test]
+async fn a_forced_answer_echoing_the_runners_instruction_is_replaced_without_a_re_ask() {
+    let client = ScriptedClient::new()
+        .respond(weather_call())
+        .respond(response::text("No more tool calls."));
+    let result = common::agent_with(&client, travel_tools())
+        .grounding(Grounding::On)
+        .max_iterations(1)
+        .build()
+        .run(Vec::new(), "Paris weather", &ToolContext::new())
+        .await
+        .unwrap_or_else(|error| *error.result);
+    assert_eq!(result.stop_reason, StopCause::MaxIterations);
+    assert_eq!(result.response, "Paris: 18.4 °C, light rain");
+    assert_eq!(client.requests().len(), 2);
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(
+        grounding.faults,
+        [GroundingFault::EchoedInstruction, GroundingFault::IgnoredResults]
+    );
+    assert_eq!(grounding.actions, [GroundingAction::Replaced]);
+}
+
+#[tokio::test]
+async fn off_answers_pass_unchecked_and_no_record_is_written() {
+    let client = ScriptedClient::new().respond(response::text("Paris is 22 degrees."));
+    let result = run(&client, Grounding::Off, "Paris weather?").await;
+    assert_eq!(result.response, "Paris is 22 degrees.");
+    assert_eq!(result.grounding, None);
+    assert_eq!(client.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn right_answers_without_tools_are_not_false_alarms() {
+    for (question, answer) in [
+        (
+            "Hi there! What can you do?",
+            "I can look up weather and flights, and do sums.",
+        ),
+        ("What is 17 * 23?", "17 * 23 = 391."),
+        (
+            "I want to see Rome, Oslo and Lima.",
+            "Those are 3 cities; shall I check the weather in each?",
+        ),
+        ("My budget is 1,200 EUR for June 3.", "Noted: 1200 EUR for 3 June."),
+    ] {
+        let client = ScriptedClient::new().respond(response::text(answer));
+        let result = run(&client, Grounding::On, question).await;
+        assert_eq!(result.response, answer, "{question}");
+        let grounding = result.grounding.expect("recorded");
+        assert!(
+            grounding.checked && grounding.faults.is_empty(),
+            "{question}: {grounding:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn each_re_ask_is_reported_as_an_event() {
+    let client = ScriptedClient::new()
+        .respond(response::text("Paris is at 22 °C."))
+        .respond(weather_call())
+        .respond(response::text("Paris: 18.4 °C."));
+    let events: Vec<AgentEvent> = common::agent_with(&client, travel_tools())
+        .grounding(Grounding::On)
+        .build()
+        .run_stream(Vec::new(), "Paris?", ToolContext::new())
+        .collect()
+        .await;
+    let reports: Vec<&AgentEvent> = events
+        .iter()
+        .filter(|event| matches!(event, AgentEvent::AnswerUngrounded { .. }))
+        .collect();
+    assert_eq!(
+        reports,
+        [&AgentEvent::AnswerUngrounded {
+            iteration: 1,
+            faults: vec![GroundingFault::UngroundedFigures],
+            ungrounded: vec!["22 °C".to_owned()],
+            action: GroundingAction::ReaskedForCall,
+        }]
+    );
+    let Some(AgentEvent::RunFinished { result }) = events.last() else {
+        panic!("ends with the result");
+    };
+    assert_eq!(result.response, "Paris: 18.4 °C.");
+}
+
+#[tokio::test]
+async fn a_run_saved_during_a_restated_re_ask_resumes_without_the_restatement() {
+    let unused = ScriptedClient::new();
+    let agent = common::agent_with(&unused, travel_tools())
+        .grounding(Grounding::On)
+        .build();
+    // Stepped by hand up to the restated re-ask, then saved and read back.
+    let mut state = agent.start(Vec::new(), "Paris?");
+    assert!(matches!(state.next_step(), Step::CallModel(_)));
+    state
+        .on_model_response(weather_call(), Duration::ZERO)
+        .expect("a reply");
+    assert!(matches!(state.next_step(), Step::RunTools(_)));
+    let outcome = ToolOutcome {
+        content: PARIS.to_owned(),
+        is_error: false,
+        duration: Duration::ZERO,
+        cached: false,
+        delegated_usage: None,
+    };
+    state.on_tool_results(&[outcome]).expect("results");
+    state
+        .on_model_response(response::text("Paris: 25 °C."), Duration::ZERO)
+        .expect("the faulty answer");
+    assert!(!state.is_finished(), "the model is asked again");
+    let saved = serde_json::to_string(&state).expect("the state serialises");
+    let restored: RunState = serde_json::from_str(&saved).expect("and reads back");
+
+    let client = ScriptedClient::new().respond(response::text("Paris: 18.4 °C."));
+    let resumed = common::agent_with(&client, travel_tools())
+        .grounding(Grounding::On)
+        .build()
+        .resume(restored, &ToolContext::new())
+        .await
+        .expect("resumes");
+    assert_eq!(resumed.response, "Paris: 18.4 °C.");
+    let sent = client.requests();
+    assert!(matches!(sent[0].messages.last(), Some(Message::User { content }) if content.contains("18.4 °C")));
+    assert!(
+        !user_texts(&resumed)
+            .iter()
+            .any(|text| text.contains("only these tool results"))
+    );
+    assert_eq!(
+        resumed.grounding.map(|record| record.actions),
+        Some(vec![GroundingAction::ReaskedWithResults])
+    );
+}
