@@ -8,9 +8,13 @@
 //!   tool-calling evaluation of the local models, without and/or with the
 //!   grammar (docs/local-models.md); `--only` runs the cases whose category
 //!   is TEXT or whose prompt contains it (several texts separated by `|`).
+//! - `eval-conversations [MODEL] [dev|test|both] [--grounding on|off]`:
+//!   multi-turn conversations on a local model through the agent `agentry
+//!   run` builds, judged turn by turn (docs/local-models.md).
 //! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
 //!   (default `qwen2.5-coder-0.5b`) into the model store.
 
+mod conversations;
 mod eval;
 mod examples;
 
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("eval-conversations") => eval_conversations(&args[1..]),
         Some("examples") => {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
             match examples::run(&cargo) {
@@ -72,7 +77,7 @@ fn main() -> ExitCode {
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [MODEL] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on a local model, judged turn by turn",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS
@@ -140,6 +145,41 @@ fn fetch_model(name: &str) -> ExitCode {
         }
         Err(error) => {
             eprintln!("\nxtask fetch-model: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `eval-conversations [MODEL] [dev|test|both] [--grounding on|off]`.
+fn eval_conversations(args: &[String]) -> ExitCode {
+    const USAGE: &str = "usage: eval-conversations [MODEL] [dev|test|both] [--grounding on|off]";
+    let mut model = models::DEFAULT_MODEL.to_owned();
+    let mut splits: Vec<&str> = vec!["dev", "test"];
+    let mut grounding = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "dev" | "test" => splits = vec![if arg == "dev" { "dev" } else { "test" }],
+            "both" => splits = vec!["dev", "test"],
+            "--grounding" => match rest.next().map(String::as_str) {
+                Some("on") => grounding = Some(true),
+                Some("off") => grounding = Some(false),
+                _ => {
+                    eprintln!("xtask eval-conversations: --grounding needs on or off; {USAGE}");
+                    return ExitCode::from(2);
+                }
+            },
+            other if !other.starts_with('-') => model = other.to_owned(),
+            other => {
+                eprintln!("xtask eval-conversations: unexpected argument `{other}`; {USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match conversations::run(&model, &splits, grounding.unwrap_or(true)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask eval-conversations: {error}");
             ExitCode::FAILURE
         }
     }
