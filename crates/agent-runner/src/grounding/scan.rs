@@ -7,55 +7,17 @@
 //! unit after it (`%`, `°C`, `degrees`, `USD`, `euros`, `am`), a month name
 //! after it (`2 June`). A month name followed by a day is a date too
 //! (`June 2nd, 2026`). Digits glued to letters (`gpt-4o`, `B737`, `3D`) and
-//! version numbers (`1.2.3`) are not figures.
+//! version numbers (`1.2.3`) are not figures. Scripts written without
+//! spaces (Chinese, Japanese, Korean, Thai) do not glue: `気温は18度`
+//! has the figure `18`.
+//!
+//! Numbers and their units are read in [`numbers`], dates in [`dates`].
 
+mod dates;
+mod numbers;
+
+use self::dates::month_of;
 use super::{Figure, FigureKind};
-
-/// Currency signs written before an amount.
-const CURRENCY_SIGNS: [char; 6] = ['$', '€', '£', '¥', '₹', '₩'];
-
-/// ISO currency codes, written before or after an amount.
-const CURRENCY_CODES: [&str; 26] = [
-    "USD", "EUR", "GBP", "JPY", "AUD", "CAD", "CHF", "CNY", "SEK", "NOK", "DKK", "INR", "NZD", "MXN", "BRL", "ZAR",
-    "SGD", "HKD", "KRW", "PLN", "CZK", "HUF", "TRY", "THB", "ISK", "AED",
-];
-
-/// Currency words written after an amount (lowercase).
-const CURRENCY_WORDS: [&str; 12] = [
-    "dollar", "dollars", "euro", "euros", "pound", "pounds", "yen", "franc", "francs", "krona", "kronor", "rupees",
-];
-
-/// Units glued to a number that keep it a figure (lowercase): `10km`.
-const GLUED_UNITS: [&str; 22] = [
-    "km", "kg", "g", "m", "cm", "mm", "h", "hr", "hrs", "min", "mins", "s", "sec", "mi", "ml", "l", "mph", "kmh", "kw",
-    "kwh", "x", "k",
-];
-
-/// The month of a month name or its abbreviation (`June`, `jun`, `Sept`).
-fn month_of(word: &str) -> Option<u32> {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let word = word.to_lowercase();
-    if word == "sept" {
-        return Some(9);
-    }
-    MONTHS
-        .iter()
-        .position(|month| *month == word || (word.len() == 3 && month.starts_with(&word)))
-        .and_then(|index| u32::try_from(index + 1).ok())
-}
 
 /// All figures of `text`, in order.
 pub(super) fn scan(text: &str) -> Vec<Figure> {
@@ -64,13 +26,8 @@ pub(super) fn scan(text: &str) -> Vec<Figure> {
     scanner.figures
 }
 
-/// A number as written: its value, its decimals, and where it ends.
-struct Number {
-    value: f64,
-    decimals: u32,
-    end: usize,
-}
-
+/// The scan of one text: its characters, their byte offsets, and the
+/// figures found so far.
 struct Scanner<'a> {
     text: &'a str,
     chars: Vec<char>,
@@ -105,7 +62,12 @@ impl<'a> Scanner<'a> {
     }
 
     fn is_word_char(&self, index: usize) -> bool {
-        self.at(index).is_some_and(|c| c.is_alphanumeric() || c == '_')
+        self.at(index)
+            .is_some_and(|c| (c.is_alphanumeric() && !is_unspaced_script(c)) || c == '_')
+    }
+
+    fn is_letter(&self, index: usize) -> bool {
+        self.at(index).is_some_and(is_letter)
     }
 
     /// The end of the run of digits starting at `index`.
@@ -126,7 +88,7 @@ impl<'a> Scanner<'a> {
 
     /// The end of the run of letters starting at `index`.
     fn letters_end(&self, mut index: usize) -> usize {
-        while self.at(index).is_some_and(char::is_alphabetic) {
+        while self.is_letter(index) {
             index += 1;
         }
         index
@@ -142,14 +104,14 @@ impl<'a> Scanner<'a> {
         while index < limit
             && self
                 .at(index)
-                .is_some_and(|c| c == ' ' || c == '\u{a0}' || c == '\u{202f}')
+                .is_some_and(|c| matches!(c, ' ' | '\u{a0}' | '\u{202f}' | '\u{2009}'))
         {
             index += 1;
         }
         index
     }
 
-    fn push(&mut self, start: usize, end: usize, value: f64, kind: FigureKind, decimals: u32) {
+    fn push(&mut self, start: usize, end: usize, value: f64, kind: FigureKind, decimals: i32) {
         self.figures.push(Figure {
             text: self.slice(start, end).to_owned(),
             value,
@@ -166,7 +128,7 @@ impl<'a> Scanner<'a> {
             let c = self.chars[index];
             index = if c.is_ascii_digit() {
                 self.at_digit(index)
-            } else if c.is_alphabetic() {
+            } else if is_letter(c) {
                 self.at_word(index)
             } else {
                 index + 1
@@ -196,73 +158,6 @@ impl<'a> Scanner<'a> {
         index
     }
 
-    /// `June 2`, `Jun 2nd, 2026`, `June 2 2026`: a date ending where it
-    /// returns; `None` when no day follows.
-    fn month_first_date(&mut self, start: usize, month_end: usize, month: u32) -> Option<usize> {
-        let mut index = month_end;
-        if self.at(index) == Some('.') {
-            index += 1;
-        }
-        let day_start = self.skip_spaces(index, 2);
-        if day_start == index {
-            return None;
-        }
-        let day_end = self.digits_end(day_start);
-        if day_end == day_start || day_end - day_start > 2 {
-            return None;
-        }
-        let day: u32 = self.slice(day_start, day_end).parse().ok()?;
-        let mut end = self.ordinal_suffix_end(day_end);
-        if !(1..=31).contains(&day) || self.is_word_char(end) {
-            return None;
-        }
-        let year = self.year_after(end);
-        if let Some((year, year_end)) = year {
-            end = year_end;
-            self.push_date(start, end, Some(year), month, day);
-        } else {
-            self.push_date(start, end, None, month, day);
-        }
-        Some(end)
-    }
-
-    /// After `st`/`nd`/`rd`/`th` glued at `index`, or `index`.
-    fn ordinal_suffix_end(&self, index: usize) -> usize {
-        let end = self.letters_end(index);
-        if end - index == 2
-            && matches!(
-                self.slice(index, end).to_lowercase().as_str(),
-                "st" | "nd" | "rd" | "th"
-            )
-        {
-            end
-        } else {
-            index
-        }
-    }
-
-    /// `, 2026` or ` 2026` after a day: the year and where it ends.
-    fn year_after(&self, index: usize) -> Option<(i32, usize)> {
-        let mut at = index;
-        if self.at(at) == Some(',') {
-            at += 1;
-        }
-        let year_start = self.skip_spaces(at, 2);
-        if year_start == at && at == index {
-            return None;
-        }
-        let year_end = self.digits_end(year_start);
-        if year_end - year_start != 4 || self.is_word_char(year_end) {
-            return None;
-        }
-        Some((self.slice(year_start, year_end).parse().ok()?, year_end))
-    }
-
-    fn push_date(&mut self, start: usize, end: usize, year: Option<i32>, month: u32, day: u32) {
-        let value = f64::from(year.unwrap_or(0)) * 10_000.0 + f64::from(month * 100 + day);
-        self.push(start, end, value, FigureKind::Date, 0);
-    }
-
     /// A digit that starts a run: a date, a time or a number, or digits
     /// glued to something that is not a figure.
     fn at_digit(&mut self, start: usize) -> usize {
@@ -284,36 +179,6 @@ impl<'a> Scanner<'a> {
 
     fn is_word_char_before_dot(&self, dot: usize) -> bool {
         dot > 0 && self.is_word_char(dot - 1)
-    }
-
-    /// `2026-06-02`, optionally followed by `T14:30`.
-    fn iso_date(&mut self, start: usize) -> Option<usize> {
-        let year_end = self.digits_end(start);
-        if year_end - start != 4 || self.at(year_end) != Some('-') {
-            return None;
-        }
-        let month_end = self.digits_end(year_end + 1);
-        if month_end - (year_end + 1) != 2 || self.at(month_end) != Some('-') {
-            return None;
-        }
-        let day_end = self.digits_end(month_end + 1);
-        if day_end - (month_end + 1) != 2 {
-            return None;
-        }
-        let year: i32 = self.slice(start, year_end).parse().ok()?;
-        let month: u32 = self.slice(year_end + 1, month_end).parse().ok()?;
-        let day: u32 = self.slice(month_end + 1, day_end).parse().ok()?;
-        if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-            return None;
-        }
-        self.push_date(start, day_end, Some(year), month, day);
-        if self.at(day_end) == Some('T')
-            && self.is_digit(day_end + 1)
-            && let Some(end) = self.time(day_end + 1, day_end + 1)
-        {
-            return Some(end);
-        }
-        Some(day_end)
     }
 
     /// `14:30`, `14:30:05`, `2:30 pm`: minutes since midnight.
@@ -364,228 +229,28 @@ impl<'a> Scanner<'a> {
         } else {
             return None;
         };
-        (!self.at(end).is_some_and(char::is_alphanumeric)).then_some((first == 'p', end))
+        (!self.is_word_char(end)).then_some((first == 'p', end))
     }
+}
 
-    /// The digits at `start` as a number: thousands groups (`1,234,567`)
-    /// and decimals (`6.94`); `None` for a version (`1.2.3`), with where
-    /// the version ends.
-    fn read_number(&self, start: usize) -> Result<Number, usize> {
-        let mut end = self.digits_end(start);
-        let mut digits: String = self.slice(start, end).to_owned();
-        if end - start <= 3 {
-            while self.at(end) == Some(',') && self.digits_end(end + 1) == end + 4 {
-                digits.push_str(self.slice(end + 1, end + 4));
-                end += 4;
-            }
-        }
-        let mut decimals = 0;
-        if self.at(end) == Some('.') && self.is_digit(end + 1) {
-            let fraction_end = self.digits_end(end + 1);
-            if self.at(fraction_end) == Some('.') && self.is_digit(fraction_end + 1) {
-                let mut version_end = fraction_end;
-                while self.at(version_end) == Some('.') && self.is_digit(version_end + 1) {
-                    version_end = self.digits_end(version_end + 1);
-                }
-                return Err(version_end);
-            }
-            digits.push('.');
-            digits.push_str(self.slice(end + 1, fraction_end));
-            decimals = u32::try_from(fraction_end - end - 1).unwrap_or(u32::MAX);
-            end = fraction_end;
-        }
-        match digits.parse::<f64>() {
-            Ok(value) if value.is_finite() => Ok(Number { value, decimals, end }),
-            _ => Err(end),
-        }
-    }
+/// A letter of a word that a number can be glued to.
+fn is_letter(c: char) -> bool {
+    c.is_alphabetic() && !is_unspaced_script(c)
+}
 
-    /// A number and what it measures.
-    fn number(&mut self, start: usize) -> usize {
-        let number = match self.read_number(start) {
-            Ok(number) => number,
-            Err(end) => return end,
-        };
-        let (mut figure_start, mut value) = (start, number.value);
-        // A sign: `-3`, `−3`, but not the dash of a range (`10-12`) or a word (`gpt-4`).
-        if start > 0 && matches!(self.at(start - 1), Some('-' | '−')) && !(start > 1 && self.is_word_char(start - 2))
-        {
-            figure_start = start - 1;
-            value = -value;
-        }
-        let mut kind = FigureKind::Number;
-        if let Some(prefix_start) = self.currency_before(figure_start) {
-            kind = FigureKind::Money;
-            figure_start = prefix_start;
-        }
-        let integer = number.decimals == 0;
-        let mut end = number.end;
-
-        // Letters glued to the number.
-        let glued_end = self.letters_end(end);
-        if glued_end > end {
-            let glued = self.slice(end, glued_end).to_lowercase();
-            if self.is_word_char(glued_end) {
-                return self.skip_glued(self.word_end(glued_end));
-            }
-            match glued.as_str() {
-                "am" | "pm" if integer && (1..=12).contains(&(value as i64)) => {
-                    let minutes = f64::from(to_24h(value as u32, glued == "pm") * 60);
-                    self.push(figure_start, glued_end, minutes, FigureKind::Time, 0);
-                    return glued_end;
-                }
-                "st" | "nd" | "rd" | "th" if integer => {
-                    if let Some(date_end) = self.day_first_date(figure_start, glued_end, value) {
-                        return date_end;
-                    }
-                    self.push(figure_start, glued_end, value, FigureKind::Number, 0);
-                    return glued_end;
-                }
-                "c" | "f" => {
-                    self.push(figure_start, glued_end, value, FigureKind::Temperature, number.decimals);
-                    return glued_end;
-                }
-                unit if GLUED_UNITS.contains(&unit) => {
-                    let value = if unit == "k" { value * 1000.0 } else { value };
-                    self.push(figure_start, glued_end, value, kind, number.decimals);
-                    return glued_end;
-                }
-                _ if CURRENCY_CODES.contains(&self.slice(end, glued_end)) => {
-                    self.push(figure_start, glued_end, value, FigureKind::Money, number.decimals);
-                    return glued_end;
-                }
-                _ => return self.skip_glued(glued_end),
-            }
-        }
-
-        // A unit after at most one space.
-        let after = self.skip_spaces(end, 1);
-        match self.at(after) {
-            Some('%') => {
-                kind = FigureKind::Percent;
-                end = after + 1;
-            }
-            Some('°') => {
-                kind = FigureKind::Temperature;
-                end = after + 1;
-                let scale = self.skip_spaces(end, 1);
-                if self.at(scale).is_some_and(|c| matches!(c, 'C' | 'F' | 'c' | 'f')) && !self.is_word_char(scale + 1) {
-                    end = scale + 1;
-                }
-            }
-            Some(c) if c.is_alphabetic() => {
-                let word_end = self.letters_end(after);
-                let word = self.slice(after, word_end);
-                let lower = word.to_lowercase();
-                if integer
-                    && (1..=12).contains(&(value as i64))
-                    && let Some((pm, meridiem_end)) = self.meridiem(end)
-                {
-                    let minutes = f64::from(to_24h(value as u32, pm) * 60);
-                    self.push(figure_start, meridiem_end, minutes, FigureKind::Time, 0);
-                    return meridiem_end;
-                }
-                if integer && let Some(date_end) = self.day_first_date(figure_start, end, value) {
-                    return date_end;
-                }
-                if lower == "percent" {
-                    kind = FigureKind::Percent;
-                    end = word_end;
-                } else if lower == "per"
-                    && self
-                        .slice(word_end, self.chars.len().min(word_end + 4))
-                        .eq_ignore_ascii_case(" cent")
-                {
-                    kind = FigureKind::Percent;
-                    end = word_end + 4;
-                } else if lower == "degrees" || lower == "degree" {
-                    kind = FigureKind::Temperature;
-                    end = word_end;
-                    let scale_start = self.skip_spaces(end, 1);
-                    let scale_end = self.letters_end(scale_start);
-                    if matches!(
-                        self.slice(scale_start, scale_end).to_lowercase().as_str(),
-                        "celsius" | "fahrenheit" | "c" | "f"
-                    ) {
-                        end = scale_end;
-                    }
-                } else if CURRENCY_CODES.contains(&word) || CURRENCY_WORDS.contains(&lower.as_str()) {
-                    kind = FigureKind::Money;
-                    end = word_end;
-                }
-            }
-            _ => {}
-        }
-        self.push(figure_start, end, value, kind, number.decimals);
-        end
-    }
-
-    /// `2 June`, `2nd of June 2026`: a day (`value`, from `start` to
-    /// `day_end`) followed by a month; where the date ends.
-    fn day_first_date(&mut self, start: usize, day_end: usize, value: f64) -> Option<usize> {
-        if !(1.0..=31.0).contains(&value) {
-            return None;
-        }
-        let mut month_start = self.skip_spaces(day_end, 1);
-        if month_start == day_end {
-            return None;
-        }
-        let of_end = self.letters_end(month_start);
-        if self.slice(month_start, of_end).eq_ignore_ascii_case("of") {
-            month_start = self.skip_spaces(of_end, 1);
-        }
-        let month_end = self.letters_end(month_start);
-        if month_end == month_start || self.is_digit(month_end) {
-            return None;
-        }
-        let month = month_of(self.slice(month_start, month_end))?;
-        let mut end = month_end;
-        if self.at(end) == Some('.') {
-            end += 1;
-        }
-        let day = value as u32;
-        let (year, end) = self
-            .year_after(end)
-            .map_or((None, month_end), |(year, year_end)| (Some(year), year_end));
-        self.push_date(start, end, year, month, day);
-        Some(end)
-    }
-
-    /// Where a currency written before the figure at `start` begins: a
-    /// sign (`$432`, `US$ 5`) or a code and a space (`USD 432`).
-    fn currency_before(&self, start: usize) -> Option<usize> {
-        if start == 0 {
-            return None;
-        }
-        let mut at = start;
-        if start >= 2 && matches!(self.at(start - 1), Some(' ' | '\u{a0}')) {
-            at = start - 1;
-        }
-        let before = self.at(at - 1)?;
-        if CURRENCY_SIGNS.contains(&before) {
-            let mut sign_start = at - 1;
-            // `US$`, `A$`, `C$`.
-            while sign_start > 0
-                && self.at(sign_start - 1).is_some_and(|c| c.is_ascii_uppercase())
-                && at - sign_start < 3
-            {
-                sign_start -= 1;
-            }
-            if sign_start > 0 && self.is_word_char(sign_start - 1) {
-                return None;
-            }
-            return Some(sign_start);
-        }
-        if at >= 3 {
-            let code_start = at - 3;
-            let code = self.slice(code_start, at);
-            let standalone = code_start == 0 || !self.is_word_char(code_start - 1);
-            if standalone && CURRENCY_CODES.contains(&code) {
-                return Some(code_start);
-            }
-        }
-        None
-    }
+/// Whether `c` is of a script written without spaces between words, where
+/// a number touching a letter is not glued to it.
+fn is_unspaced_script(c: char) -> bool {
+    matches!(c,
+        '\u{0E00}'..='\u{0EFF}' // Thai, Lao
+        | '\u{1100}'..='\u{11FF}' // Hangul Jamo
+        | '\u{3040}'..='\u{30FF}' // Hiragana, Katakana
+        | '\u{3400}'..='\u{4DBF}' // CJK Extension A
+        | '\u{4E00}'..='\u{9FFF}' // CJK Unified Ideographs
+        | '\u{AC00}'..='\u{D7AF}' // Hangul Syllables
+        | '\u{F900}'..='\u{FAFF}' // CJK Compatibility Ideographs
+        | '\u{FF66}'..='\u{FF9F}' // Halfwidth Katakana
+    )
 }
 
 /// The hour of `hours` o'clock am or pm on a 24-hour clock.

@@ -331,16 +331,27 @@ fn result_values(result: &str) -> Vec<String> {
     }
 }
 
-/// What a result says, for a person: its `summary` field, or the whole
-/// result when it is short.
+/// What a result says, for a person: its `summary` field; else, for a JSON
+/// object, its plain fields as `name: value` pairs; else the whole result;
+/// `None` when that is longer than [`MAX_SUMMARY_CHARS`].
 fn summary_of(result: &str) -> Option<String> {
-    if let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(result)
-        && let Some(summary) = fields.get("summary").and_then(serde_json::Value::as_str)
-    {
-        return Some(summary.trim().to_owned()).filter(|summary| !summary.is_empty());
-    }
-    let trimmed = result.trim();
-    (!trimmed.is_empty() && trimmed.chars().count() <= MAX_SUMMARY_CHARS).then(|| trimmed.to_owned())
+    let text = match serde_json::from_str::<serde_json::Value>(result) {
+        Ok(serde_json::Value::Object(fields)) => match fields.get("summary").and_then(serde_json::Value::as_str) {
+            Some(summary) => summary.trim().to_owned(),
+            None => fields
+                .iter()
+                .filter_map(|(name, value)| match value {
+                    serde_json::Value::String(text) => Some(format!("{name}: {text}")),
+                    serde_json::Value::Number(number) => Some(format!("{name}: {number}")),
+                    serde_json::Value::Bool(flag) => Some(format!("{name}: {flag}")),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        },
+        _ => result.trim().to_owned(),
+    };
+    (!text.is_empty() && text.chars().count() <= MAX_SUMMARY_CHARS).then_some(text)
 }
 
 #[cfg(test)]
@@ -369,6 +380,11 @@ mod tests {
             Some("Paris: 18 °C, light rain")
         );
         assert_eq!(summary_of("391").as_deref(), Some("391"));
+        assert_eq!(
+            summary_of(r#"{"expression": "12 * 3", "result": 36, "steps": [1, 2]}"#).as_deref(),
+            Some("expression: 12 * 3, result: 36"),
+            "a JSON object's plain fields, for a person"
+        );
         assert_eq!(summary_of(&"x".repeat(MAX_SUMMARY_CHARS + 1)), None);
         assert_eq!(summary_of(r#"{"summary": "  "}"#), None);
     }
