@@ -30,7 +30,7 @@ impl Respond for Replies {
     }
 }
 
-fn completion(message: Value, finish_reason: &str) -> Value {
+fn completion(message: &Value, finish_reason: &str) -> Value {
     json!({
         "id": "chatcmpl-grounding",
         "object": "chat.completion",
@@ -42,12 +42,12 @@ fn completion(message: Value, finish_reason: &str) -> Value {
 }
 
 fn text(content: &str) -> Value {
-    completion(json!({"role": "assistant", "content": content}), "stop")
+    completion(&json!({"role": "assistant", "content": content}), "stop")
 }
 
 fn weather_call() -> Value {
     completion(
-        json!({
+        &json!({
             "role": "assistant",
             "content": null,
             "tool_calls": [{
