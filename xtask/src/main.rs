@@ -8,9 +8,12 @@
 //!   tool-calling evaluation of the local models, without and/or with the
 //!   grammar (docs/local-models.md); `--only` runs the cases whose category
 //!   is TEXT or whose prompt contains it (several texts separated by `|`).
-//! - `eval-conversations [MODEL] [dev|test|both] [--grounding on|off]`:
-//!   multi-turn conversations on a local model through the agent `agentry
-//!   run` builds, judged turn by turn (docs/local-models.md).
+//! - `eval-conversations [MODEL[,MODEL]] [dev|test|both] [--grounding
+//!   on|off]`: multi-turn conversations (travel and math tools) on local
+//!   models through the agent `agentry run` builds, "today" fixed, judged
+//!   turn by turn by rules and a strict figure judge; `dev` is for tuning,
+//!   `test` is held out (default: the default model, both splits, grounding
+//!   as configured).
 //! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
 //!   (default `qwen2.5-coder-0.5b`) into the model store.
 
@@ -77,7 +80,7 @@ fn main() -> ExitCode {
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [MODEL] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on a local model, judged turn by turn",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS
@@ -150,17 +153,18 @@ fn fetch_model(name: &str) -> ExitCode {
     }
 }
 
-/// `eval-conversations [MODEL] [dev|test|both] [--grounding on|off]`.
+/// `eval-conversations [MODEL[,MODEL]] [dev|test|both] [--grounding on|off]`.
 fn eval_conversations(args: &[String]) -> ExitCode {
-    const USAGE: &str = "usage: eval-conversations [MODEL] [dev|test|both] [--grounding on|off]";
-    let mut model = models::DEFAULT_MODEL.to_owned();
-    let mut splits: Vec<&str> = vec!["dev", "test"];
+    const USAGE: &str = "usage: cargo xtask eval-conversations [MODEL[,MODEL]] [dev|test|both] [--grounding on|off]";
+    let mut models = vec![models::DEFAULT_MODEL.to_owned()];
+    let mut splits = vec![conversations::Split::Dev, conversations::Split::Test];
     let mut grounding = None;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
-            "dev" | "test" => splits = vec![if arg == "dev" { "dev" } else { "test" }],
-            "both" => splits = vec!["dev", "test"],
+            "dev" => splits = vec![conversations::Split::Dev],
+            "test" => splits = vec![conversations::Split::Test],
+            "both" => splits = vec![conversations::Split::Dev, conversations::Split::Test],
             "--grounding" => match rest.next().map(String::as_str) {
                 Some("on") => grounding = Some(true),
                 Some("off") => grounding = Some(false),
@@ -169,14 +173,25 @@ fn eval_conversations(args: &[String]) -> ExitCode {
                     return ExitCode::from(2);
                 }
             },
-            other if !other.starts_with('-') => model = other.to_owned(),
+            other if !other.starts_with('-') && !other.is_empty() => {
+                models = other
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
             other => {
                 eprintln!("xtask eval-conversations: unexpected argument `{other}`; {USAGE}");
                 return ExitCode::from(2);
             }
         }
     }
-    match conversations::run(&model, &splits, grounding.unwrap_or(true)) {
+    if models.is_empty() {
+        eprintln!("xtask eval-conversations: no model named; {USAGE}");
+        return ExitCode::from(2);
+    }
+    match conversations::run(&models, &splits, grounding) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("xtask eval-conversations: {error}");

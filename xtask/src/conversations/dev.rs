@@ -1,208 +1,290 @@
-//! The dev split: tune on these.
+//! The dev split: tune on these. The figures expected are what the tools
+//! return with today fixed at 2026-07-15 (`super::today`).
 
-use super::{Call, Conversation, Expect, Turn};
+use super::Kind::{
+    ChitChat, FailingTool, IterationLimit, Memory, MissingArgument, NoFittingTool, OneCall, RelativeDate, ThreeTools,
+    TwoTools,
+};
+use super::{Call, Conversation, Expect, limited, turn};
 
-const fn call(tool: &'static str, args: &'static [&'static str]) -> Call {
-    Call { tool, args, fails: false }
+const fn call(tool: &'static str, args_contain: &'static [&'static str]) -> Call {
+    Call { tool, args_contain }
 }
 
+const MATH: &str = "calculator|arithmetic";
+
+/// No tool, no figure the user did not write.
 const CHAT: Expect = Expect {
-    calls: &[],
     no_call: true,
-    asks: false,
-    answer_any: &[],
+    ..Expect::ANY
 };
 
-const fn calls(calls: &'static [Call], answer_any: &'static [&'static str]) -> Expect {
+/// A question back, no call.
+const ASK: Expect = Expect {
+    asks: true,
+    ..Expect::ANY
+};
+
+/// These calls, the answer containing these texts.
+const fn calls(calls: &'static [Call], answer_contains: &'static [&'static str]) -> Expect {
     Expect {
         calls,
-        no_call: false,
-        asks: false,
-        answer_any,
+        answer_contains,
+        ..Expect::ANY
     }
 }
 
-/// Turns that only need an answer with no invented figure.
-const ANY: Expect = Expect {
-    calls: &[],
-    no_call: false,
-    asks: false,
-    answer_any: &[],
-};
+/// These calls and no other successful one, the answer containing these texts.
+const fn only(calls: &'static [Call], answer_contains: &'static [&'static str]) -> Expect {
+    Expect {
+        calls,
+        only_these: true,
+        answer_contains,
+        ..Expect::ANY
+    }
+}
 
-const CANNOT: &[&str] = &[
-    "can't|cannot|can not|not able|unable|don't have|do not have|not possible|sorry|no tool|couldn't|could not",
-];
+/// The tool fails: no successful call, and the answer says it could not.
+const FAILS: Expect = Expect {
+    only_these: true,
+    mentions_failure: true,
+    ..Expect::ANY
+};
 
 /// The conversations.
 pub const CONVERSATIONS: &[Conversation] = &[
     Conversation {
-        name: "lisbon-weekend",
-        kinds: &["chit-chat", "one call", "memory", "relative date"],
+        name: "vienna",
         turns: &[
-            Turn {
-                user: "hiya! quick q, what sort of stuff can u do?",
-                expect: CHAT,
-            },
-            Turn {
-                user: "ok so whats the weather like in lisbon atm",
-                expect: calls(&[call("get_weather", &["lisbon|lisboa"])], &[]),
-            },
-            Turn {
-                user: "nice. any flights from london to there tomorrow?",
-                expect: calls(&[call("get_flight_prices", &["london", "lisbon|lisboa", "2026-06-02"])], &[]),
-            },
-            Turn {
-                user: "how much is 250 pounds in euros",
-                expect: calls(&[call("get_currency_exchange", &["gbp|pound", "eur", "250"])], &[]),
-            },
-            Turn {
-                user: "thanks, that's all for now",
-                expect: CHAT,
-            },
-        ],
-    },
-    Conversation {
-        name: "homework",
-        kinds: &["one call", "memory"],
-        turns: &[
-            Turn {
-                user: "can you work out 4821 times 37 for me",
-                expect: calls(&[call("math", &[])], &["178377|178,377"]),
-            },
-            Turn {
-                user: "now subtract 9999 from that",
-                expect: calls(&[call("math", &["9999"])], &["168378|168,378"]),
-            },
-            Turn {
-                user: "and divide the result by 6",
-                expect: calls(&[call("math", &["6"])], &["28063|28,063"]),
-            },
-            Turn {
-                user: "cheers mate",
-                expect: CHAT,
-            },
-        ],
-    },
-    Conversation {
-        name: "flight-needs-details",
-        kinds: &["missing argument", "memory", "one call"],
-        turns: &[
-            Turn {
-                user: "I need a flight price",
-                expect: Expect {
-                    asks: true,
-                    ..CHAT
-                },
-            },
-            Turn {
-                user: "from berlin to rome, on 2026-06-12",
-                expect: calls(&[call("get_flight_prices", &["berlin", "rome|roma", "2026-06-12"])], &[]),
-            },
-            Turn {
-                user: "what about the weather in rome",
-                expect: calls(&[call("get_weather", &["rome|roma"])], &[]),
-            },
-            Turn {
-                user: "convert 80 euros to dollars pls",
-                expect: calls(&[call("get_currency_exchange", &["eur", "usd|dollar", "80"])], &[]),
-            },
-        ],
-    },
-    Conversation {
-        name: "two-at-once",
-        kinds: &["several calls"],
-        turns: &[
-            Turn {
-                user: "what's the weather in tokyo and in seoul?",
-                expect: calls(&[call("get_weather", &["tokyo"]), call("get_weather", &["seoul"])], &[]),
-            },
-            Turn {
-                user: "also convert 10000 yen to usd, and what is 15% of 240?",
-                expect: calls(
-                    &[call("get_currency_exchange", &["jpy|yen", "usd", "10000"]), call("math", &[])],
-                    &["36"],
+            turn("hey there :) hows your day going", &[ChitChat], CHAT),
+            turn(
+                "thinking of spending a few days in vienna. what's the weather doing there right now?",
+                &[OneCall],
+                only(&[call("get_weather", &["vienna"])], &["23.4"]),
+            ),
+            turn(
+                "ok and how much to fly from there to amsterdam?",
+                &[MissingArgument, Memory],
+                ASK,
+            ),
+            turn(
+                "the day after tomorrow",
+                &[RelativeDate, Memory],
+                calls(
+                    &[call(
+                        "get_flight_prices",
+                        &["vienna|VIE", "amsterdam|AMS", "2026-07-17"],
+                    )],
+                    &["176"],
                 ),
-            },
-            Turn {
-                user: "thx",
-                expect: CHAT,
-            },
+            ),
+            turn("perfect, thats all I needed. cheers!", &[ChitChat], CHAT),
         ],
     },
     Conversation {
-        name: "atlantis-and-hotels",
-        kinds: &["failing tool", "no fitting tool"],
+        name: "budget",
         turns: &[
-            Turn {
-                user: "weather in atlantis please",
-                expect: Expect {
-                    answer_any: CANNOT,
-                    ..ANY
-                },
-            },
-            Turn {
-                user: "ok then, can you book me a hotel room in paris?",
-                expect: Expect {
-                    answer_any: CANNOT,
-                    ..CHAT
-                },
-            },
-            Turn {
-                user: "what's the capital of australia",
-                expect: Expect {
-                    answer_any: &["canberra"],
-                    ..CHAT
-                },
-            },
+            turn(
+                "whats 1875 divided by 25",
+                &[OneCall],
+                only(&[call(MATH, &["75"])], &["75"]),
+            ),
+            turn(
+                "multiply that by 12 pls",
+                &[Memory],
+                calls(&[call(MATH, &["900"])], &["900"]),
+            ),
+            turn(
+                "now take the square root of minus 900 with the calculator",
+                &[FailingTool, Memory],
+                FAILS,
+            ),
+            turn(
+                "ok forget that. what's 900 plus 15 percent?",
+                &[OneCall],
+                calls(&[call(MATH, &["1035"])], &["1035"]),
+            ),
         ],
     },
     Conversation {
-        name: "long-chain",
-        kinds: &["iteration limit", "failing tool"],
+        name: "francs",
         turns: &[
-            Turn {
-                user: "divide 500 by your secret number",
-                expect: calls(
-                    &[Call {
-                        tool: "divide_by_secret_number",
-                        args: &["500"],
-                        fails: true,
-                    }],
-                    &[],
+            turn(
+                "how many euros would I get for 640 US dollars?",
+                &[OneCall],
+                only(&[call("get_currency_exchange", &["USD", "EUR", "640"])], &["588.8"]),
+            ),
+            turn(
+                "and the same amount in swiss francs?",
+                &[Memory],
+                calls(&[call("get_currency_exchange", &["USD", "CHF", "640"])], &["569.6"]),
+            ),
+            turn(
+                "could you also book me a hotel room in zurich for saturday night?",
+                &[NoFittingTool],
+                Expect {
+                    no_call: true,
+                    mentions_failure: true,
+                    ..Expect::ANY
+                },
+            ),
+            turn(
+                "no worries. what's the weather in zurich, and how much is 300 CHF in euros?",
+                &[TwoTools],
+                only(
+                    &[
+                        call("get_weather", &["zurich"]),
+                        call("get_currency_exchange", &["CHF", "EUR", "300"]),
+                    ],
+                    &["17.3", "310.11"],
                 ),
-            },
-            Turn {
-                user: "take 2 plus 3, multiply by 4, add 7, divide by 3, square it, subtract 1, double it, add 100, \
-                       divide by 5, take away 8, triple it, then add 1. do each step with the calculator",
-                expect: calls(&[call("math", &[])], &[]),
-            },
+            ),
         ],
     },
     Conversation {
-        name: "aussie-dollars",
-        kinds: &["memory", "one call", "chit-chat"],
+        name: "lisbon",
         turns: &[
-            Turn {
-                user: "i've got 1200 australian dollars saved up for my trip",
-                expect: ANY,
-            },
-            Turn {
-                user: "how much is that in new zealand dollars",
-                expect: calls(&[call("get_currency_exchange", &["aud|australian", "nzd|new zealand", "1200"])], &[]),
-            },
-            Turn {
-                user: "and in japanese yen?",
-                expect: calls(&[call("get_currency_exchange", &["aud|australian", "jpy|yen", "1200"])], &[]),
-            },
-            Turn {
-                user: "what's the weather like in auckland",
-                expect: calls(&[call("get_weather", &["auckland"])], &[]),
-            },
-            Turn {
-                user: "bye!",
-                expect: CHAT,
-            },
+            turn(
+                "Flying berlin -> lisbon this saturday. can u check flight prices, lisbon's weather and what 500 euros is in dollars?",
+                &[ThreeTools, RelativeDate],
+                only(
+                    &[
+                        call("get_flight_prices", &["berlin|BER", "lisbon|LIS", "2026-07-18"]),
+                        call("get_weather", &["lisbon"]),
+                        call("get_currency_exchange", &["EUR", "USD", "500"]),
+                    ],
+                    &["244", "24.4", "543.48"],
+                ),
+            ),
+            turn(
+                "which of those flights is the cheapest one?",
+                &[Memory],
+                Expect {
+                    answer_contains: &["244"],
+                    ..Expect::ANY
+                },
+            ),
+            turn(
+                "and coming back the day after, lisbon to berlin?",
+                &[Memory, RelativeDate],
+                calls(
+                    &[call("get_flight_prices", &["lisbon|LIS", "berlin|BER", "2026-07-19"])],
+                    &["267"],
+                ),
+            ),
+            turn("thanks so much!!", &[ChitChat], CHAT),
+        ],
+    },
+    Conversation {
+        name: "nordic",
+        turns: &[
+            turn("what's the weather like in Atlantis today?", &[FailingTool], FAILS),
+            limited(
+                "I want a proper comparison, one city at a time: weather in Oslo, then Helsinki, then Stockholm, then Copenhagen, then Reykjavik. Then tell me which one is warmest.",
+                &[IterationLimit],
+                calls(
+                    &[call("get_weather", &["oslo"])],
+                    &["oslo|helsinki|stockholm|copenhagen|reykjavik"],
+                ),
+                2,
+            ),
+            turn(
+                "ok just oslo then, but in fahrenheit",
+                &[OneCall, Memory],
+                only(&[call("get_weather", &["oslo", "fahrenheit"])], &["61"]),
+            ),
+        ],
+    },
+    Conversation {
+        name: "yen",
+        turns: &[
+            turn(
+                "i've got a bunch of yen left over from japan, can you change it into pounds for me?",
+                &[MissingArgument],
+                ASK,
+            ),
+            turn(
+                "it's 18000 yen",
+                &[Memory],
+                calls(&[call("get_currency_exchange", &["JPY", "GBP", "18000"])], &["93.86"]),
+            ),
+            turn(
+                "we're splitting it four ways. how much yen is each share, and what's one share worth in US dollars?",
+                &[TwoTools, Memory],
+                calls(
+                    &[
+                        call(MATH, &["4500"]),
+                        call("get_currency_exchange", &["JPY", "USD", "4500"]),
+                    ],
+                    &["4500|4,500", "29.7"],
+                ),
+            ),
+            turn(
+                "random q: who wrote pride and prejudice?",
+                &[NoFittingTool],
+                Expect {
+                    no_call: true,
+                    answer_contains: &["austen"],
+                    ..Expect::ANY
+                },
+            ),
+        ],
+    },
+    Conversation {
+        name: "dublin",
+        turns: &[
+            turn(
+                "is it raining in dublin rn?",
+                &[OneCall],
+                only(&[call("get_weather", &["dublin"])], &["rain"]),
+            ),
+            turn(
+                "whats the cheapest flight from dublin to paris tomorrow",
+                &[OneCall, RelativeDate],
+                only(
+                    &[call("get_flight_prices", &["dublin|DUB", "paris|CDG", "2026-07-16"])],
+                    &["140"],
+                ),
+            ),
+            turn(
+                "and what would 3 of those tickets cost?",
+                &[Memory],
+                calls(&[call(MATH, &["420"])], &["420"]),
+            ),
+            turn(
+                "haha ok. any tips for packing light for a weekend away?",
+                &[ChitChat],
+                CHAT,
+            ),
+        ],
+    },
+    Conversation {
+        name: "toronto",
+        turns: &[
+            turn("Morning! Can you help me sort out a work trip?", &[ChitChat], CHAT),
+            turn(
+                "I'm flying out of Toronto. What would it cost to get to Chicago?",
+                &[MissingArgument],
+                ASK,
+            ),
+            turn(
+                "next monday",
+                &[RelativeDate, Memory],
+                calls(
+                    &[call("get_flight_prices", &["toronto|YYZ", "chicago|ORD", "2026-07-20"])],
+                    &["137"],
+                ),
+            ),
+            turn(
+                "my company pays expenses in canadian dollars. what's that cheapest fare in CAD?",
+                &[OneCall, Memory],
+                calls(&[call("get_currency_exchange", &["USD", "CAD", "137"])], &["186.32"]),
+            ),
+            turn(
+                "and how's the weather in chicago at the moment?",
+                &[OneCall],
+                only(&[call("get_weather", &["chicago"])], &["26.3"]),
+            ),
         ],
     },
 ];
