@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use agent_core::{
-    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, ResponseFormat,
-    StreamAccumulator, StreamEvent, ToolDefinition,
+    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, Message,
+    ResponseFormat, StreamAccumulator, StreamEvent, ToolDefinition,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -383,7 +383,19 @@ impl LlmClient for LlamaClient {
         {
             let lazy = self.config.grammar;
             let tools = plan.callable_names().into();
-            (Some(grammar), GrammarUse::Decide { threshold, lazy, tools })
+            let alone = match newest_message_alone(request).filter(|_| self.config.newest_message_odds) {
+                Some(alone) => Some(Arc::from(self.template.render_fenced(&alone)?)),
+                None => None,
+            };
+            (
+                Some(grammar),
+                GrammarUse::Decide {
+                    threshold,
+                    lazy,
+                    tools,
+                    alone,
+                },
+            )
         } else if self.config.grammar {
             (self.grammar_for(&plan.callable), GrammarUse::Lazy)
         } else {
@@ -412,9 +424,69 @@ impl LlmClient for LlamaClient {
     }
 }
 
+/// `request` with its newest user message as its only turn (the system
+/// messages before it kept), or `None` when it has no earlier turn to
+/// leave out.
+fn newest_message_alone(request: &ChatRequest) -> Option<ChatRequest> {
+    let newest = request
+        .messages
+        .iter()
+        .rposition(|message| matches!(message, Message::User { .. }))?;
+    let earlier_turns = request.messages[..newest]
+        .iter()
+        .any(|message| !matches!(message, Message::System { .. }));
+    if !earlier_turns {
+        return None;
+    }
+    let mut alone = request.clone();
+    alone.messages = request.messages[..newest]
+        .iter()
+        .filter(|message| matches!(message, Message::System { .. }))
+        .chain(&request.messages[newest..])
+        .cloned()
+        .collect();
+    Some(alone)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn turn_of(messages: Vec<Message>) -> ChatRequest {
+        let mut request = ChatRequest::new(messages);
+        request.system = Some("You help travellers.".to_owned());
+        request
+    }
+
+    #[test]
+    fn the_newest_message_alone_keeps_the_system_messages_and_drops_earlier_turns() {
+        let request = turn_of(vec![
+            Message::system("Be brief."),
+            Message::user("hi, what can you do?"),
+            Message::assistant("I can look up the weather."),
+            Message::user("and the weather in Oslo?"),
+        ]);
+        let alone = newest_message_alone(&request).expect("an earlier turn to leave out");
+        assert_eq!(
+            alone.messages,
+            [Message::system("Be brief."), Message::user("and the weather in Oslo?")]
+        );
+        assert_eq!(alone.system, request.system);
+        assert_eq!(alone.tools, request.tools);
+    }
+
+    #[test]
+    fn a_first_message_has_nothing_to_leave_out() {
+        assert_eq!(
+            newest_message_alone(&turn_of(vec![Message::user("weather in Oslo?")])),
+            None
+        );
+        assert_eq!(
+            newest_message_alone(&turn_of(vec![Message::system("Be brief."), Message::user("weather?")])),
+            None
+        );
+        assert_eq!(newest_message_alone(&turn_of(Vec::new())), None);
+    }
 
     #[test]
     fn an_unenforced_format_is_described_in_the_system_prompt() {

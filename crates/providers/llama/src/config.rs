@@ -49,6 +49,15 @@ pub struct LlamaConfig {
     /// above those of a message that needs none (see docs/local-models.md).
     /// Between 0 and 1; 1 leaves the decision to the model's first token.
     pub call_threshold: f32,
+    /// Read the odds of a call (see [`call_threshold`](Self::call_threshold))
+    /// on the newest user message alone too, with the system prompt and
+    /// the tools but none of the conversation's earlier turns, and take
+    /// the call when either clears the threshold (default on). Earlier
+    /// turns answered without tools otherwise talk a small model out of
+    /// the call a new question needs (docs/local-models.md, "The call
+    /// decided per message"). Costs the newest message's tokens once more
+    /// per reply to a user message.
+    pub newest_message_odds: bool,
     /// When a reply after tool results only repeats calls those results
     /// already answer, ask the model once more with the user's question
     /// restated after the results, and keep that reply if it does more
@@ -71,6 +80,7 @@ impl Default for LlamaConfig {
             max_tokens: 1024,
             grammar: true,
             call_threshold: DEFAULT_CALL_THRESHOLD,
+            newest_message_odds: true,
             retry_repeated_calls: true,
         }
     }

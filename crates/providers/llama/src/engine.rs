@@ -97,6 +97,12 @@ pub(crate) enum GrammarUse {
         lazy: bool,
         /// Names of the tools that may be called.
         tools: Arc<[String]>,
+        /// The prompt with the conversation's newest user message alone
+        /// (its earlier turns left out): the odds are also read there,
+        /// and the call is taken when either clears the threshold, so
+        /// earlier turns cannot talk the model out of a call the message
+        /// needs. `None`: the odds of the whole prompt alone decide.
+        alone: Option<Arc<str>>,
     },
 }
 
@@ -307,7 +313,12 @@ fn load(settings: &EngineSettings) -> Result<(LlamaModel, LlamaContextParams), L
         .with_n_batch(settings.batch_size)
         .with_n_ubatch(settings.batch_size)
         .with_n_threads(threads)
-        .with_n_threads_batch(threads);
+        .with_n_threads_batch(threads)
+        // Two sequences sharing one cache of `context_size` tokens: the
+        // main one, and the aside where a call's odds are read on the
+        // newest message alone.
+        .with_n_seq_max(2)
+        .with_kv_unified(true);
     Ok((model, params))
 }
 
@@ -340,6 +351,12 @@ struct Session<'m> {
     /// [`BARE_CALL_OPENING`], tokenized.
     bare_call_opening: Vec<LlamaToken>,
 }
+
+/// The cache sequence of the prompt and the reply.
+const MAIN_SEQUENCE: i32 = 0;
+/// The cache sequence where a call's odds are read on another prompt
+/// ([`GrammarUse::Decide`]'s `alone`); emptied after each read.
+const ASIDE_SEQUENCE: i32 = 1;
 
 /// How small models open a call without the `<tool_call>` tag: bare JSON,
 /// the tool's name next.
@@ -397,8 +414,16 @@ impl Session<'_> {
         let from_start = match &job.grammar_use {
             GrammarUse::FromStart => true,
             GrammarUse::Lazy => false,
-            GrammarUse::Decide { threshold, tools, .. } => {
-                let odds = self.call_odds(context, tools, last_logits)?;
+            GrammarUse::Decide {
+                threshold,
+                tools,
+                alone,
+                ..
+            } => {
+                let alone = alone
+                    .as_deref()
+                    .map(|prompt| special::tokenize(&vocab, prompt, vocab.should_add_bos()));
+                let odds = self.call_odds(context, tools, last_logits, alone.as_deref())?;
                 tracing::debug!(odds, threshold, "odds of a tool call");
                 last_logits = 0;
                 odds >= *threshold
@@ -424,7 +449,7 @@ impl Session<'_> {
             }
             generated += 1;
             let stop_hit = text.push(&vocab.token_to_piece(token, true, None), &job.out);
-            self.decode_one(context, token, self.cached.len())?;
+            self.decode_one(context, token, self.cached.len(), MAIN_SEQUENCE)?;
             self.cached.push(token);
             last_logits = 0;
             if stop_hit {
@@ -446,12 +471,66 @@ impl Session<'_> {
 impl Session<'_> {
     /// The probability that the model, whose next-token logits are at
     /// `index` of the last batch, starts its reply with a call of one of
-    /// `tools`: the `<tool_call>` token, or the bare JSON opening
-    /// `{"name": "` followed by the first token of a tool's name (the form
-    /// small models write), read by feeding the opening to the model. The
-    /// cache is left as it was, with the prompt's last token evaluated again
-    /// so its logits are at index 0 of the last batch.
-    fn call_odds(&mut self, context: &mut LlamaContext<'_>, tools: &[String], index: i32) -> Result<f32, LlmError> {
+    /// `tools` ([`Self::opening_odds`]). With `alone`, the tokens of the
+    /// prompt holding only the newest user message, it is the larger of
+    /// the odds after the whole prompt and after that one, read in a second
+    /// sequence of the cache that shares the prompts' common start. The
+    /// cache is left as it was, with the prompt's last token evaluated
+    /// again so its logits are at index 0 of the last batch.
+    fn call_odds(
+        &mut self,
+        context: &mut LlamaContext<'_>,
+        tools: &[String],
+        index: i32,
+        alone: Option<&[LlamaToken]>,
+    ) -> Result<f32, LlmError> {
+        let prompt_end = self.cached.len();
+        let mut odds = self.opening_odds(context, tools, index, MAIN_SEQUENCE, prompt_end)?;
+        // Back to the prompt, without its last token, whose logits are
+        // read again below.
+        let last = prompt_end - 1;
+        trim(context, MAIN_SEQUENCE, last)?;
+        if let Some(alone) = alone.filter(|alone| !alone.is_empty() && *alone != self.cached.as_slice()) {
+            let read = self.odds_alone(context, tools, alone, last);
+            let cleared = context.clear_kv_cache_seq(u32::try_from(ASIDE_SEQUENCE).ok(), None, None);
+            match read {
+                Ok(alone_odds) => {
+                    tracing::debug!(
+                        odds,
+                        alone_odds,
+                        "odds of a tool call: whole prompt, newest message alone"
+                    );
+                    odds = odds.max(alone_odds);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the odds of a call on the newest message alone could not be read");
+                }
+            }
+            if cleared.is_err() {
+                self.cached.clear();
+                context.clear_kv_cache();
+                return Err(cache_error());
+            }
+        }
+        let token = self.cached[last];
+        self.decode_one(context, token, last, MAIN_SEQUENCE)?;
+        Ok(odds)
+    }
+
+    /// The probability that the model, whose next-token logits are at
+    /// `index` of the last batch, starts a reply at position `end` of
+    /// sequence `sequence` with a call of one of `tools`: the
+    /// `<tool_call>` token, or the bare JSON opening `{"name": "` followed
+    /// by the first token of a tool's name (the form small models write),
+    /// read by feeding the opening to the model after `end`.
+    fn opening_odds(
+        &mut self,
+        context: &mut LlamaContext<'_>,
+        tools: &[String],
+        index: i32,
+        sequence: i32,
+        end: usize,
+    ) -> Result<f32, LlmError> {
         let vocab = self.model.vocab();
         let tagged = probability_of(
             context,
@@ -463,44 +542,74 @@ impl Session<'_> {
             .filter_map(|name| vocab.tokenize(name.as_bytes(), false, false).first().copied())
             .collect();
         let opening = self.bare_call_opening.clone();
-        let prompt_end = self.cached.len();
         let mut bare = probability_of(context, index, opening.first().copied());
         for (i, token) in opening.iter().enumerate() {
             if bare <= 0.0 {
                 break;
             }
-            self.decode_one(context, *token, prompt_end + i)?;
+            self.decode_one(context, *token, end + i, sequence)?;
             bare *= match opening.get(i + 1) {
                 Some(following) => probability_of(context, 0, Some(*following)),
                 None => probability_of(context, 0, names.iter().copied()),
             };
         }
-        // Back to the prompt, with its last token's logits in place.
-        let last = prompt_end - 1;
-        if context
-            .clear_kv_cache_seq(Some(0), u32::try_from(last).ok(), None)
-            .is_err()
-        {
-            return Err(LlmError::new(
-                LlmErrorKind::Server,
-                "llama.cpp could not trim its cache",
-            ));
-        }
-        let token = self.cached[last];
-        self.decode_one(context, token, last)?;
         Ok(tagged + bare)
     }
 
-    /// Evaluates `token` at `position`, with its logits at index 0.
+    /// The odds of a call after `alone`, evaluated in the aside sequence:
+    /// its start shared with the cached prompt (up to `shared_limit`
+    /// tokens) is copied from the main sequence, the rest decoded.
+    fn odds_alone(
+        &mut self,
+        context: &mut LlamaContext<'_>,
+        tools: &[String],
+        alone: &[LlamaToken],
+        shared_limit: usize,
+    ) -> Result<f32, LlmError> {
+        let shared = self
+            .cached
+            .iter()
+            .zip(alone)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(alone.len() - 1)
+            .min(shared_limit);
+        if shared > 0 {
+            context
+                .copy_kv_cache_seq(MAIN_SEQUENCE, ASIDE_SEQUENCE, Some(0), u32::try_from(shared).ok())
+                .map_err(|_| cache_error())?;
+        }
+        let mut index = 0;
+        for (chunk_index, chunk) in alone[shared..].chunks(self.batch_size).enumerate() {
+            self.batch.clear();
+            let offset = shared + chunk_index * self.batch_size;
+            for (i, token) in chunk.iter().enumerate() {
+                let position = i32::try_from(offset + i).unwrap_or(i32::MAX);
+                let is_last = offset + i == alone.len() - 1;
+                self.batch
+                    .add(*token, position, &[ASIDE_SEQUENCE], is_last)
+                    .map_err(decode_error)?;
+            }
+            context.decode(&mut self.batch).map_err(decode_error)?;
+            index = self.batch.n_tokens() - 1;
+        }
+        self.opening_odds(context, tools, index, ASIDE_SEQUENCE, alone.len())
+    }
+
+    /// Evaluates `token` at `position` of `sequence`, with its logits at
+    /// index 0.
     fn decode_one(
         &mut self,
         context: &mut LlamaContext<'_>,
         token: LlamaToken,
         position: usize,
+        sequence: i32,
     ) -> Result<(), LlmError> {
         self.batch.clear();
         let position = i32::try_from(position).unwrap_or(i32::MAX);
-        self.batch.add(token, position, &[0], true).map_err(decode_error)?;
+        self.batch
+            .add(token, position, &[sequence], true)
+            .map_err(decode_error)?;
         context.decode(&mut self.batch).map_err(decode_error)
     }
 }
@@ -530,6 +639,19 @@ pub(crate) fn ends_turn(
     tool_call_opening: &[i32],
 ) -> bool {
     vocab.is_eog(token) || (vocab.is_control(token) && !tool_call_opening.contains(&token.0))
+}
+
+/// Removes the cache of `sequence` from position `from` on.
+fn trim(context: &mut LlamaContext<'_>, sequence: i32, from: usize) -> Result<(), LlmError> {
+    let sequence = u32::try_from(sequence).ok();
+    match context.clear_kv_cache_seq(sequence, u32::try_from(from).ok(), None) {
+        Ok(true) => Ok(()),
+        _ => Err(cache_error()),
+    }
+}
+
+fn cache_error() -> LlmError {
+    LlmError::new(LlmErrorKind::Server, "llama.cpp could not trim its cache").with_provider("llama")
 }
 
 fn decode_error(error: impl std::fmt::Display) -> LlmError {

@@ -28,7 +28,15 @@ fn client() -> Option<LlamaClient> {
         eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
         return None;
     }
-    Some(LlamaClient::load(LlamaConfig::default()).expect("the model loads"))
+    // The call decided on the whole conversation only: read on the newest
+    // message alone too (the default), the odds make "and in Madrid?" a
+    // call at once (tests/call_decision.rs), and no figure is invented for
+    // the check to catch.
+    let config = LlamaConfig {
+        newest_message_odds: false,
+        ..LlamaConfig::default()
+    };
+    Some(LlamaClient::load(config).expect("the model loads"))
 }
 
 fn weather_tools() -> TestTools {

@@ -1,0 +1,118 @@
+//! The call is decided per user message on the real embedded model: after
+//! turns of small talk the model answered without tools, a question that
+//! needs a tool still gets its call, because the odds of a call are also
+//! read on the newest message alone (`newest_message_odds`, on by default).
+//!
+//! Needs the model (`cargo xtask fetch-model`); skipped without it unless
+//! `AGENTRY_REQUIRE_MODEL` is set.
+
+use agent_core::{CancellationToken, ChatRequest, ChatResponse, LlmClient, Message, ToolDefinition};
+use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
+use agent_provider_llama::{LlamaClient, LlamaConfig};
+use serde_json::json;
+
+fn client(newest_message_odds: bool) -> Option<LlamaClient> {
+    let known = known_model(DEFAULT_MODEL)?;
+    if !ModelStore::default_location().is_ready(known) {
+        assert!(
+            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
+            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
+        );
+        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
+        return None;
+    }
+    let config = LlamaConfig {
+        context_size: 4096,
+        newest_message_odds,
+        ..LlamaConfig::default()
+    };
+    Some(LlamaClient::load(config).expect("the model loads"))
+}
+
+fn tools() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition::new(
+            "get_weather",
+            "Current weather in a city.",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        ),
+        ToolDefinition::new(
+            "calculator",
+            "Evaluates an arithmetic expression.",
+            json!({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}),
+        ),
+    ]
+}
+
+/// Two turns of small talk answered in prose, then `question`.
+fn after_small_talk(question: &str) -> ChatRequest {
+    let mut request = ChatRequest::new(vec![
+        Message::user("hey there! what kinds of things can you help me with?"),
+        Message::assistant("Hi! I'm happy to chat about your travel plans and answer your questions."),
+        Message::user("nice. I'm planning a trip next month, just daydreaming for now."),
+        Message::assistant("That sounds exciting! Let me know if there is anything I can help with."),
+        Message::user(question),
+    ])
+    .with_system("You are a helpful travel assistant. Use the tools when they help.");
+    request.tools = tools();
+    request.max_tokens = Some(48);
+    request.temperature = Some(0.0);
+    request
+}
+
+fn reply(client: &LlamaClient, request: &ChatRequest) -> ChatResponse {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(client.complete(request, &CancellationToken::new()))
+        .expect("reply")
+}
+
+fn called(response: &ChatResponse) -> Vec<&str> {
+    response
+        .message
+        .tool_calls
+        .iter()
+        .map(|call| call.name.as_str())
+        .collect()
+}
+
+#[test]
+fn after_small_talk_a_question_needing_a_tool_gets_its_call() {
+    let question = "what's the weather like in Lisbon right now?";
+    let Some(by_history) = client(false) else { return };
+    let unchecked = reply(&by_history, &after_small_talk(question));
+    eprintln!("decided on the whole conversation: {:?}", unchecked.message);
+    assert!(
+        called(&unchecked).is_empty(),
+        "the conversation's shape talks the model out of the call: {:?}",
+        unchecked.message
+    );
+    drop(by_history);
+
+    let Some(per_message) = client(true) else { return };
+    let decided = reply(&per_message, &after_small_talk(question));
+    eprintln!("decided on the newest message too: {:?}", decided.message);
+    assert_eq!(called(&decided), ["get_weather"], "{:?}", decided.message);
+    let city = decided.message.tool_calls[0].arguments["city"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        city.contains("Lisbon") || city.contains("Lisboa"),
+        "{:?}",
+        decided.message.tool_calls
+    );
+}
+
+#[test]
+fn small_talk_after_small_talk_still_gets_no_call() {
+    let Some(client) = client(true) else { return };
+    let response = reply(
+        &client,
+        &after_small_talk("haha, thanks, you're sweet. have a nice evening!"),
+    );
+    eprintln!("{:?}", response.message);
+    assert!(called(&response).is_empty(), "{:?}", response.message);
+    assert!(!response.message.content.trim().is_empty(), "{:?}", response.message);
+}
