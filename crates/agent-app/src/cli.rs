@@ -32,7 +32,7 @@ use std::process::ExitCode;
 
 use agent_core::{AgentRunResult, StopCause};
 use agent_runner::ChatSession;
-use agent_travel_assistant::{DemoOptions, check_demo};
+use agent_travel_assistant::check_demo;
 use chrono::NaiveDate;
 use clap::{Args, Parser, Subcommand};
 
@@ -528,21 +528,7 @@ async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     let settings = Settings::load(&args.provider.overrides(), env, cwd)?;
     let client = build_client(&settings, env, Progress::Show).await?;
     let catalog = catalog_for(&settings, client.as_ref());
-    let defaults = DemoOptions::default();
-    // The demo keeps its own iteration limits and budgets; tokens,
-    // temperature and the tool protocol follow `[agent]`.
-    let configured = settings.agent_config();
-    let mut agent = defaults.agent.clone();
-    agent.request.max_tokens = configured.request.max_tokens.or(agent.request.max_tokens);
-    agent.request.temperature = configured.request.temperature.or(agent.request.temperature);
-    agent.run.tool_protocol = configured.run.tool_protocol;
-    let mut options = DemoOptions {
-        agent,
-        // Only small local models need an example to copy.
-        worked_example: client.provider() == "llama",
-        today: args.today.unwrap_or(defaults.today),
-        ..defaults
-    };
+    let mut options = crate::demo::options(&settings, args.today);
     if let Some(specs) = crate::scenes::specs(&settings)? {
         options.scenes = Some(crate::demo::scenes(&specs, &options)?);
     }

@@ -7,8 +7,12 @@ use std::io;
 use std::sync::Arc;
 
 use agent_core::{LlmClient, ModelCatalog};
-use agent_travel_assistant::{DemoError, DemoEvent, DemoOptions, DemoScenes, DemoTotals, DemoTurnReport, run_turns};
+use agent_travel_assistant::{
+    DemoError, DemoEvent, DemoOptions, DemoScenes, DemoTotals, DemoTurnReport, NaiveDate, run_turns,
+};
 
+use crate::assemble::default_system_prompt;
+use crate::config::Settings;
 use crate::console::{Console, count, stop_note};
 use crate::error::{AppError, ConfigError};
 use crate::scenes::SceneSpecs;
@@ -20,6 +24,29 @@ pub fn scenes(specs: &SceneSpecs, options: &DemoOptions) -> Result<DemoScenes, C
         scenes: crate::scenes::scene_list(specs, &options.effective_system_prompt())?,
         default: specs.default.clone(),
     })
+}
+
+/// The demo's options from `settings`: the agent of `run` and `chat` (the
+/// same loop policies, budgets, grounding, tokens and system prompt, the
+/// prompt written for the demo's today) and nothing prepended to the
+/// conversation for the model to copy. `today`: the demo's date (default:
+/// the system's).
+pub fn options(settings: &Settings, today: Option<NaiveDate>) -> DemoOptions {
+    let defaults = DemoOptions::default();
+    let today = today.unwrap_or(defaults.today);
+    let system_prompt = settings
+        .config
+        .agent
+        .system_prompt
+        .clone()
+        .unwrap_or_else(|| default_system_prompt(today));
+    DemoOptions {
+        agent: settings.agent_config(),
+        system_prompt: Some(system_prompt),
+        worked_example: false,
+        today,
+        ..defaults
+    }
 }
 
 /// Runs the ten turns as one conversation, rendering each on `console` as
@@ -236,6 +263,7 @@ mod tests {
         let mut console = Console::new(buffer.clone()).with_text_prefix("assistant> ");
         let options = DemoOptions {
             today: today(),
+            worked_example: true,
             ..DemoOptions::default()
         };
         let reports = run_demo(client.clone(), Arc::new(ModelCatalog::new()), &options, &mut console)

@@ -560,3 +560,52 @@ async fn demo_check_prints_a_verdict_per_turn_and_the_score_for_any_provider() {
         stderr(&output)
     );
 }
+
+/// `agentry demo` runs the agent of `agentry run`: the same system prompt
+/// (written for the demo's today) and `[agent]` settings, and nothing
+/// prepended to the conversation for the model to copy.
+#[tokio::test]
+async fn the_demo_runs_the_agent_of_run_with_no_example_prepended() {
+    let server = MockServer::start().await;
+    let body = sse_body(&[
+        chunk(
+            &json!({"role": "assistant", "content": "Which city do you mean?"}),
+            None,
+        ),
+        chunk(&json!({}), Some("stop")),
+    ]);
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agentry.toml"), "[agent]\nmax_tokens = 77\n").unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["demo", "--provider", "openai", "--today", "2026-07-15"])
+        .args(["--base-url", &format!("{}/v1", server.uri())]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let messages = first["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.len(),
+        2,
+        "the system prompt and the first turn only: {messages:#?}"
+    );
+    let system = messages[0]["content"].as_str().unwrap_or_default();
+    assert!(
+        system.starts_with("You are Agentry, a helpful assistant that uses tools")
+            && system.contains("Wednesday, July 15, 2026 (2026-07-15)"),
+        "{system}"
+    );
+    assert_eq!(messages[1]["role"], "user");
+    assert_eq!(
+        first["max_tokens"].as_u64().or(first["max_completion_tokens"].as_u64()),
+        Some(77)
+    );
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(!out.contains("worked example"), "{out}");
+}

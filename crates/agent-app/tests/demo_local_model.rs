@@ -23,7 +23,7 @@ use agent_app::demo::run_demo;
 use agent_app::env::Env;
 use agent_app::providers::{Progress, build_client};
 use agent_core::StopCause;
-use agent_travel_assistant::{DemoOptions, LIMIT_TURN, TURNS};
+use agent_travel_assistant::{LIMIT_TURN, TURNS};
 
 #[test]
 fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
@@ -51,10 +51,7 @@ fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
         // model decodes greedily, so the same date gives the same run. (On
         // some dates the 0.5B model answers the limit turn without a tool
         // call, which would make the test depend on the day it runs.)
-        let options = DemoOptions {
-            today: chrono::NaiveDate::from_ymd_opt(2026, 11, 22).unwrap(),
-            ..DemoOptions::default()
-        };
+        let options = agent_app::demo::options(&settings, chrono::NaiveDate::from_ymd_opt(2026, 11, 22));
         let reports = run_demo(client, catalog, &options, &mut console).await.unwrap();
         let transcript = buffer.contents();
         eprintln!("{transcript}");

@@ -477,6 +477,7 @@ mod tests {
         let client = Arc::new(client);
         let options = DemoOptions {
             today: today(),
+            worked_example: true,
             ..DemoOptions::default()
         };
         let mut log = Vec::new();

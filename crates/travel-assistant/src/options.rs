@@ -17,8 +17,10 @@ pub struct DemoOptions {
     /// Replaces the demo's system prompt ([`system_prompt`]).
     pub system_prompt: Option<String>,
     /// Start the conversation with one worked example (a weather question,
-    /// its tool call, the tool's real result and the answer). Small local
-    /// models follow the tools far more reliably with one example to copy.
+    /// its tool call, the tool's real result and the answer). Off by
+    /// default: `agentry demo` runs the agent of `agentry run`, with
+    /// nothing prepended; kept for measuring what an example does
+    /// (docs/local-models.md).
     pub worked_example: bool,
     /// Run every turn through these scenes instead of one agent.
     pub scenes: Option<DemoScenes>,
@@ -31,7 +33,7 @@ impl Default for DemoOptions {
             agent: default_agent_config(),
             limit_turn_max_iterations: 1,
             system_prompt: None,
-            worked_example: true,
+            worked_example: false,
             scenes: None,
         }
     }
