@@ -248,16 +248,21 @@ impl ToolCallParser {
         if self.formats.contains(&CallFormat::Json) {
             found.sort_by_key(|(r, _)| r.start);
             let taken: Vec<Range<usize>> = found.iter().map(|(r, _)| r.clone()).collect();
-            let all_fences = fences(text);
-            let fence_ranges: Vec<Range<usize>> = all_fences.iter().map(|f| f.whole.clone()).collect();
-            for fence in &all_fences {
+            // Spans inside a fence are read only when it is a JSON (or
+            // unlabelled, or tool) fence whose body is not calls as a
+            // whole: a reply cut inside its fence by `max_tokens` keeps the
+            // complete calls before the cut.
+            let mut fence_ranges: Vec<Range<usize>> = Vec::new();
+            for fence in &fences(text) {
                 let info = fence.info.split_whitespace().next().unwrap_or_default();
                 let callable = info.is_empty() || fence.is_json() || info.starts_with("tool");
                 if !callable || overlaps(&taken, &fence.whole) {
+                    fence_ranges.push(fence.whole.clone());
                     continue;
                 }
                 let body = text.get(fence.body.clone()).unwrap_or_default().trim();
                 if let Some(calls) = self.bare_calls(body) {
+                    fence_ranges.push(fence.whole.clone());
                     found.push((fence.whole.clone(), calls));
                 }
             }
@@ -541,6 +546,18 @@ mod tests {
         assert!(!overlaps(&sorted, &(4..6)));
         assert!(!overlaps(&sorted, &(9..12)));
         assert!(!overlaps(&[], &(0..1)));
+    }
+
+    #[test]
+    fn complete_calls_of_a_fence_cut_short_are_read_and_code_fences_stay_unread() {
+        let call = r#"{"name": "calculator", "arguments": {"expression": "17 * 23"}}"#;
+        let cut = format!("```json\n{call}\n{call}\n{{\"name\":");
+        let parsed = ToolCallParser::new().known_tools(["calculator"]).parse(&cut);
+        assert_eq!(parsed.calls.len(), 2, "{parsed:?}");
+        assert_eq!(parsed.calls[0].arguments["expression"], "17 * 23");
+        let python = format!("```python\nprint({call})\n```");
+        let parsed = ToolCallParser::new().known_tools(["calculator"]).parse(&python);
+        assert!(parsed.calls.is_empty(), "{parsed:?}");
     }
 
     #[test]

@@ -595,6 +595,16 @@ mod tests {
     }
 
     #[test]
+    fn complete_calls_in_a_fence_cut_by_max_tokens_are_kept() {
+        let call = "{\"name\": \"calculator\", \"arguments\": {\"expression\": \"17 * 23\"}}";
+        let pieces = ["```json\n", call, "\n", call, "\n{\"name\":"];
+        let (shown, calls) = run_cut(&["calculator"], &pieces, true);
+        assert_eq!(shown, "");
+        assert!(!calls.is_empty(), "{calls:?}");
+        assert!(calls.iter().all(|(name, _)| name == "calculator"), "{calls:?}");
+    }
+
+    #[test]
     fn held_back_text_that_is_not_a_call_is_still_shown_when_cut() {
         let pieces = ["```\nls -la\n", "cd /tm"];
         assert_eq!(run_cut(&["get_weather"], &pieces, true).0, "```\nls -la\ncd /tm");
