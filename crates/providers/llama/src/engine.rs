@@ -20,6 +20,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::echo::RepeatedLine;
 use crate::sampling::TokenSampler;
 use crate::special::{self, ControlTexts};
 use crate::text::Text;
@@ -432,6 +433,7 @@ impl Session<'_> {
 
         let mut sampler = TokenSampler::new(self.model, job, &self.tool_call_opening, from_start);
         let mut text = Text::new(&job.stop);
+        let mut repeats = RepeatedLine::default();
         let mut generated = 0u64;
         let generation_started = Instant::now();
         let finish = loop {
@@ -448,12 +450,18 @@ impl Session<'_> {
                 break Finish::EndOfGeneration;
             }
             generated += 1;
-            let stop_hit = text.push(&vocab.token_to_piece(token, true, None), &job.out);
+            let piece = vocab.token_to_piece(token, true, None);
+            let stop_hit = text.push(&piece, &job.out);
+            let repeated = job.grammar.is_some() && repeats.push(&piece);
             self.decode_one(context, token, self.cached.len(), MAIN_SEQUENCE)?;
             self.cached.push(token);
             last_logits = 0;
             if stop_hit {
                 break Finish::StopSequence;
+            }
+            if repeated {
+                tracing::debug!(generated, "the reply wrote a call line twice; it ends there");
+                break Finish::EndOfGeneration;
             }
         };
         text.flush(&job.out);

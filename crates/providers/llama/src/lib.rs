@@ -38,6 +38,7 @@
 mod choice;
 mod client;
 mod config;
+mod echo;
 mod engine;
 mod grammar;
 pub mod models;

@@ -116,3 +116,27 @@ fn small_talk_after_small_talk_still_gets_no_call() {
     assert!(called(&response).is_empty(), "{:?}", response.message);
     assert!(!response.message.content.trim().is_empty(), "{:?}", response.message);
 }
+
+/// The model, made to call by its odds on the message alone, writes the
+/// same call line after line; the reply ends at the first repeat instead
+/// of at `max_tokens`, and its complete calls are read (a fence left open
+/// included).
+#[test]
+fn a_call_written_twice_ends_the_reply_and_its_calls_are_kept() {
+    let Some(client) = client(true) else { return };
+    let response = reply(&client, &after_small_talk("what's 17 times 23?"));
+    eprintln!("{:?} {:?}", response.message, response.stop_reason);
+    assert_ne!(
+        response.stop_reason,
+        agent_core::StopReason::MaxTokens,
+        "{:?}",
+        response.message
+    );
+    let calls = &response.message.tool_calls;
+    assert!(!calls.is_empty(), "{:?}", response.message);
+    for call in calls {
+        assert_eq!(call.name, "calculator", "{calls:?}");
+        let expression = call.arguments["expression"].as_str().unwrap_or_default();
+        assert!(expression.contains("17") && expression.contains("23"), "{calls:?}");
+    }
+}
