@@ -18,6 +18,8 @@ use serde_json::Value;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct AnsweredCalls {
     calls: Vec<(String, Value)>,
+    /// Each offered tool's required arguments, by its schema's `required`.
+    required: Vec<(String, Vec<String>)>,
     /// Each result's tool and the values in it (see [`leaves`]).
     results: Vec<(String, Vec<String>)>,
 }
@@ -34,7 +36,20 @@ impl AnsweredCalls {
             .iter()
             .rposition(|message| matches!(message, Message::User { .. }))
             .map_or(0, |index| index + 1);
-        let mut answered = Self::default();
+        let mut answered = Self {
+            required: request
+                .tools
+                .iter()
+                .map(|tool| {
+                    let required = tool.input_schema["required"]
+                        .as_array()
+                        .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                        .unwrap_or_default();
+                    (tool.name.clone(), required)
+                })
+                .collect(),
+            ..Self::default()
+        };
         for message in &request.messages[start..] {
             match message {
                 Message::Assistant(assistant) => answered.calls.extend(
@@ -63,11 +78,18 @@ impl AnsweredCalls {
 
     /// Whether a call of `name` with `arguments` was answered: the same
     /// arguments, whatever their key order or number spelling (`50` and
-    /// `50.0`).
+    /// `50.0`), or, for a tool whose schema requires arguments, the same
+    /// required ones (`get_weather` of the same place in other units).
     pub fn contains(&self, name: &str, arguments: &Value) -> bool {
-        self.calls
+        let required = self
+            .required
             .iter()
-            .any(|(answered, value)| answered == name && same_value(value, arguments))
+            .find(|(tool, _)| tool == name)
+            .map(|(_, keys)| keys.as_slice())
+            .unwrap_or_default();
+        self.calls.iter().any(|(answered, value)| {
+            answered == name && (same_value(value, arguments) || same_required(required, value, arguments))
+        })
     }
 
     /// Whether a call of `name` with `arguments` only feeds the tool its own
@@ -120,6 +142,15 @@ fn leaves(value: &Value, out: &mut Vec<String>) {
         Value::Bool(flag) => out.push(flag.to_string()),
         Value::Null => {}
     }
+}
+
+/// Whether `a` and `b` give the same value to each of the `required`
+/// arguments (none: never).
+fn same_required(required: &[String], a: &Value, b: &Value) -> bool {
+    !required.is_empty()
+        && required
+            .iter()
+            .all(|key| matches!((a.get(key), b.get(key)), (Some(x), Some(y)) if same_value(x, y)))
 }
 
 /// JSON equality with numbers compared by value.
@@ -217,6 +248,30 @@ mod tests {
 
     fn call(name: &str, arguments: &str) -> (String, String) {
         (name.to_owned(), arguments.to_owned())
+    }
+
+    #[test]
+    fn a_call_with_the_same_required_arguments_was_answered() {
+        let mut request = after_result("Weather in Sydney and 50 USD in EUR?");
+        let schema = json!({
+            "type": "object",
+            "properties": {"location": {"type": "string"}, "units": {"type": "string"}},
+            "required": ["location"]
+        });
+        request.tools = vec![
+            agent_core::ToolDefinition::new("get_weather", "Weather.", schema),
+            agent_core::ToolDefinition::new("convert", "Currency.", json!({"type": "object"})),
+        ];
+        let answered = AnsweredCalls::in_request(&request);
+        assert!(answered.contains("get_weather", &json!({"location": "Sydney", "units": "fahrenheit"})));
+        assert!(answered.contains("get_weather", &json!({"location": "Sydney"})));
+        assert!(!answered.contains("get_weather", &json!({"location": "Perth", "units": "celsius"})));
+        assert!(
+            !answered.contains("get_weather", &json!({"units": "celsius"})),
+            "a required one missing"
+        );
+        // Without required arguments only the same arguments count.
+        assert!(!answered.contains("convert", &json!({"amount": 50, "to": "USD"})));
     }
 
     #[test]
