@@ -59,9 +59,19 @@ fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
 
         assert_eq!(reports.len(), TURNS.len());
         for (index, report) in reports.iter().enumerate() {
-            assert_ne!(
-                report.result.stop_reason,
-                StopCause::Error,
+            // A turn may end by the loop's own failure rule (ARCHITECTURE,
+            // tool errors: N consecutive iterations whose calls all failed
+            // end the run with an error), as when the model retries the
+            // tool that can never succeed; any other error is the
+            // pipeline failing. Whether the model handled the error well
+            // is the checker's verdict below.
+            let failure_rule = report
+                .result
+                .stop_detail
+                .as_deref()
+                .is_some_and(|detail| detail.starts_with("every tool call failed in"));
+            assert!(
+                report.result.stop_reason != StopCause::Error || failure_rule,
                 "turn {} ({:?}) failed: {:?}",
                 index + 1,
                 report.prompt,
