@@ -5,51 +5,8 @@ use super::Kind::{
     ChitChat, FailingTool, IterationLimit, Memory, MissingArgument, NoFittingTool, OneCall, RelativeDate, ThreeTools,
     TwoTools,
 };
-use super::{Call, Conversation, Expect, limited, turn};
-
-const fn call(tool: &'static str, args_contain: &'static [&'static str]) -> Call {
-    Call { tool, args_contain }
-}
-
-const MATH: &str = "calculator|arithmetic";
-
-/// No tool, no figure the user did not write.
-const CHAT: Expect = Expect {
-    no_call: true,
-    ..Expect::ANY
-};
-
-/// A question back, no call.
-const ASK: Expect = Expect {
-    asks: true,
-    ..Expect::ANY
-};
-
-/// These calls, the answer containing these texts.
-const fn calls(calls: &'static [Call], answer_contains: &'static [&'static str]) -> Expect {
-    Expect {
-        calls,
-        answer_contains,
-        ..Expect::ANY
-    }
-}
-
-/// These calls and no other successful one, the answer containing these texts.
-const fn only(calls: &'static [Call], answer_contains: &'static [&'static str]) -> Expect {
-    Expect {
-        calls,
-        only_these: true,
-        answer_contains,
-        ..Expect::ANY
-    }
-}
-
-/// The tool fails: no successful call, and the answer says it could not.
-const FAILS: Expect = Expect {
-    only_these: true,
-    mentions_failure: true,
-    ..Expect::ANY
-};
+use super::expect::{ASK, CHAT, FAILS, MATH, call, calls, only};
+use super::{Conversation, Expect, limited, turn};
 
 /// The conversations.
 pub const CONVERSATIONS: &[Conversation] = &[

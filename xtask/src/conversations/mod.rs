@@ -32,6 +32,7 @@
 //! bad configuration), never for a low score.
 
 mod dev;
+mod expect;
 pub mod judge;
 mod test_split;
 
