@@ -7,26 +7,17 @@
 //! `AGENTRY_REQUIRE_MODEL` is set.
 
 use agent_core::{CancellationToken, ChatRequest, ChatResponse, LlmClient, Message, ToolDefinition};
-use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
+mod common;
+
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use serde_json::json;
 
 fn client(newest_message_odds: bool) -> Option<LlamaClient> {
-    let known = known_model(DEFAULT_MODEL)?;
-    if !ModelStore::default_location().is_ready(known) {
-        assert!(
-            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
-            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
-        );
-        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
-        return None;
-    }
-    let config = LlamaConfig {
+    common::client_with(LlamaConfig {
         context_size: 4096,
         newest_message_odds,
         ..LlamaConfig::default()
-    };
-    Some(LlamaClient::load(config).expect("the model loads"))
+    })
 }
 
 fn tools() -> Vec<ToolDefinition> {

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use agent_core::{AgentRunResult, GroundingAction, Message, ToolContext, ToolOutput};
-use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
+mod common;
+
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::grounding::{Evidence, ungrounded};
 use agent_runner::{Agent, Grounding};
@@ -19,24 +20,14 @@ use serde_json::json;
 const MADRID: &str = "Madrid, Spain: 6.9 °C (feels like 5.2 °C), sunny";
 
 fn client() -> Option<LlamaClient> {
-    let known = known_model(DEFAULT_MODEL)?;
-    if !ModelStore::default_location().is_ready(known) {
-        assert!(
-            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
-            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
-        );
-        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
-        return None;
-    }
     // The call decided on the whole conversation only: read on the newest
     // message alone too (the default), the odds make "and in Madrid?" a
     // call at once (tests/call_decision.rs), and no figure is invented for
     // the check to catch.
-    let config = LlamaConfig {
+    common::client_with(LlamaConfig {
         newest_message_odds: false,
         ..LlamaConfig::default()
-    };
-    Some(LlamaClient::load(config).expect("the model loads"))
+    })
 }
 
 fn weather_tools() -> TestTools {

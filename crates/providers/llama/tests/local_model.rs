@@ -12,7 +12,8 @@ use agent_core::{
     AssistantMessage, CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopCause, StopReason,
     ToolCall, ToolChoice, ToolContext, ToolDefinition, ToolOutput, ToolResult,
 };
-use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
+mod common;
+
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::Agent;
 use agent_testing::{TestTool, TestTools, ToolBehaviour};
@@ -32,18 +33,7 @@ fn client(context_size: u32) -> Option<LlamaClient> {
     })
 }
 
-fn client_with(config: LlamaConfig) -> Option<LlamaClient> {
-    let known = known_model(DEFAULT_MODEL)?;
-    if !ModelStore::default_location().is_ready(known) {
-        assert!(
-            std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
-            "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
-        );
-        eprintln!("skipped: the model is not fetched (run `cargo xtask fetch-model`)");
-        return None;
-    }
-    Some(LlamaClient::load(config).expect("the model loads"))
-}
+use common::client_with;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
