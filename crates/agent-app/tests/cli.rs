@@ -513,20 +513,23 @@ fn help_and_version_exit_0_and_unknown_commands_exit_2() {
         .stderr(predicate::str::contains("the prompt is empty"));
 }
 
-#[tokio::test]
-async fn demo_check_prints_a_verdict_per_turn_and_the_score_for_any_provider() {
+/// An OpenAI-compatible mock that streams `text` as every reply.
+async fn streamed_text_server(text: &str) -> MockServer {
     let server = MockServer::start().await;
     let body = sse_body(&[
-        chunk(
-            &json!({"role": "assistant", "content": "I help with weather and flights. Which city do you mean?"}),
-            None,
-        ),
+        chunk(&json!({"role": "assistant", "content": text}), None),
         chunk(&json!({}), Some("stop")),
     ]);
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
         .mount(&server)
         .await;
+    server
+}
+
+#[tokio::test]
+async fn demo_check_prints_a_verdict_per_turn_and_the_score_for_any_provider() {
+    let server = streamed_text_server("I help with weather and flights. Which city do you mean?").await;
     let dir = tempfile::tempdir().unwrap();
     let demo = |extra: &[&str]| {
         let mut command = agentry(dir.path());
@@ -566,18 +569,7 @@ async fn demo_check_prints_a_verdict_per_turn_and_the_score_for_any_provider() {
 /// prepended to the conversation for the model to copy.
 #[tokio::test]
 async fn the_demo_runs_the_agent_of_run_with_no_example_prepended() {
-    let server = MockServer::start().await;
-    let body = sse_body(&[
-        chunk(
-            &json!({"role": "assistant", "content": "Which city do you mean?"}),
-            None,
-        ),
-        chunk(&json!({}), Some("stop")),
-    ]);
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
-        .mount(&server)
-        .await;
+    let server = streamed_text_server("Which city do you mean?").await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("agentry.toml"), "[agent]\nmax_tokens = 77\n").unwrap();
     let mut command = agentry(dir.path());
