@@ -81,6 +81,10 @@ pub struct AgentSettings {
     /// others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grounding: Option<bool>,
+    /// A reply that only repeats calls already answered in the turn is not
+    /// run: the model is asked once more with the calls and the question
+    /// restated, then the answer is forced (`RunConfig::reask_repeated_calls`).
+    pub reask_repeated_calls: bool,
 }
 
 impl Default for AgentSettings {
@@ -96,6 +100,7 @@ impl Default for AgentSettings {
             system_prompt: None,
             budget: BudgetSettings::default(),
             grounding: None,
+            reask_repeated_calls: true,
         }
     }
 }
@@ -550,6 +555,7 @@ impl Settings {
                 budget: agent.budget.to_budget(),
                 max_tool_result_bytes: self.config.tools.max_result_bytes,
                 grounding: self.grounding(),
+                reask_repeated_calls: agent.reask_repeated_calls,
                 ..RunConfig::default()
             },
             request: RequestOptions {
@@ -916,11 +922,13 @@ mod tests {
         };
         assert_eq!(load(None).grounding(), Grounding::On, "llama, the default");
         assert_eq!(load(None).agent_config().run.grounding, Grounding::On);
+        assert!(load(None).agent_config().run.reask_repeated_calls, "on by default");
         let hosted = load(Some("[agent]\nprovider = \"openai\"\n"));
         assert_eq!(hosted.grounding(), Grounding::Off);
         let hosted_on = load(Some("[agent]\nprovider = \"openai\"\ngrounding = true\n"));
         assert_eq!(hosted_on.agent_config().run.grounding, Grounding::On);
-        let local_off = load(Some("[agent]\ngrounding = false\n"));
+        let local_off = load(Some("[agent]\ngrounding = false\nreask_repeated_calls = false\n"));
+        assert!(!local_off.agent_config().run.reask_repeated_calls);
         assert_eq!(local_off.grounding(), Grounding::Off);
     }
 

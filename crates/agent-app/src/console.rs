@@ -183,6 +183,10 @@ impl Console {
             AgentEvent::LoopDetected { .. } => {
                 self.note("  ↺ the model went round the same tool calls: asking it for a final answer")
             }
+            AgentEvent::CallsRepeated { tools, .. } => self.note(&format!(
+                "  ↺ the model called {} again, already answered: asking it once more with the question",
+                tools.join(", ")
+            )),
             AgentEvent::AnswerUngrounded {
                 ungrounded,
                 faults,
@@ -235,6 +239,7 @@ pub fn grounding_note(faults: &[GroundingFault], ungrounded: &[String], action: 
             }
             GroundingFault::EchoedInstruction => "it repeats an instruction meant for the model".to_owned(),
             GroundingFault::IgnoredResults => "it mentions none of the tool results".to_owned(),
+            GroundingFault::WroteACall => "it writes a tool call instead of an answer".to_owned(),
         });
     }
     let next = match action {
@@ -403,6 +408,21 @@ mod tests {
         assert!(
             replaced.ends_with("answering with what the tools returned instead"),
             "{replaced}"
+        );
+    }
+
+    #[test]
+    fn a_repeated_call_is_noted() {
+        let notes = SharedBuffer::new();
+        let mut console = Console::new(SharedBuffer::new()).with_notes(notes.clone());
+        let event = AgentEvent::CallsRepeated {
+            iteration: 2,
+            tools: vec!["get_weather".to_owned()],
+        };
+        console.event(&event).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            notes.contents(),
+            "  ↺ the model called get_weather again, already answered: asking it once more with the question\n"
         );
     }
 

@@ -113,6 +113,16 @@ pub enum AgentEvent {
         /// The tokens those calls used.
         summary_usage: Usage,
     },
+    /// The reply of `iteration` only repeated calls already answered in the
+    /// run; it was not run, and the model is asked once more with the calls
+    /// made and the question restated (a second such reply forces the
+    /// answer, [`LoopDetected`](Self::LoopDetected)).
+    CallsRepeated {
+        /// 1-based iteration of the repeating reply.
+        iteration: u32,
+        /// The tools it called again.
+        tools: Vec<String>,
+    },
     /// The grounding check found the answer of `iteration` faulty; the
     /// runner re-asks the model or replaces the answer (`action`).
     AnswerUngrounded {

@@ -20,6 +20,9 @@ pub enum GroundingFault {
     /// Tools were called for the question and the answer mentions none of
     /// their results.
     IgnoredResults,
+    /// It writes a tool call (call JSON or call markup) as, or inside, the
+    /// answer: a call that will never run, shown to the user.
+    WroteACall,
 }
 
 /// What the runner did about a faulty answer.

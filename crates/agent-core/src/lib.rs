@@ -23,6 +23,7 @@
 //! assert_eq!(cost, Some(0.15));
 //! ```
 
+mod answered;
 mod approval;
 mod catalog;
 mod client;
@@ -40,6 +41,7 @@ mod stream;
 mod tool;
 mod usage;
 
+pub use answered::AnsweredCalls;
 pub use approval::{ApprovalDecision, ToolApprover};
 pub use catalog::{ModelCatalog, ModelInfo, Pricing};
 pub use client::{Capabilities, EventStream, LlmClient};

@@ -577,6 +577,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Re-asks once, then forces the answer, when a reply only repeats calls
+    /// already answered in the run (default on;
+    /// [`RunConfig::reask_repeated_calls`](crate::RunConfig)).
+    pub fn reask_repeated_calls(mut self, on: bool) -> Self {
+        self.config.run.reask_repeated_calls = on;
+        self
+    }
+
     /// Keeps the tool choice for every request, not only the first.
     pub fn tool_choice_every_round(mut self, on: bool) -> Self {
         self.config.run.tool_choice_every_round = on;

@@ -60,6 +60,12 @@ pub struct RunConfig {
     /// Collapse identical calls of one reply into one (default on): it runs
     /// once and enters the history once; the record keeps every call.
     pub deduplicate_calls: bool,
+    /// A reply that only repeats calls already answered in the run is not
+    /// run: the model is asked once more with the calls made and the
+    /// question restated, and a second such reply forces the answer
+    /// (default on).
+    #[serde(default = "default_reask_repeated_calls")]
+    pub reask_repeated_calls: bool,
     /// At most this many calls of one reply run (default 16; 0 = no cap).
     /// Later calls are left out of the history and recorded as not run.
     #[serde(default = "default_max_calls_per_reply")]
@@ -189,6 +195,10 @@ fn default_max_calls_per_reply() -> usize {
     DEFAULT_MAX_CALLS_PER_REPLY
 }
 
+fn default_reask_repeated_calls() -> bool {
+    true
+}
+
 fn default_max_tool_result_bytes() -> usize {
     DEFAULT_MAX_TOOL_RESULT_BYTES
 }
@@ -199,6 +209,7 @@ impl Default for RunConfig {
             max_iterations: 10,
             max_consecutive_failures: 3,
             deduplicate_calls: true,
+            reask_repeated_calls: true,
             max_calls_per_reply: DEFAULT_MAX_CALLS_PER_REPLY,
             max_concurrent_tools: 8,
             tool_choice: ToolChoice::Auto,

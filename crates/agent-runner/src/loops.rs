@@ -39,6 +39,14 @@ pub(crate) struct Cycle {
 }
 
 impl Cycle {
+    /// The one-round cycle of `calls` made again.
+    pub(crate) fn of_calls(calls: &[agent_core::ToolCall]) -> Self {
+        let keys: Vec<String> = calls.iter().map(crate::history::call_key).collect();
+        Self {
+            rounds: vec![name_round(&keys)],
+        }
+    }
+
     /// "the model repeated the same tool calls: …", "the model alternated
     /// between the same tool calls twice: …, then …".
     pub(crate) fn describe(&self) -> String {
@@ -71,6 +79,12 @@ impl LoopDetector {
         let excess = self.recent.len().saturating_sub(2 * MAX_CYCLE);
         self.recent.drain(..excess);
         (1..=MAX_CYCLE).find_map(|period| self.cycle_of(period))
+    }
+
+    /// Whether `signature` (sorted call keys) is the latest round's: asking
+    /// for exactly the previous round's work again.
+    pub(crate) fn is_last_round(&self, signature: &[String]) -> bool {
+        self.recent.last().is_some_and(|last| last.as_slice() == signature)
     }
 
     /// The cycle of `period` rounds ending with the latest round, if the

@@ -74,6 +74,17 @@ pub(crate) fn restated_results(lines: &[String]) -> String {
     request
 }
 
+/// The transient request after a reply that only repeated calls already
+/// answered: the calls made (`name(arguments)`), then the user's
+/// `question` again, where a small model reads what is still to be done.
+pub(crate) fn repeated_calls_reminder(calls: &[String], question: &str) -> String {
+    format!(
+        "Those calls were already made and their results are above: {}. Make only the calls still \
+         needed, or answer from the results. My question was: {question}",
+        calls.join(", ")
+    )
+}
+
 /// The answer that replaces one the grounding check could not accept:
 /// what the tools returned (`lines`), or that nothing could be looked up.
 pub(crate) fn replaced_answer(lines: &[String]) -> String {

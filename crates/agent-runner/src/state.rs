@@ -17,6 +17,7 @@ mod compaction;
 mod delegated;
 mod grounding;
 mod progress;
+mod repeats;
 mod resume;
 
 use std::collections::BTreeSet;
@@ -107,6 +108,10 @@ pub struct RunState {
     /// The grounding check of the final answer.
     #[serde(default)]
     grounding: GroundingGate,
+    /// The model was asked again after a reply that only repeated answered
+    /// calls (at most once a run; `repeats`).
+    #[serde(default)]
+    reasked_on_repeat: bool,
     response: String,
     #[serde(skip)]
     error: Option<LlmError>,
@@ -167,6 +172,7 @@ impl RunState {
             continued: Some(continued),
             offered_tools: None,
             grounding: GroundingGate::default(),
+            reasked_on_repeat: false,
             response: String::new(),
             error: None,
             record_events: false,
@@ -352,6 +358,9 @@ impl RunState {
             return Ok(());
         }
 
+        if turn.rejected.is_empty() && self.reask_on_repeat(turn.visible(), &turn.calls) {
+            return Ok(());
+        }
         let structured = !turn.message.tool_calls.is_empty();
         let policy = BatchPolicy {
             deduplicate: self.config.deduplicate_calls,

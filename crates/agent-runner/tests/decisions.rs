@@ -639,7 +639,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
         )
         .calls(["a echo: ok"])
         .response("One more look."),
-        Case::new("asking again for the previous reply's calls is a loop", default_state())
+        Case::new("asking again for the previous reply's calls is a loop", loops_only())
             .script([
                 ("model", Reply(echo("a", 1))),
                 ("run a", Run),
@@ -653,7 +653,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
             )
             .calls(["a echo: ok", "b echo: ok"])
             .response("final"),
-        Case::new("the same calls in another order are a loop too", default_state())
+        Case::new("the same calls in another order are a loop too", loops_only())
             .script([
                 ("model", Reply(calls([("a", "echo", json!({"n": 1})), ("b", "echo", json!({"n": 2}))]))),
                 ("run a b", Run),
@@ -666,7 +666,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
                 Some(r#"the model repeated the same tool calls: echo({"n":1}) + echo({"n":2}); the answer was forced"#),
             )
             .calls(["a echo: ok", "b echo: ok", "c echo: ok", "d echo: ok"]),
-        Case::new("alternating between two rounds is a loop once gone round twice", default_state())
+        Case::new("alternating between two rounds is a loop once gone round twice", loops_only())
             .script([
                 ("model", Reply(echo("a", 1))),
                 ("run a", Run),
@@ -685,7 +685,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
                 ),
             )
             .calls(["a echo: ok", "b echo: ok", "c echo: ok", "d echo: ok"]),
-        Case::new("rounds that change are not a loop", default_state())
+        Case::new("rounds that change are not a loop", loops_only())
             .script([
                 ("model", Reply(echo("a", 1))),
                 ("run a", Run),
@@ -698,7 +698,42 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
                 ("model <- d", Reply(answer("done"))),
             ])
             .calls(["a echo: ok", "b echo: ok", "c echo: ok", "d echo: ok"]),
+        Case::new("a reply repeating answered calls is re-asked once, then the answer is forced", default_state())
+            .script([
+                ("model", Reply(echo("a", 1))),
+                ("run a", Run),
+                ("model <- a", Reply(echo("b", 2))),
+                ("run b", Run),
+                // Round a again (not the previous round, b): a re-ask.
+                ("model <- b", Reply(echo("c", 1))),
+                ("model", Reply(echo("d", 1))),
+                ("model(none)", Reply(answer("final"))),
+            ])
+            .ends(
+                StopCause::LoopDetected,
+                Some(r#"the model repeated the same tool calls: echo({"n":1}); the answer was forced"#),
+            )
+            .calls(["a echo: ok", "b echo: ok"])
+            .response("final"),
+        Case::new("after the re-ask a new call runs", default_state())
+            .script([
+                ("model", Reply(echo("a", 1))),
+                ("run a", Run),
+                ("model <- a", Reply(echo("b", 2))),
+                ("run b", Run),
+                ("model <- b", Reply(echo("c", 1))),
+                ("model", Reply(echo("d", 3))),
+                ("run d", Run),
+                ("model <- d", Reply(answer("done"))),
+            ])
+            .calls(["a echo: ok", "b echo: ok", "d echo: ok"])
+            .response("done"),
     ]);
+}
+
+/// A run that leaves repeats to the loop detection (no re-ask).
+fn loops_only() -> RunState {
+    state(|c| c.reask_repeated_calls = false)
 }
 
 #[test]

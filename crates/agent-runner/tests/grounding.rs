@@ -243,6 +243,50 @@ async fn a_forced_answer_echoing_the_runners_instruction_is_replaced_without_a_r
 }
 
 #[tokio::test]
+async fn an_answer_that_writes_a_call_is_never_shown_as_the_answer() {
+    // A forced answer of prose and call JSON (a small model under the
+    // no-call grammar): replaced at once by what the tools returned.
+    let client = ScriptedClient::new().respond(weather_call()).respond(response::text(
+        "Here is the weather in Paris: {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+    ));
+    let result = common::agent_with(&client, travel_tools())
+        .grounding(Grounding::On)
+        .max_iterations(1)
+        .build()
+        .run(Vec::new(), "Paris weather", &ToolContext::new())
+        .await
+        .unwrap_or_else(|error| *error.result);
+    assert_eq!(result.response, "Paris: 18.4 °C, light rain");
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.faults, [GroundingFault::WroteACall]);
+    assert_eq!(grounding.actions, [GroundingAction::Replaced]);
+
+    // Not forced: re-asked with the results, like any faulty answer.
+    let client = ScriptedClient::new()
+        .respond(weather_call())
+        .respond(response::text(
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {}}</tool_call>",
+        ))
+        .respond(response::text("Light rain in Paris, 18 °C."));
+    let result = run(&client, Grounding::On, "Paris weather").await;
+    assert_eq!(result.response, "Light rain in Paris, 18 °C.");
+    let grounding = result.grounding.expect("recorded");
+    assert!(
+        grounding.faults.contains(&GroundingFault::WroteACall),
+        "{:?}",
+        grounding.faults
+    );
+    assert_eq!(grounding.actions, [GroundingAction::ReaskedWithResults]);
+
+    // JSON that calls no tool is an answer like any other.
+    let client = ScriptedClient::new().respond(weather_call()).respond(response::text(
+        "Paris: {\"temperature_c\": 18.4, \"sky\": \"light rain\"}",
+    ));
+    let result = run(&client, Grounding::On, "Paris weather as JSON").await;
+    assert!(result.grounding.expect("recorded").faults.is_empty());
+}
+
+#[tokio::test]
 async fn off_answers_pass_unchecked_and_no_record_is_written() {
     let client = ScriptedClient::new().respond(response::text("Paris is 22 degrees."));
     let result = run(&client, Grounding::Off, "Paris weather?").await;

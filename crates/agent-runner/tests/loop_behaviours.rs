@@ -219,7 +219,10 @@ async fn deduplication_can_be_switched_off_and_does_not_span_turns() {
         ]))
         .respond(response::tool_calls([("echo", json!({"x": 1}))]))
         .respond(response::text("done"));
+    // Without the re-ask on a repeated call (tests/repeated_calls.rs), which
+    // would ask the model again instead of running it.
     common::agent_with(&client, TestTools::new("t").with(echo))
+        .reask_repeated_calls(false)
         .build()
         .run(vec![], "go", &ctx())
         .await

@@ -9,6 +9,12 @@ use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+/// An agent that leaves every repeat to the loop detection: the re-ask on
+/// a reply of answered calls (tests/repeated_calls.rs) off.
+fn cycles_only(client: &ScriptedClient) -> agent_runner::AgentBuilder {
+    common::agent(client).reask_repeated_calls(false)
+}
+
 fn ctx() -> ToolContext {
     ToolContext::new()
 }
@@ -43,7 +49,7 @@ async fn alternating_between_two_calls_of_one_tool_forces_a_final_answer_naming_
         .respond(weather("Paris"))
         .respond(weather("London"))
         .respond(response::text("final"));
-    let result = common::agent(&client)
+    let result = cycles_only(&client)
         .build()
         .run(vec![], "go", &ctx())
         .await
@@ -75,7 +81,7 @@ async fn alternating_between_two_tools_is_detected_and_reported_as_a_loop_event(
         .respond(echo(json!({"q": 1})))
         .respond(weather("Oslo"))
         .respond(response::text("final"));
-    let events: Vec<AgentEvent> = common::agent(&client)
+    let events: Vec<AgentEvent> = cycles_only(&client)
         .build()
         .run_stream(vec![], "go", ctx())
         .collect()
@@ -119,7 +125,7 @@ async fn a_cycle_of_three_rounds_is_detected_whatever_the_order_of_calls_within_
         .respond(weather("Oslo"))
         .respond(echo(json!({"n": 3})))
         .respond(response::text("final"));
-    let result = common::agent(&client)
+    let result = cycles_only(&client)
         .build()
         .run(vec![], "go", &ctx())
         .await
@@ -148,7 +154,7 @@ async fn rounds_that_change_are_not_a_loop() {
         .respond(weather("Oslo"))
         .respond(echo(json!({"page": 2})))
         .respond(response::text("done"));
-    let result = common::agent(&client)
+    let result = cycles_only(&client)
         .build()
         .run(vec![], "go", &ctx())
         .await
@@ -186,7 +192,7 @@ async fn plain_repetition_is_still_caught_after_one_repeat_and_names_the_calls()
         .respond(echo(json!({"q": 1})))
         .respond(echo(json!({"q": 1})))
         .respond(response::text("final"));
-    let result = common::agent(&client)
+    let result = cycles_only(&client)
         .build()
         .run(vec![], "go", &ctx())
         .await
@@ -203,7 +209,7 @@ fn the_rounds_seen_so_far_survive_saving_and_resuming_a_run() {
     use agent_runner::{RunState, Step, ToolOutcome};
 
     let client = ScriptedClient::new();
-    let agent = common::agent(&client).build();
+    let agent = cycles_only(&client).build();
     let mut state = agent.start(vec![], "go");
     let outcome = || ToolOutcome {
         content: "ok".into(),

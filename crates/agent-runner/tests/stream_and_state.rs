@@ -79,6 +79,7 @@ async fn a_streamed_run_reports_events_in_order_and_ends_with_the_result() {
             AgentEvent::ToolCompleted { .. } => "tool_completed",
             AgentEvent::LoopDetected { .. } => "loop",
             AgentEvent::AnswerUngrounded { .. } => "answer_ungrounded",
+            AgentEvent::CallsRepeated { .. } => "calls_repeated",
             AgentEvent::IterationFinished { .. } => "iteration_finished",
             AgentEvent::ContextCompacted { .. } => "context_compacted",
             AgentEvent::SceneEntered { .. } => "scene_entered",

@@ -34,7 +34,8 @@ pub(super) struct GroundingGate {
     reasked_for_call: bool,
     /// The model was asked again with the results restated.
     reasked_with_results: bool,
-    /// The pending model call carries the restatement as its last message.
+    /// The pending model call carries a transient message (a restatement,
+    /// a reminder) as its last message.
     restating: bool,
 }
 
@@ -60,6 +61,13 @@ impl RunState {
         {
             self.request.messages.pop();
         }
+    }
+
+    /// Adds `text` as a user message that only the next model call sees:
+    /// it leaves the history once that call's reply arrives.
+    pub(super) fn push_transient(&mut self, text: String) {
+        self.grounding.restating = true;
+        self.request.messages.push(Message::user(text));
     }
 
     /// Checks the final answer just added to the history. `true` when the
@@ -99,10 +107,9 @@ impl RunState {
             }
             GroundingAction::ReaskedWithResults => {
                 self.grounding.reasked_with_results = true;
-                self.grounding.restating = true;
                 self.request.tool_choice = ToolChoice::None;
                 let restatement = prompts::restated_results(&self.result_lines(true));
-                self.request.messages.push(Message::user(restatement));
+                self.push_transient(restatement);
             }
             GroundingAction::Replaced => {
                 let answer = prompts::replaced_answer(&self.result_lines(false));
@@ -175,6 +182,9 @@ impl RunState {
         if self.ignores_the_results(answer) {
             faults.push(GroundingFault::IgnoredResults);
         }
+        if self.writes_a_call(answer) {
+            faults.push(GroundingFault::WroteACall);
+        }
         Findings { faults, ungrounded }
     }
 
@@ -200,6 +210,7 @@ impl RunState {
             .unwrap_or_else(prompts::forced_answer_instruction);
         instructions.push(words(&forced_instruction));
         instructions.push(words(&prompts::restated_results(&[])));
+        instructions.push(words(&prompts::repeated_calls_reminder(&[], "")));
         let window = ECHO_WORDS.min(answer_words.len());
         if window < MIN_ECHO_WORDS {
             return false;
@@ -209,6 +220,18 @@ impl RunState {
             .flat_map(|sentence| sentence.windows(window))
             .collect();
         answer_words.windows(window).any(|run| runs.contains(run))
+    }
+
+    /// Whether `answer` holds a tool call: tagged call markup, or call JSON
+    /// or a `use` line naming a tool offered or called in the run.
+    fn writes_a_call(&self, answer: &str) -> bool {
+        let mut tools: Vec<&str> = self.request.tools.iter().map(|tool| tool.name.as_str()).collect();
+        tools.extend(self.tool_calls.iter().map(|call| call.name.as_str()));
+        if let Protocol::Text { tool_names } = &self.protocol {
+            tools.extend(tool_names.iter().map(String::as_str));
+        }
+        let parsed = agent_parse::ToolCallParser::new().known_tools(tools).parse(answer);
+        parsed.has_calls() || !parsed.malformed.is_empty()
     }
 
     /// Whether calls succeeded in this run and `answer` mentions none of

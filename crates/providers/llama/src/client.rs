@@ -17,8 +17,7 @@ use crate::LlamaConfig;
 use crate::choice::CallPlan;
 use crate::engine::{Engine, EngineSettings, Generated, GrammarUse, Job};
 use crate::models::{ModelStore, known_model};
-use crate::repeat::{AnsweredCalls, Reminder};
-use crate::reply::{Mapper, RepeatRetry, StartJob};
+use crate::reply::Mapper;
 use crate::template::ChatTemplate;
 
 /// Engines already loaded in this process, by file and settings, so that
@@ -206,47 +205,6 @@ impl LlamaClient {
     fn plan(&self, request: &ChatRequest) -> Result<CallPlan, LlmError> {
         CallPlan::for_request(request, self.tagged_calls)
     }
-
-    /// The further tries for a reply to `request` that only repeats the
-    /// calls its results answer: the same job over the request with each
-    /// reminder of [`Reminder::LADDER`] ([`crate::repeat`]), built only when
-    /// a try starts. `None` when the request ends with no results, or
-    /// `retry_repeated_calls` is off.
-    fn repeat_retry(
-        &self,
-        request: &ChatRequest,
-        plan: &CallPlan,
-        grammar: Option<&Arc<str>>,
-        grammar_use: &GrammarUse,
-        prefill: Option<&str>,
-        cancel: &CancellationToken,
-    ) -> Option<RepeatRetry> {
-        if !self.config.retry_repeated_calls || plan.callable.is_empty() {
-            return None;
-        }
-        let answered = AnsweredCalls::in_request(request);
-        if answered.is_empty() {
-            return None;
-        }
-        let (client, plan, cancel) = (self.clone(), plan.clone(), cancel.clone());
-        let (grammar, grammar_use, prefill) = (grammar.cloned(), grammar_use.clone(), prefill.map(str::to_owned));
-        let start: StartJob = Box::new(move |reminded: &ChatRequest| {
-            client.job(
-                reminded,
-                &plan,
-                grammar.clone(),
-                grammar_use.clone(),
-                prefill.as_deref(),
-                &cancel,
-            )
-        });
-        Some(RepeatRetry {
-            request: request.clone(),
-            answered,
-            reminders: Reminder::LADDER.into(),
-            start,
-        })
-    }
 }
 
 /// `request` with its system prompt asking for answers in `format`: for a
@@ -402,7 +360,6 @@ impl LlmClient for LlamaClient {
             (None, GrammarUse::Lazy)
         };
         let prefill = plan.prefill.as_deref().filter(|_| grammar.is_none());
-        let retry = self.repeat_retry(request, &plan, grammar.as_ref(), &grammar_use, prefill, cancel);
         let receiver = self.job(request, &plan, grammar, grammar_use, prefill, cancel)?;
         let state = Mapper::new(
             receiver,
@@ -411,7 +368,6 @@ impl LlmClient for LlamaClient {
             prefill,
             self.model.clone(),
             Arc::clone(&self.next_call),
-            retry,
         );
         let events = futures::stream::unfold(state, Mapper::next).flat_map(|batch| {
             let items: Vec<Result<StreamEvent, LlmError>> = match batch {

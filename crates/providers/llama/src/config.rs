@@ -58,13 +58,6 @@ pub struct LlamaConfig {
     /// decided per message"). Costs the newest message's tokens once more
     /// per reply to a user message.
     pub newest_message_odds: bool,
-    /// When a reply after tool results only repeats calls those results
-    /// already answer, ask the model once more with the user's question
-    /// restated after the results, and keep that reply if it does more
-    /// than repeat them (default on; docs/local-models.md, "A reply that
-    /// repeats its calls"). Off, such a reply goes to the runner, whose
-    /// loop detection forces the answer.
-    pub retry_repeated_calls: bool,
 }
 
 impl Default for LlamaConfig {
@@ -81,7 +74,6 @@ impl Default for LlamaConfig {
             grammar: true,
             call_threshold: DEFAULT_CALL_THRESHOLD,
             newest_message_odds: true,
-            retry_repeated_calls: true,
         }
     }
 }
@@ -215,20 +207,5 @@ mod tests {
                 "{message}"
             );
         }
-    }
-
-    #[test]
-    fn asking_again_after_a_repeated_call_is_on_unless_switched_off() {
-        assert!(LlamaConfig::default().retry_repeated_calls);
-        let config: LlamaConfig =
-            serde_json::from_value(serde_json::json!({"retry_repeated_calls": false})).expect("a valid table");
-        assert!(!config.retry_repeated_calls);
-        assert_eq!(
-            config,
-            LlamaConfig {
-                retry_repeated_calls: false,
-                ..LlamaConfig::default()
-            }
-        );
     }
 }

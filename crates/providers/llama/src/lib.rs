@@ -44,7 +44,6 @@ mod grammar;
 pub mod models;
 #[cfg(test)]
 mod recovery_tests;
-mod repeat;
 mod reply;
 mod sampling;
 mod special;

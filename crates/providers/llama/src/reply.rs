@@ -1,41 +1,14 @@
 //! A reply's stream: the engine's output turned into stream events, with
-//! the tool calls separated from the text, and one more try when the reply
-//! only repeats calls already answered ([`crate::repeat`]).
+//! the tool calls separated from the text.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agent_core::{CancellationToken, ChatRequest, LlmError, LlmErrorKind, StopReason, StreamEvent, Usage};
+use agent_core::{CancellationToken, LlmError, LlmErrorKind, StopReason, StreamEvent, Usage};
 use agent_parse::{StreamingToolCallFilter, ToolCallParser};
 use tokio::sync::mpsc;
 
 use crate::engine::{Finish, Generated, Summary};
-use crate::repeat::{AnsweredCalls, Reminder};
-
-/// Starts the job of one more try: the same generation over the given
-/// request (the original with a reminder after the results).
-pub(crate) type StartJob = Box<dyn FnMut(&ChatRequest) -> Result<mpsc::UnboundedReceiver<Generated>, LlmError> + Send>;
-
-/// The further tries for a reply that only repeats answered calls.
-pub(crate) struct RepeatRetry {
-    /// The request the reply answers.
-    pub request: ChatRequest,
-    /// The calls the request's results answer.
-    pub answered: AnsweredCalls,
-    /// The reminders still to try, in order.
-    pub reminders: VecDeque<Reminder>,
-    /// Starts a try.
-    pub start: StartJob,
-}
-
-/// A finished reply before its calls are sent: its last text events, its
-/// calls (name, JSON argument text) and why generation ended.
-struct FinishedReply {
-    events: Vec<StreamEvent>,
-    calls: Vec<(String, String)>,
-    finish: Finish,
-}
 
 /// Turns engine output into stream events.
 pub(crate) struct Mapper {
@@ -44,17 +17,8 @@ pub(crate) struct Mapper {
     calls: ToolCallExtractor,
     /// Events of the prefilled opening, sent after `Started`.
     opening: Vec<StreamEvent>,
-    /// The prefilled opening, which every try's reply starts with.
-    prefill: Option<String>,
     model: String,
     next_call: Arc<AtomicU64>,
-    /// The tries left for a reply that only repeats answered calls.
-    retry: Option<RepeatRetry>,
-    /// Usage of the earlier tries.
-    earlier_usage: Usage,
-    /// The first reply, kept once other tries run (their calls that add
-    /// nothing are dropped): it goes to the runner when every try repeats.
-    first_reply: Option<FinishedReply>,
     started: bool,
     done: bool,
 }
@@ -69,7 +33,6 @@ impl Mapper {
         prefill: Option<&str>,
         model: String,
         next_call: Arc<AtomicU64>,
-        retry: Option<RepeatRetry>,
     ) -> Self {
         let mut calls = ToolCallExtractor::new(tools);
         // The prefilled opening of a forced call is part of the reply.
@@ -79,12 +42,8 @@ impl Mapper {
             cancel,
             calls,
             opening,
-            prefill: prefill.map(str::to_owned),
             model,
             next_call,
-            retry,
-            earlier_usage: Usage::default(),
-            first_reply: None,
             started: false,
             done: false,
         }
@@ -130,8 +89,7 @@ impl Mapper {
         Some((output, self))
     }
 
-    /// The events that end a reply; none when the reply only repeated
-    /// answered calls and another try has started instead.
+    /// The events that end a reply.
     fn finish(&mut self, summary: Summary) -> Vec<StreamEvent> {
         tracing::debug!(
             prompt_tokens = summary.prompt_tokens,
@@ -141,41 +99,7 @@ impl Mapper {
             generation_ms = summary.generation_time.as_millis() as u64,
             "local generation finished"
         );
-        let (mut events, mut calls) = self.calls.finish(summary.finish == Finish::MaxTokens);
-        let text: String = events
-            .iter()
-            .filter_map(|event| match event {
-                StreamEvent::TextDelta { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        let repeats = self.calls.shown_nothing()
-            && self
-                .retry
-                .as_ref()
-                .is_some_and(|retry| retry.answered.only_repeated(&text, &calls));
-        if repeats && self.start_retry(&summary) {
-            if self.first_reply.is_none() {
-                self.first_reply = Some(FinishedReply {
-                    events,
-                    calls,
-                    finish: summary.finish,
-                });
-            }
-            return Vec::new();
-        }
-        let mut finish = summary.finish;
-        if let (Some(retry), Some(_)) = (&self.retry, &self.first_reply) {
-            if repeats {
-                // Every try repeated: the first reply goes to the runner, whose
-                // loop detection sees the same calls as the turn before.
-                if let Some(first) = self.first_reply.take() {
-                    (events, calls, finish) = (first.events, first.calls, first.finish);
-                }
-            } else {
-                calls.retain(|(name, arguments)| !retry.answered.adds_nothing(name, arguments));
-            }
-        }
+        let (mut events, calls) = self.calls.finish(summary.finish == Finish::MaxTokens);
         self.done = true;
         for (index, (name, arguments)) in calls.iter().enumerate() {
             let id = format!("call_{}", self.next_call.fetch_add(1, Ordering::Relaxed));
@@ -190,9 +114,8 @@ impl Mapper {
             });
             events.push(StreamEvent::ToolCallEnd { index });
         }
-        let total = std::mem::take(&mut self.earlier_usage) + usage(&summary);
-        events.push(StreamEvent::Usage { usage: total });
-        let reason = match finish {
+        events.push(StreamEvent::Usage { usage: usage(&summary) });
+        let reason = match summary.finish {
             _ if !calls.is_empty() => StopReason::ToolUse,
             Finish::EndOfGeneration => StopReason::EndTurn,
             Finish::MaxTokens => StopReason::MaxTokens,
@@ -200,41 +123,6 @@ impl Mapper {
         };
         events.push(StreamEvent::Stop { reason });
         events
-    }
-
-    /// Starts the next try for a reply that only repeated answered calls;
-    /// false when no try is left or it cannot start (the reply then stands).
-    fn start_retry(&mut self, summary: &Summary) -> bool {
-        let Some(retry) = self.retry.as_mut() else {
-            return false;
-        };
-        let Some(reminded) = retry
-            .reminders
-            .pop_front()
-            .and_then(|reminder| reminder.applied_to(&retry.request, &retry.answered))
-        else {
-            return false;
-        };
-        match (retry.start)(&reminded) {
-            Ok(receiver) => {
-                tracing::debug!(
-                    tries_left = retry.reminders.len(),
-                    "the reply only repeated answered calls; asking again with a reminder"
-                );
-                self.receiver = receiver;
-                self.calls = self.calls.restarted();
-                if let Some(prefill) = &self.prefill {
-                    // Shown (or held back) with the first try already.
-                    let _ = self.calls.push(prefill);
-                }
-                self.earlier_usage += usage(summary);
-                true
-            }
-            Err(error) => {
-                tracing::warn!(%error, "could not ask again after a repeated call; keeping the reply");
-                false
-            }
-        }
     }
 }
 
@@ -329,16 +217,6 @@ impl ToolCallExtractor {
         (events, calls)
     }
 
-    /// An extractor for a new reply, reading the same tools.
-    fn restarted(&self) -> Self {
-        Self::new(self.tools.clone())
-    }
-
-    /// No text has been shown so far.
-    fn shown_nothing(&self) -> bool {
-        self.shown.is_empty()
-    }
-
     /// Whether held-back `text` is the start of a tool call: a `"name"`
     /// key or one of the tools' names inside JSON or a code fence.
     fn starts_a_call(&self, text: &str) -> bool {
@@ -400,66 +278,18 @@ mod tests {
         receiver
     }
 
-    /// A request whose results answer the weather in Sydney.
-    fn sydney_request() -> ChatRequest {
-        use agent_core::{AssistantMessage, Message, ToolCall, ToolResult};
-        ChatRequest::new(vec![
-            Message::user("Weather in Sydney, and 1000 AUD in USD?"),
-            Message::Assistant(AssistantMessage::with_tool_calls(
-                "",
-                vec![ToolCall::new(
-                    "c1",
-                    "get_weather",
-                    serde_json::json!({"location": "Sydney"}),
-                )],
-            )),
-            Message::tool(ToolResult::success("c1", "get_weather", "20 °C")),
-        ])
-    }
-
     const SYDNEY: &str = "{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Sydney\"}}";
     const RATE: &str = "{\"name\": \"get_exchange_rate\", \"arguments\": {\"from\": \"AUD\", \"to\": \"USD\"}}";
-    const TOOLS: [&str; 2] = ["get_weather", "get_exchange_rate"];
 
-    /// Every event of the reply to `first`, with further tries that answer
-    /// each of `tries` in turn (counting how many were started).
-    async fn reply(first: &[&str], tries: &[&[&str]]) -> (Vec<StreamEvent>, usize) {
-        reply_prefilled(None, first, tries).await
-    }
-
-    /// [`reply`] to a request whose reply was started with `prefill`.
-    async fn reply_prefilled(prefill: Option<&str>, first: &[&str], tries: &[&[&str]]) -> (Vec<StreamEvent>, usize) {
-        let started = Arc::new(AtomicU64::new(0));
-        let mut replies: VecDeque<Vec<String>> = tries
-            .iter()
-            .map(|pieces| pieces.iter().map(|piece| (*piece).to_owned()).collect())
-            .collect();
-        let counter = Arc::clone(&started);
-        let start: StartJob = Box::new(move |reminded: &ChatRequest| {
-            counter.fetch_add(1, Ordering::Relaxed);
-            assert!(reminded.messages.last().is_some_and(|last| match last {
-                agent_core::Message::Tool(result) => result.content.contains("My question was:"),
-                _ => false,
-            }));
-            let pieces = replies.pop_front().unwrap_or_default();
-            let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
-            Ok(job(&pieces, 7))
-        });
-        let request = sydney_request();
-        let retry = Some(RepeatRetry {
-            answered: AnsweredCalls::in_request(&request),
-            request,
-            reminders: std::iter::repeat_n(Reminder::Question, tries.len()).collect(),
-            start,
-        });
+    /// The events of a reply of `pieces`, started with `prefill`.
+    async fn reply(prefill: Option<&str>, pieces: &[&str]) -> Vec<StreamEvent> {
         let mapper = Mapper::new(
-            job(first, 5),
+            job(pieces, 7),
             CancellationToken::new(),
-            TOOLS.iter().map(|t| (*t).to_owned()).collect(),
+            vec!["get_weather".to_owned(), "get_exchange_rate".to_owned()],
             prefill,
-            "test".to_owned(),
-            Arc::new(AtomicU64::new(1)),
-            retry,
+            "qwen".to_owned(),
+            Arc::new(AtomicU64::new(0)),
         );
         let mut events = Vec::new();
         let mut state = Some(mapper);
@@ -470,106 +300,66 @@ mod tests {
             events.extend(batch.expect("no error"));
             state = Some(next);
         }
-        (
-            events,
-            usize::try_from(started.load(Ordering::Relaxed)).unwrap_or(usize::MAX),
-        )
-    }
-
-    fn calls_and_text(events: &[StreamEvent]) -> (Vec<String>, String) {
-        let mut names = Vec::new();
-        let mut text = String::new();
-        for event in events {
-            match event {
-                StreamEvent::ToolCallStart { name, .. } => names.push(name.clone()),
-                StreamEvent::TextDelta { text: piece } => text.push_str(piece),
-                _ => {}
-            }
-        }
-        (names, text)
-    }
-
-    fn output_tokens(events: &[StreamEvent]) -> u64 {
         events
+    }
+
+    #[tokio::test]
+    async fn a_reply_streams_its_text_then_its_calls_usage_and_stop() {
+        let events = reply(None, &[SYDNEY, "\n", RATE]).await;
+        assert!(
+            matches!(events.first(), Some(StreamEvent::Started { .. })),
+            "{events:?}"
+        );
+        let names: Vec<&str> = events
             .iter()
             .filter_map(|event| match event {
-                StreamEvent::Usage { usage } => Some(usage.output_tokens),
+                StreamEvent::ToolCallStart { name, .. } => Some(name.as_str()),
                 _ => None,
             })
-            .sum()
-    }
-
-    #[tokio::test]
-    async fn a_reply_that_only_repeats_answered_calls_is_asked_again() {
-        let (events, started) = reply(&[SYDNEY], &[&[SYDNEY, "\n", RATE], &["never used"]]).await;
-        assert_eq!(started, 1);
-        // The repeated call is dropped from the new reply; the new call stays.
-        assert_eq!(
-            calls_and_text(&events),
-            (vec!["get_exchange_rate".to_owned()], String::new())
-        );
-        // Both generations are counted, once.
-        assert_eq!(output_tokens(&events), 12);
-        let starts = events.iter().filter(|e| matches!(e, StreamEvent::Started { .. }));
-        assert_eq!(starts.count(), 1);
-        // A text answer on another try is kept as the reply.
-        let (events, _) = reply(&[SYDNEY], &[&["It is 20 °C in Sydney."]]).await;
-        assert_eq!(calls_and_text(&events), (vec![], "It is 20 °C in Sydney.".to_owned()));
-    }
-
-    #[tokio::test]
-    async fn the_tries_go_on_while_the_reply_repeats() {
-        let (events, started) = reply(&[SYDNEY], &[&[SYDNEY], &[SYDNEY, "\n", RATE]]).await;
-        assert_eq!(started, 2);
-        assert_eq!(
-            calls_and_text(&events),
-            (vec!["get_exchange_rate".to_owned()], String::new())
-        );
-        assert_eq!(output_tokens(&events), 5 + 7 + 7);
-    }
-
-    #[tokio::test]
-    async fn every_try_of_a_prefilled_reply_starts_with_the_prefill() {
-        let prefill = "{\"name\": \"";
-        let sydney = &SYDNEY[prefill.len()..];
-        let rate = &RATE[prefill.len()..];
-        let (events, started) = reply_prefilled(Some(prefill), &[sydney], &[&[rate]]).await;
-        assert_eq!(started, 1);
-        assert_eq!(
-            calls_and_text(&events),
-            (vec!["get_exchange_rate".to_owned()], String::new())
-        );
-    }
-
-    #[tokio::test]
-    async fn when_every_try_repeats_the_first_reply_goes_to_the_runner() {
-        let (events, started) = reply(&[SYDNEY], &[&[SYDNEY, "\n", SYDNEY], &[SYDNEY, "\n", SYDNEY]]).await;
-        assert_eq!(started, 2, "each try once, no more");
-        assert_eq!(calls_and_text(&events), (vec!["get_weather".to_owned()], String::new()));
-        assert_eq!(output_tokens(&events), 5 + 7 + 7);
-        let stops: Vec<&StreamEvent> = events
-            .iter()
-            .filter(|e| matches!(e, StreamEvent::Stop { .. }))
             .collect();
+        assert_eq!(names, ["get_weather", "get_exchange_rate"]);
+        assert!(
+            events.contains(&StreamEvent::Usage {
+                usage: Usage::new(100, 7)
+            }),
+            "{events:?}"
+        );
         assert_eq!(
-            stops,
-            [&StreamEvent::Stop {
+            events.last(),
+            Some(&StreamEvent::Stop {
                 reason: StopReason::ToolUse
-            }]
+            })
+        );
+
+        let events = reply(None, &["It is 20 °C in Sydney."]).await;
+        let text: String = events
+            .iter()
+            .filter_map(|event| match event {
+                StreamEvent::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "It is 20 °C in Sydney.");
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Stop {
+                reason: StopReason::EndTurn
+            })
         );
     }
 
     #[tokio::test]
-    async fn a_reply_with_a_new_call_or_text_is_not_asked_again() {
-        for first in [&[SYDNEY, "\n", RATE][..], &["It is 20 °C."][..], &[RATE][..]] {
-            let (events, started) = reply(first, &[&["never used"]]).await;
-            assert_eq!(started, 0, "{first:?}");
-            assert!(!calls_and_text(&events).1.contains("never used"));
-            assert_eq!(output_tokens(&events), 5);
-        }
-        // Without further tries, a repeat goes to the runner as it is.
-        let (events, _) = reply(&[SYDNEY], &[]).await;
-        assert_eq!(calls_and_text(&events), (vec!["get_weather".to_owned()], String::new()));
+    async fn a_prefilled_reply_is_read_from_its_prefill_on() {
+        let prefill = "{\"name\": \"";
+        let events = reply(Some(prefill), &[&SYDNEY[prefill.len()..]]).await;
+        let arguments: Vec<&str> = events
+            .iter()
+            .filter_map(|event| match event {
+                StreamEvent::ToolCallDelta { arguments, .. } => Some(arguments.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(arguments, [r#"{"location":"Sydney"}"#]);
     }
 
     #[test]

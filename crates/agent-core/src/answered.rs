@@ -1,22 +1,19 @@
-//! More tries for a reply that only repeats calls already answered.
+//! The calls a request has already answered in the current turn, so a
+//! reply that only repeats them can be told from one that adds something.
 //!
-//! Given the result of a call, a small model often makes the same call
-//! again instead of the next call the request needs, or the answer; the
-//! runner then sees a loop and forces an answer, and the rest of the
-//! request is lost. Before that, the provider asks again, each time with a
-//! plainer reminder after the results ([`Reminder`]): first the user's
-//! question restated, then also the calls already made. The first reply
-//! that is more than the same calls again is kept, without the calls
-//! already answered (docs/local-models.md, "A reply that repeats its
-//! calls").
+//! A small model given a result often makes the same call again (in other
+//! units, or with the result fed back) instead of the next call or the
+//! answer. The runner re-asks on such a reply, and the llama provider stops
+//! writing one as soon as it repeats.
 
-use agent_core::{ChatRequest, Message};
 use serde_json::Value;
+
+use crate::{ChatRequest, Message};
 
 /// The calls made since the user's last message and their results, when
 /// the request ends with results (the only place a reply can repeat them).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct AnsweredCalls {
+pub struct AnsweredCalls {
     calls: Vec<(String, Value)>,
     /// Each offered tool's required arguments, by its schema's `required`.
     required: Vec<(String, Vec<String>)>,
@@ -76,6 +73,11 @@ impl AnsweredCalls {
         self.calls.is_empty()
     }
 
+    /// The answered calls, as `(name, arguments)`, in the order made.
+    pub fn calls(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.calls.iter().map(|(name, arguments)| (name.as_str(), arguments))
+    }
+
     /// Whether a call of `name` with `arguments` was answered: the same
     /// arguments, whatever their key order or number spelling (`50` and
     /// `50.0`), or, for a tool whose schema requires arguments, the same
@@ -108,12 +110,16 @@ impl AnsweredCalls {
         !wanted.is_empty() && !given.is_empty() && wanted.iter().all(|value| given.contains(&value))
     }
 
-    /// Whether a call of `name` with `arguments` (JSON text) adds nothing to
-    /// what the results say: it was answered, or it feeds a tool its own
-    /// result back. Arguments that are not JSON are something new.
+    /// Whether a call of `name` with `arguments` adds nothing to what the
+    /// results say: it was answered, or it feeds a tool its own result back.
+    pub fn repeats(&self, name: &str, arguments: &Value) -> bool {
+        self.contains(name, arguments) || self.feeds_back(name, arguments)
+    }
+
+    /// [`repeats`](Self::repeats) for arguments as JSON text; arguments that
+    /// are not JSON are something new.
     pub fn adds_nothing(&self, name: &str, arguments: &str) -> bool {
-        serde_json::from_str::<Value>(arguments)
-            .is_ok_and(|arguments| self.contains(name, &arguments) || self.feeds_back(name, &arguments))
+        serde_json::from_str::<Value>(arguments).is_ok_and(|arguments| self.repeats(name, &arguments))
     }
 
     /// Whether a reply of `text` and `calls` only repeats answered calls:
@@ -165,53 +171,9 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// What is added after the last tool result when the model is asked again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reminder {
-    /// "My question was: <the user's last message>".
-    Question,
-    /// "Already called: <the calls answered>. My question was: ...".
-    CallsAndQuestion,
-}
-
-impl Reminder {
-    /// The reminders, in the order they are tried.
-    pub const LADDER: [Reminder; 2] = [Reminder::Question, Reminder::CallsAndQuestion];
-
-    /// `request` with this reminder after its last tool result, where a
-    /// small model reads it as what is still to be done; `answered` are the
-    /// request's answered calls. `None` when the request does not end with
-    /// a result or has no user message.
-    pub fn applied_to(self, request: &ChatRequest, answered: &AnsweredCalls) -> Option<ChatRequest> {
-        let question = request.messages.iter().rev().find_map(|message| match message {
-            Message::User { content } if !content.trim().is_empty() => Some(content.clone()),
-            _ => None,
-        })?;
-        let reminder = match self {
-            Reminder::Question => format!("My question was: {question}"),
-            Reminder::CallsAndQuestion => {
-                let calls: Vec<String> = answered
-                    .calls
-                    .iter()
-                    .map(|(name, arguments)| format!("{name}({arguments})"))
-                    .collect();
-                format!("Already called: {}. My question was: {question}", calls.join(", "))
-            }
-        };
-        let mut reminded = request.clone();
-        match reminded.messages.last_mut() {
-            Some(Message::Tool(result)) => {
-                result.content = format!("{}\n\n{reminder}", result.content);
-                Some(reminded)
-            }
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use agent_core::{AssistantMessage, ToolCall, ToolResult};
+    use crate::{AssistantMessage, ToolCall, ToolResult};
     use serde_json::json;
 
     use super::*;
@@ -259,8 +221,8 @@ mod tests {
             "required": ["location"]
         });
         request.tools = vec![
-            agent_core::ToolDefinition::new("get_weather", "Weather.", schema),
-            agent_core::ToolDefinition::new("convert", "Currency.", json!({"type": "object"})),
+            crate::ToolDefinition::new("get_weather", "Weather.", schema),
+            crate::ToolDefinition::new("convert", "Currency.", json!({"type": "object"})),
         ];
         let answered = AnsweredCalls::in_request(&request);
         assert!(answered.contains("get_weather", &json!({"location": "Sydney", "units": "fahrenheit"})));
@@ -339,41 +301,5 @@ mod tests {
         assert!(!answered.only_repeated("", &[sydney.clone(), rate]));
         assert!(!answered.only_repeated("It is 20 °C.", &[sydney]));
         assert!(!answered.only_repeated("", &[]));
-    }
-
-    #[test]
-    fn reminders_go_after_the_last_result() {
-        let request = after_result("Weather in Sydney and 50 USD in EUR?");
-        let answered = AnsweredCalls::in_request(&request);
-        let last_content = |reminded: &ChatRequest| {
-            assert_eq!(reminded.messages.len(), request.messages.len());
-            assert_eq!(reminded.messages[..7], request.messages[..7]);
-            let Some(Message::Tool(last)) = reminded.messages.last() else {
-                panic!("the last message is still the result: {:?}", reminded.messages.last());
-            };
-            assert_eq!((last.call_id.as_str(), last.is_error), ("c2", false));
-            last.content.clone()
-        };
-        let reminded = Reminder::Question
-            .applied_to(&request, &answered)
-            .expect("a question to restate");
-        assert_eq!(
-            last_content(&reminded),
-            "{\"summary\": \"46 EUR\"}\n\nMy question was: Weather in Sydney and 50 USD in EUR?"
-        );
-        let reminded = Reminder::CallsAndQuestion
-            .applied_to(&request, &answered)
-            .expect("a question to restate");
-        assert_eq!(
-            last_content(&reminded),
-            "{\"summary\": \"46 EUR\"}\n\nAlready called: get_weather({\"location\":\"Sydney\",\"units\":\"celsius\"}), \
-             convert({\"amount\":50,\"to\":\"EUR\"}). My question was: Weather in Sydney and 50 USD in EUR?"
-        );
-        let mut no_result = request;
-        no_result.messages.pop();
-        no_result.messages.pop();
-        for reminder in Reminder::LADDER {
-            assert_eq!(reminder.applied_to(&no_result, &answered), None);
-        }
     }
 }
