@@ -55,6 +55,11 @@ pub struct ChatRequest {
     /// Whether the model may call several tools in one turn (provider default when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// At most this many tool calls are wanted in the reply: a provider
+    /// that generates locally stops writing there; the others ignore it
+    /// (the runner caps the calls it runs either way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
     /// Upper bound on generated tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,

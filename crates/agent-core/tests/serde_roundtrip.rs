@@ -65,6 +65,7 @@ fn messages_and_requests_round_trip() {
             name: "get_weather".into(),
         },
         parallel_tool_calls: Some(true),
+        max_tool_calls: Some(4),
         max_tokens: Some(100),
         temperature: Some(0.5),
         stop: vec!["Observation:".into()],

@@ -155,6 +155,7 @@ impl Agent {
             tools,
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: None,
+            max_tool_calls: None,
             max_tokens: inner.config.request.max_tokens,
             temperature: inner.config.request.temperature,
             stop,

@@ -133,11 +133,17 @@ impl RunState {
     /// A cost budget without `pricing` cannot be enforced: a warning is
     /// logged (once, here) and the result's stop detail says so. A first
     /// call whose `max_tokens` alone exceeds the token (or cost) budget is
-    /// not made: the run is over before it starts.
+    /// not made: the run is over before it starts. The request's
+    /// `max_tool_calls` is `max_calls_per_reply` unless set.
     pub fn new(identity: RunIdentity, config: RunConfig, mut request: ChatRequest, pricing: Option<Pricing>) -> Self {
         repair_history(&mut request.messages);
         let continued = request.messages.len().saturating_sub(1);
         request.tool_choice = config.tool_choice.clone();
+        // The reply's calls past the cap would not run: a provider that
+        // generates locally can stop writing there.
+        if request.max_tool_calls.is_none() && config.max_calls_per_reply > 0 {
+            request.max_tool_calls = u32::try_from(config.max_calls_per_reply).ok();
+        }
         if let (Some(max_cost_usd), None) = (config.budget.max_cost_usd, pricing) {
             tracing::warn!(
                 agent = %identity.agent,

@@ -174,6 +174,14 @@ async fn calls_past_the_per_reply_cap_are_recorded_as_not_run_and_left_out_of_th
         .count();
     assert_eq!(results, 2);
     assert_eq!(result.stop_reason, StopCause::Completed);
+    // Every request tells the provider the cap, so a local model can stop
+    // writing calls that would not run.
+    assert!(
+        client
+            .requests()
+            .iter()
+            .all(|request| request.max_tool_calls == Some(2))
+    );
 }
 
 #[tokio::test]
@@ -190,6 +198,7 @@ async fn the_default_cap_is_sixteen_calls_per_reply() {
         .await
         .expect("run");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 16);
+    assert_eq!(client.requests()[0].max_tool_calls, Some(16));
 }
 
 #[tokio::test]

@@ -76,6 +76,7 @@ pub(super) fn routing_request(
         tools,
         tool_choice,
         parallel_tool_calls: None,
+        max_tool_calls: None,
         max_tokens: settings.max_tokens,
         temperature: settings.temperature,
         stop: Vec::new(),

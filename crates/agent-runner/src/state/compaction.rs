@@ -298,6 +298,7 @@ impl RunState {
             tools: Vec::new(),
             tool_choice: ToolChoice::None,
             parallel_tool_calls: None,
+            max_tool_calls: None,
             max_tokens: Some(summary_tokens as u32),
             temperature: None,
             stop: Vec::new(),

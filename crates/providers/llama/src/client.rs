@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use agent_core::{
-    CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError, Message,
-    ResponseFormat, StreamAccumulator, StreamEvent, ToolDefinition,
+    AnsweredCalls, CancellationToken, Capabilities, ChatRequest, ChatResponse, EventStream, LlmClient, LlmError,
+    Message, ResponseFormat, StreamAccumulator, StreamEvent, ToolDefinition,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::LlamaConfig;
 use crate::choice::CallPlan;
+use crate::echo::CallLimits;
 use crate::engine::{Engine, EngineSettings, Generated, GrammarUse, Job};
 use crate::models::{ModelStore, known_model};
 use crate::reply::Mapper;
@@ -195,6 +196,11 @@ impl LlamaClient {
             suppress_tool_calls: plan.suppress_tool_calls,
             grammar,
             grammar_use,
+            call_limits: CallLimits {
+                tools: plan.callable_names(),
+                answered: Arc::new(AnsweredCalls::in_request(request)),
+                max_calls: request.max_tool_calls.and_then(|max| usize::try_from(max).ok()),
+            },
             cancel: cancel.child_token(),
             out,
         })?;

@@ -20,7 +20,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::echo::RepeatedLine;
+use crate::echo::{CallLimits, CallWatch};
 use crate::sampling::TokenSampler;
 use crate::special::{self, ControlTexts};
 use crate::text::Text;
@@ -77,6 +77,8 @@ pub(crate) struct Job {
     pub grammar: Option<Arc<str>>,
     /// When the grammar applies.
     pub grammar_use: GrammarUse,
+    /// What ends a reply early once its calls are written (with a grammar).
+    pub call_limits: CallLimits,
     pub cancel: CancellationToken,
     pub out: UnboundedSender<Generated>,
 }
@@ -433,7 +435,7 @@ impl Session<'_> {
 
         let mut sampler = TokenSampler::new(self.model, job, &self.tool_call_opening, from_start);
         let mut text = Text::new(&job.stop);
-        let mut repeats = RepeatedLine::default();
+        let mut calls = job.grammar.is_some().then(|| CallWatch::new(job.call_limits.clone()));
         let mut generated = 0u64;
         let generation_started = Instant::now();
         let finish = loop {
@@ -452,15 +454,15 @@ impl Session<'_> {
             generated += 1;
             let piece = vocab.token_to_piece(token, true, None);
             let stop_hit = text.push(&piece, &job.out);
-            let repeated = job.grammar.is_some() && repeats.push(&piece);
+            let call_stop = calls.as_mut().and_then(|watch| watch.push(&piece));
             self.decode_one(context, token, self.cached.len(), MAIN_SEQUENCE)?;
             self.cached.push(token);
             last_logits = 0;
             if stop_hit {
                 break Finish::StopSequence;
             }
-            if repeated {
-                tracing::debug!(generated, "the reply wrote a call line twice; it ends there");
+            if let Some(reason) = call_stop {
+                tracing::debug!(generated, ?reason, "the reply's calls are complete; it ends there");
                 break Finish::EndOfGeneration;
             }
         };

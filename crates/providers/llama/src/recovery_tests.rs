@@ -40,6 +40,7 @@ async fn a_panic_during_a_request_fails_that_request_and_the_next_one_runs() {
         suppress_tool_calls: false,
         grammar: None,
         grammar_use: crate::engine::GrammarUse::Lazy,
+        call_limits: crate::echo::CallLimits::default(),
         cancel: CancellationToken::new(),
         out,
     };
