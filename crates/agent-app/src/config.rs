@@ -32,6 +32,10 @@ pub const CONFIG_FILE_NAME: &str = "agentry.toml";
 /// The default provider: the embedded local model.
 pub const DEFAULT_PROVIDER: &str = "llama";
 
+/// The time a turn on the embedded local model may take by default, in
+/// seconds (`[agent] max_turn_secs`).
+pub const LLAMA_MAX_TURN_SECS: f64 = 120.0;
+
 /// Values from command-line flags; each beats the file and the environment.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
@@ -85,6 +89,13 @@ pub struct AgentSettings {
     /// run: the model is asked once more with the calls and the question
     /// restated, then the answer is forced (`RunConfig::reask_repeated_calls`).
     pub reask_repeated_calls: bool,
+    /// The time one turn may take, in seconds: past it the turn ends with
+    /// what was found so far (`budget_exceeded`). Unset: 120 for `llama`
+    /// (a small local model can otherwise write for many minutes), none for
+    /// the others; 0: no limit. With `[agent.budget] deadline_secs` too, the
+    /// shorter applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_turn_secs: Option<f64>,
 }
 
 impl Default for AgentSettings {
@@ -101,6 +112,7 @@ impl Default for AgentSettings {
             budget: BudgetSettings::default(),
             grounding: None,
             reask_repeated_calls: true,
+            max_turn_secs: None,
         }
     }
 }
@@ -452,6 +464,14 @@ impl Settings {
         {
             return Err(self.invalid("agent.budget.deadline_secs", "must be a positive number of seconds"));
         }
+        if let Some(secs) = agent.max_turn_secs
+            && !(secs >= 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok())
+        {
+            return Err(self.invalid(
+                "agent.max_turn_secs",
+                "must be 0 (no limit) or a positive number of seconds",
+            ));
+        }
         if let Some(secs) = self.config.tools.timeout_secs
             && !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok())
         {
@@ -552,7 +572,13 @@ impl Settings {
             run: RunConfig {
                 max_iterations: agent.max_iterations,
                 tool_protocol: agent.tool_protocol,
-                budget: agent.budget.to_budget(),
+                budget: Budget {
+                    deadline: match (agent.budget.to_budget().deadline, self.max_turn()) {
+                        (Some(budget), Some(turn)) => Some(budget.min(turn)),
+                        (budget, turn) => budget.or(turn),
+                    },
+                    ..agent.budget.to_budget()
+                },
                 max_tool_result_bytes: self.config.tools.max_result_bytes,
                 grounding: self.grounding(),
                 reask_repeated_calls: agent.reask_repeated_calls,
@@ -565,6 +591,18 @@ impl Settings {
                 prompt_caching: agent.prompt_caching,
             },
         }
+    }
+
+    /// The time one turn may take: `agent.max_turn_secs` (0: none), else
+    /// [`LLAMA_MAX_TURN_SECS`] for the embedded local model and none for
+    /// the hosted providers.
+    pub fn max_turn(&self) -> Option<std::time::Duration> {
+        let secs = self.config.agent.max_turn_secs.or_else(|| {
+            matches!(self.provider(), Ok(crate::providers::ProviderKind::Llama)).then_some(LLAMA_MAX_TURN_SECS)
+        })?;
+        std::time::Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|limit| !limit.is_zero())
     }
 
     /// Whether final answers are checked: `agent.grounding`, or by
@@ -923,6 +961,18 @@ mod tests {
         assert_eq!(load(None).grounding(), Grounding::On, "llama, the default");
         assert_eq!(load(None).agent_config().run.grounding, Grounding::On);
         assert!(load(None).agent_config().run.reask_repeated_calls, "on by default");
+        let turn = |settings: &Settings| settings.agent_config().run.budget.deadline.map(|d| d.as_secs_f64());
+        assert_eq!(
+            turn(&load(None)),
+            Some(LLAMA_MAX_TURN_SECS),
+            "a turn on llama is bounded"
+        );
+        assert_eq!(turn(&load(Some("[agent]\nprovider = \"openai\"\n"))), None);
+        assert_eq!(turn(&load(Some("[agent]\nmax_turn_secs = 0\n"))), None, "0: no limit");
+        let both = load(Some(
+            "[agent]\nmax_turn_secs = 30\n[agent.budget]\ndeadline_secs = 20\n",
+        ));
+        assert_eq!(turn(&both), Some(20.0), "the shorter applies");
         let hosted = load(Some("[agent]\nprovider = \"openai\"\n"));
         assert_eq!(hosted.grounding(), Grounding::Off);
         let hosted_on = load(Some("[agent]\nprovider = \"openai\"\ngrounding = true\n"));
@@ -1172,6 +1222,7 @@ mod tests {
             ("[agent]\nmax_iterations = 0\n", "agent.max_iterations"),
             ("[agent]\ntemperature = 9.0\n", "agent.temperature"),
             ("[agent.budget]\ndeadline_secs = -1.0\n", "agent.budget.deadline_secs"),
+            ("[agent]\nmax_turn_secs = -5.0\n", "agent.max_turn_secs"),
             ("[agent.budget]\ndeadline_secs = 1e300\n", "agent.budget.deadline_secs"),
             ("[agent]\ntemperature = nan\n", "agent.temperature"),
             ("[tools]\ntimeout_secs = inf\n", "tools.timeout_secs"),

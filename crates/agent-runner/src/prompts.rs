@@ -95,6 +95,19 @@ pub(crate) fn replaced_answer(lines: &[String]) -> String {
     }
 }
 
+/// The answer of a run a budget stopped before the model answered: what
+/// the tools returned (`lines`, one per call), or that it could not finish.
+pub(crate) fn unfinished_answer(lines: &[String]) -> String {
+    match lines {
+        [] => "I could not finish looking that up.".to_owned(),
+        [line] => format!("I could not finish, but here is what I found: {line}"),
+        lines => format!(
+            "I could not finish, but here is what I found:\n- {}",
+            lines.join("\n- ")
+        ),
+    }
+}
+
 /// The user message of a summary request: the built-in
 /// `summarise_conversation` template around `conversation` (the messages
 /// to summarise, written out).

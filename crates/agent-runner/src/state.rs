@@ -741,6 +741,13 @@ impl RunState {
 
     fn finish(&mut self, cause: StopCause, detail: Option<String>) {
         repair_history(&mut self.request.messages);
+        if cause == StopCause::BudgetExceeded && self.response.trim().is_empty() {
+            // A run stopped by a budget (its time, tokens, cost or calls)
+            // still tells the user what it found. The history is left
+            // ending where the model stopped, so a later turn or a resumed
+            // run goes on from there.
+            self.response = prompts::unfinished_answer(&self.result_lines(false));
+        }
         self.phase = Phase::Finished { cause, detail };
     }
 

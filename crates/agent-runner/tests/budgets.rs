@@ -440,3 +440,37 @@ async fn a_resumed_run_keeps_the_deadline_it_started_with() {
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::Completed);
 }
+
+#[tokio::test]
+async fn a_run_stopped_by_its_deadline_says_what_it_found() {
+    use std::time::Duration;
+
+    // The call ran; the model's answer would come too late.
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("weather", json!({"location": "Oslo"}))]))
+        .respond_after(Duration::from_secs(5), response::text("never"));
+    let result = common::agent(&client)
+        .deadline(Duration::from_millis(300))
+        .build()
+        .run(vec![], "How warm is Oslo?", &ctx())
+        .await
+        .expect("run");
+    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_detail.as_deref(), Some("the run's deadline passed"));
+    assert_eq!(result.response, "I could not finish, but here is what I found: temp_c: 21");
+    assert!(
+        matches!(result.messages.last(), Some(Message::Tool(_))),
+        "the history ends where the model stopped"
+    );
+
+    // Nothing found yet: it says so, and never an empty answer.
+    let client = ScriptedClient::new().respond(response::tool_calls([("slow_a", json!({}))]));
+    let result = common::agent(&client)
+        .deadline(Duration::from_millis(50))
+        .build()
+        .run(vec![], "go", &ctx())
+        .await
+        .expect("run");
+    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.response, "I could not finish looking that up.");
+}

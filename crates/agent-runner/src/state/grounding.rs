@@ -261,7 +261,7 @@ impl RunState {
 
     /// One line per successful call of the run: its summary (or its whole
     /// result when short); with `with_failures`, a line per failed call too.
-    fn result_lines(&self, with_failures: bool) -> Vec<String> {
+    pub(super) fn result_lines(&self, with_failures: bool) -> Vec<String> {
         let mut lines = Vec::new();
         for call in self.turn_calls() {
             if call.is_error {
