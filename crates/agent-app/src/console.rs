@@ -240,6 +240,7 @@ pub fn grounding_note(faults: &[GroundingFault], ungrounded: &[String], action: 
             GroundingFault::EchoedInstruction => "it repeats an instruction meant for the model".to_owned(),
             GroundingFault::IgnoredResults => "it mentions none of the tool results".to_owned(),
             GroundingFault::WroteACall => "it writes a tool call instead of an answer".to_owned(),
+            GroundingFault::RawResult => "it copies a tool result's raw data".to_owned(),
         });
     }
     let next = match action {

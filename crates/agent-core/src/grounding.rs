@@ -23,6 +23,9 @@ pub enum GroundingFault {
     /// It writes a tool call (call JSON or call markup) as, or inside, the
     /// answer: a call that will never run, shown to the user.
     WroteACall,
+    /// It copies a tool result's raw data (its JSON, as the model was given
+    /// it) instead of saying what the result means.
+    RawResult,
 }
 
 /// What the runner did about a faulty answer.

@@ -457,7 +457,10 @@ async fn a_run_stopped_by_its_deadline_says_what_it_found() {
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
     assert_eq!(result.stop_detail.as_deref(), Some("the run's deadline passed"));
-    assert_eq!(result.response, "I could not finish, but here is what I found: temp_c: 21");
+    assert_eq!(
+        result.response,
+        "I could not finish, but here is what I found: temp_c: 21"
+    );
     assert!(
         matches!(result.messages.last(), Some(Message::Tool(_))),
         "the history ends where the model stopped"

@@ -287,6 +287,32 @@ async fn an_answer_that_writes_a_call_is_never_shown_as_the_answer() {
 }
 
 #[tokio::test]
+async fn an_answer_copying_a_results_raw_json_is_replaced_by_its_summary() {
+    // The result as the model was given it.
+    let given = serde_json::from_str::<serde_json::Value>(PARIS)
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    let client = ScriptedClient::new()
+        .respond(weather_call())
+        .respond(response::text(format!(
+            "```json\n<tool_response>\n{given}\n</tool_response>\n```"
+        )));
+    let result = run(&client, Grounding::On, "Paris weather").await;
+    assert_eq!(result.response, "Paris: 18.4 °C, light rain");
+    assert_eq!(client.requests().len(), 2, "put right without asking again");
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.faults, [GroundingFault::RawResult]);
+    assert_eq!(grounding.actions, [GroundingAction::Replaced]);
+
+    // The result's values, said in other words, are an answer.
+    let client = ScriptedClient::new()
+        .respond(weather_call())
+        .respond(response::text("Paris: city Paris, temperature_c 18.4, light rain."));
+    let result = run(&client, Grounding::On, "Paris weather").await;
+    assert!(result.grounding.expect("recorded").faults.is_empty());
+}
+
+#[tokio::test]
 async fn off_answers_pass_unchecked_and_no_record_is_written() {
     let client = ScriptedClient::new().respond(response::text("Paris is 22 degrees."));
     let result = run(&client, Grounding::Off, "Paris weather?").await;

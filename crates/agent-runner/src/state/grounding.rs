@@ -82,7 +82,10 @@ impl RunState {
         if findings.faults.is_empty() {
             return false;
         }
-        let action = if forced {
+        // Raw result data alone is put right without asking again: the
+        // results' summaries say the same for a person.
+        let only_raw = findings.faults == [GroundingFault::RawResult];
+        let action = if forced || only_raw {
             GroundingAction::Replaced
         } else if self.tool_calls.is_empty() && !self.grounding.reasked_for_call && self.can_require_a_call() {
             GroundingAction::ReaskedForCall
@@ -185,6 +188,9 @@ impl RunState {
         if self.writes_a_call(answer) {
             faults.push(GroundingFault::WroteACall);
         }
+        if self.copies_a_raw_result(answer) {
+            faults.push(GroundingFault::RawResult);
+        }
         Findings { faults, ungrounded }
     }
 
@@ -234,6 +240,20 @@ impl RunState {
         parsed.has_calls() || !parsed.malformed.is_empty()
     }
 
+    /// Whether `answer` holds the opening of a JSON result of the run's
+    /// calls as the model was given it ([`RAW_RESULT_CHARS`] characters of
+    /// it, verbatim).
+    fn copies_a_raw_result(&self, answer: &str) -> bool {
+        self.turn_calls().any(|call| {
+            let result = call.result.trim_start();
+            if !result.starts_with(['{', '[']) {
+                return false;
+            }
+            let opening: String = result.chars().take(RAW_RESULT_CHARS).collect();
+            opening.chars().count() == RAW_RESULT_CHARS && answer.contains(&opening)
+        })
+    }
+
     /// Whether calls succeeded in this run and `answer` mentions none of
     /// their results: no figure of theirs and no word of their values.
     fn ignores_the_results(&self, answer: &str) -> bool {
@@ -277,6 +297,10 @@ impl RunState {
         lines
     }
 }
+
+/// The characters of a JSON result's opening that, copied into an answer,
+/// make it raw data: enough to hold a key and the start of its value.
+const RAW_RESULT_CHARS: usize = 24;
 
 /// Words of a copied run that make an answer an echo.
 const ECHO_WORDS: usize = 6;
