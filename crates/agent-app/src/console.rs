@@ -241,6 +241,7 @@ pub fn grounding_note(faults: &[GroundingFault], ungrounded: &[String], action: 
             GroundingFault::IgnoredResults => "it mentions none of the tool results".to_owned(),
             GroundingFault::WroteACall => "it writes a tool call instead of an answer".to_owned(),
             GroundingFault::RawResult => "it copies a tool result's raw data".to_owned(),
+            GroundingFault::NoAnswer => "it says nothing".to_owned(),
         });
     }
     let next = match action {

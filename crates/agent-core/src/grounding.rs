@@ -18,7 +18,7 @@ pub enum GroundingFault {
     /// it to call again, the runner's own request) as the answer.
     EchoedInstruction,
     /// Tools were called for the question and the answer mentions none of
-    /// their results.
+    /// their results; or every call failed and the answer does not say so.
     IgnoredResults,
     /// It writes a tool call (call JSON or call markup) as, or inside, the
     /// answer: a call that will never run, shown to the user.
@@ -26,6 +26,8 @@ pub enum GroundingFault {
     /// It copies a tool result's raw data (its JSON, as the model was given
     /// it) instead of saying what the result means.
     RawResult,
+    /// It says nothing: no word or figure outside code fences.
+    NoAnswer,
 }
 
 /// What the runner did about a faulty answer.

@@ -86,12 +86,14 @@ pub(crate) fn repeated_calls_reminder(calls: &[String], question: &str) -> Strin
 }
 
 /// The answer that replaces one the grounding check could not accept:
-/// what the tools returned (`lines`), or that nothing could be looked up.
-pub(crate) fn replaced_answer(lines: &[String]) -> String {
-    match lines {
-        [] => "I could not look that up.".to_owned(),
-        [line] => line.clone(),
-        lines => format!("Here is what I found:\n- {}", lines.join("\n- ")),
+/// what the tools returned (`lines`), or that nothing could be looked up,
+/// and why when a call's `failure` says it plainly.
+pub(crate) fn replaced_answer(lines: &[String], failure: Option<&str>) -> String {
+    match (lines, failure) {
+        ([], Some(failure)) => format!("I could not look that up: {failure}."),
+        ([], None) => "I could not look that up.".to_owned(),
+        ([line], _) => line.clone(),
+        (lines, _) => format!("Here is what I found:\n- {}", lines.join("\n- ")),
     }
 }
 

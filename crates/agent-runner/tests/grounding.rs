@@ -313,6 +313,59 @@ async fn an_answer_copying_a_results_raw_json_is_replaced_by_its_summary() {
 }
 
 #[tokio::test]
+async fn an_answer_that_ignores_that_every_call_failed_is_not_passed_on() {
+    let failing = || {
+        TestTools::new("travel").with(TestTool::new(
+            "get_weather",
+            ToolBehaviour::Fail("City not found: Atlantis. Call the tool again with a real city.".into()),
+        ))
+    };
+    let ask = |client: &ScriptedClient| {
+        let agent = common::agent_with(client, failing()).grounding(Grounding::On).build();
+        async move {
+            agent
+                .run(Vec::new(), "Weather in Atlantis?", &ToolContext::new())
+                .await
+                .unwrap_or_else(|error| *error.result)
+        }
+    };
+    let atlantis = || response::tool_calls([("get_weather", json!({"city": "Atlantis"}))]);
+    // Re-asked with the failure restated, then replaced, saying why.
+    let client = ScriptedClient::new()
+        .respond(atlantis())
+        .respond(response::text("Atlantis is lovely this time of year."))
+        .respond(response::text("Atlantis, the sunken city."));
+    let result = ask(&client).await;
+    assert_eq!(result.response, "I could not look that up: City not found: Atlantis.");
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.faults, [GroundingFault::IgnoredResults]);
+    assert_eq!(
+        grounding.actions,
+        [GroundingAction::ReaskedWithResults, GroundingAction::Replaced]
+    );
+    // An answer that says it went wrong stands.
+    let client = ScriptedClient::new()
+        .respond(atlantis())
+        .respond(response::text("Sorry, I couldn't find a city called Atlantis."));
+    let result = ask(&client).await;
+    assert_eq!(result.response, "Sorry, I couldn't find a city called Atlantis.");
+    // An empty fence says nothing at all.
+    let client = ScriptedClient::new()
+        .respond(atlantis())
+        .respond(response::text("```json\n```"))
+        .respond(response::text("```json\n```"));
+    let result = ask(&client).await;
+    assert_eq!(result.response, "I could not look that up: City not found: Atlantis.");
+    assert!(
+        result
+            .grounding
+            .expect("recorded")
+            .faults
+            .contains(&GroundingFault::NoAnswer)
+    );
+}
+
+#[tokio::test]
 async fn off_answers_pass_unchecked_and_no_record_is_written() {
     let client = ScriptedClient::new().respond(response::text("Paris is 22 degrees."));
     let result = run(&client, Grounding::Off, "Paris weather?").await;

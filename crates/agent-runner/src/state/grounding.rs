@@ -115,7 +115,8 @@ impl RunState {
                 self.push_transient(restatement);
             }
             GroundingAction::Replaced => {
-                let answer = prompts::replaced_answer(&self.result_lines(false));
+                let failure = self.failure_reason();
+                let answer = prompts::replaced_answer(&self.result_lines(false), failure.as_deref());
                 self.request.messages.push(Message::assistant(answer.clone()));
                 self.response = answer;
                 return false;
@@ -182,8 +183,11 @@ impl RunState {
         if self.echoes_an_instruction(answer) {
             faults.push(GroundingFault::EchoedInstruction);
         }
-        if self.ignores_the_results(answer) {
+        if self.ignores_the_results(answer) || self.ignores_the_failures(answer) {
             faults.push(GroundingFault::IgnoredResults);
+        }
+        if says_nothing(answer) {
+            faults.push(GroundingFault::NoAnswer);
         }
         if self.writes_a_call(answer) {
             faults.push(GroundingFault::WroteACall);
@@ -238,6 +242,26 @@ impl RunState {
         }
         let parsed = agent_parse::ToolCallParser::new().known_tools(tools).parse(answer);
         parsed.has_calls() || !parsed.malformed.is_empty()
+    }
+
+    /// Whether calls were made in this run, every one failed, and `answer`
+    /// neither says that anything went wrong ([`FAILURE_WORDS`]) nor asks
+    /// the user something (what a failure for a missing detail calls for).
+    fn ignores_the_failures(&self, answer: &str) -> bool {
+        let mut calls = self.turn_calls().peekable();
+        if calls.peek().is_none() || !calls.all(|call| call.is_error) {
+            return false;
+        }
+        let answer = answer.to_lowercase().replace('\u{2019}', "'");
+        !answer.contains('?') && !FAILURE_WORDS.iter().any(|word| answer.contains(word))
+    }
+
+    /// Why the run's first failed call failed, for the user: the first
+    /// sentence of its result, unless that speaks to the model.
+    fn failure_reason(&self) -> Option<String> {
+        let call = self.turn_calls().find(|call| call.is_error)?;
+        let sentence = first_sentence(&call.result);
+        (!sentence.is_empty() && !is_instruction(&words(&sentence))).then_some(sentence)
     }
 
     /// Whether `answer` holds the opening of a JSON result of the run's
@@ -311,6 +335,30 @@ const MIN_ECHO_WORDS: usize = 3;
 
 /// The longest whole result used as a summary.
 const MAX_SUMMARY_CHARS: usize = 300;
+
+/// Words by which an answer says something went wrong.
+const FAILURE_WORDS: [&str; 14] = [
+    "not ",
+    "n't",
+    "unable",
+    "fail",
+    "error",
+    "sorry",
+    "unfortunately",
+    "unknown",
+    "invalid",
+    "no such",
+    "couldn",
+    "cannot",
+    "problem",
+    "impossible",
+];
+
+/// Whether `answer` says nothing: no word or figure other than a code
+/// fence's language tag.
+fn says_nothing(answer: &str) -> bool {
+    words(answer).iter().all(|word| word == "json")
+}
 
 /// Verbs that open an instruction to the model.
 const IMPERATIVES: [&str; 10] = [
