@@ -384,9 +384,9 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The sentences of `text`, split at `.`, `!`, `?` and line ends.
+/// The sentences of `text`, split at `.`, `!`, `?`, `;` and line ends.
 fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.split(['.', '!', '?', '\n'])
+    text.split(['.', '!', '?', ';', '\n'])
         .filter(|sentence| !sentence.trim().is_empty())
 }
 
@@ -460,12 +460,23 @@ mod tests {
             "The user has not named London",
             "Reply to the user with the figures",
             "the tool needs a date",
+            " use numbers, + - * / % ^, parentheses",
         ] {
             assert!(is_instruction(&words(sentence)), "{sentence}");
         }
         for sentence in ["City not found", "Paris: 18 °C, light rain", "No flights on that day"] {
             assert!(!is_instruction(&words(sentence)), "{sentence}");
         }
+    }
+
+    #[test]
+    fn an_instruction_after_a_semicolon_is_a_sentence_of_its_own() {
+        let error = "syntax error at column 8: unexpected character '='; use numbers, + - * / % ^, parentheses";
+        let instructions: Vec<Vec<String>> = sentences(error)
+            .map(words)
+            .filter(|sentence| is_instruction(sentence))
+            .collect();
+        assert_eq!(instructions, [words("use numbers, parentheses")]);
     }
 
     #[test]
