@@ -519,6 +519,8 @@ impl RunState {
                 self.consecutive_failures,
                 last_error.unwrap_or_default()
             );
+            // The user hears that the lookup failed, and why, not nothing.
+            self.response = self.failed_lookup_answer();
             self.finish(StopCause::Error, Some(detail));
         } else if let Some(cycle) = batch.loop_cycle {
             self.emit(AgentEvent::LoopDetected {

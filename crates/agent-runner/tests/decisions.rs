@@ -753,7 +753,9 @@ fn consecutive_failed_rounds() {
             StopCause::Error,
             Some("every tool call failed in 2 consecutive iterations; last error: `broken`: b failed"),
         )
-        .calls(["a broken: error a failed", "b broken: error b failed"]),
+        .calls(["a broken: error a failed", "b broken: error b failed"])
+        // The user is told the lookup failed, and why.
+        .response("I could not look that up: a failed."),
         Case::new(
             "a round with one success breaks the run of failures",
             state(|c| c.max_consecutive_failures = 2),

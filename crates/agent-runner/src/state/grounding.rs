@@ -115,8 +115,7 @@ impl RunState {
                 self.push_transient(restatement);
             }
             GroundingAction::Replaced => {
-                let failure = self.failure_reason();
-                let answer = prompts::replaced_answer(&self.result_lines(false), failure.as_deref());
+                let answer = self.failed_lookup_answer();
                 self.request.messages.push(Message::assistant(answer.clone()));
                 self.response = answer;
                 return false;
@@ -254,6 +253,12 @@ impl RunState {
         }
         let answer = answer.to_lowercase().replace('\u{2019}', "'");
         !answer.contains('?') && !FAILURE_WORDS.iter().any(|word| answer.contains(word))
+    }
+
+    /// What the user is told instead of an answer: what the calls returned,
+    /// or that the lookup failed and why.
+    pub(super) fn failed_lookup_answer(&self) -> String {
+        prompts::replaced_answer(&self.result_lines(false), self.failure_reason().as_deref())
     }
 
     /// Why the run's first failed call failed, for the user: the first
