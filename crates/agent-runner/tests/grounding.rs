@@ -363,6 +363,23 @@ async fn an_answer_that_ignores_that_every_call_failed_is_not_passed_on() {
             .faults
             .contains(&GroundingFault::NoAnswer)
     );
+
+    // A reason that speaks to the model gives the user only its head.
+    let tools = TestTools::new("math").with(TestTool::new(
+        "divide",
+        ToolBehaviour::Fail("division by zero: this tool can never succeed (do not retry it)".into()),
+    ));
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("divide", json!({"number": 17}))]))
+        .respond(response::text("```json\n```"))
+        .respond(response::text("```json\n```"));
+    let result = common::agent_with(&client, tools)
+        .grounding(Grounding::On)
+        .build()
+        .run(Vec::new(), "Divide 17 by the secret number", &ToolContext::new())
+        .await
+        .unwrap_or_else(|error| *error.result);
+    assert_eq!(result.response, "I could not look that up: division by zero.");
 }
 
 #[tokio::test]

@@ -262,11 +262,18 @@ impl RunState {
     }
 
     /// Why the run's first failed call failed, for the user: the first
-    /// sentence of its result, unless that speaks to the model.
+    /// sentence of its result, or, when that speaks to the model, the head
+    /// it opens with before a colon ("division by zero: ... do not retry
+    /// it" gives "division by zero"); none when both speak to the model.
     fn failure_reason(&self) -> Option<String> {
         let call = self.turn_calls().find(|call| call.is_error)?;
         let sentence = first_sentence(&call.result);
-        (!sentence.is_empty() && !is_instruction(&words(&sentence))).then_some(sentence)
+        let plain = |text: &str| !text.is_empty() && !is_instruction(&words(text));
+        if plain(&sentence) {
+            return Some(sentence);
+        }
+        let head = sentence.split_once(':')?.0.trim();
+        plain(head).then(|| head.to_owned())
     }
 
     /// Whether `answer` holds the opening of a JSON result of the run's
