@@ -242,12 +242,14 @@ pub fn grounding_note(faults: &[GroundingFault], ungrounded: &[String], action: 
             GroundingFault::WroteACall => "it writes a tool call instead of an answer".to_owned(),
             GroundingFault::RawResult => "it copies a tool result's raw data".to_owned(),
             GroundingFault::NoAnswer => "it says nothing".to_owned(),
+            GroundingFault::OmittedResults => "it leaves out some tool results".to_owned(),
         });
     }
     let next = match action {
         GroundingAction::ReaskedForCall => "asking the model again, with a tool call",
         GroundingAction::ReaskedWithResults => "asking the model again, with the tool results",
         GroundingAction::Replaced => "answering with what the tools returned instead",
+        GroundingAction::Completed => "adding what they returned",
     };
     format!("  ⚠ answer not grounded ({}): {next}", problems.join("; "))
 }

@@ -28,6 +28,8 @@ pub enum GroundingFault {
     RawResult,
     /// It says nothing: no word or figure outside code fences.
     NoAnswer,
+    /// It leaves out what some of the calls made for it returned.
+    OmittedResults,
 }
 
 /// What the runner did about a faulty answer.
@@ -41,6 +43,8 @@ pub enum GroundingAction {
     /// Replaced the answer with what the tools returned, or with "I could
     /// not look that up" when they returned nothing usable.
     Replaced,
+    /// Kept the answer and added what the results it left out say.
+    Completed,
 }
 
 /// The grounding check of one run.

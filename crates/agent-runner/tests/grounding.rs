@@ -383,6 +383,71 @@ async fn an_answer_that_ignores_that_every_call_failed_is_not_passed_on() {
 }
 
 #[tokio::test]
+async fn an_answer_leaving_out_some_results_gets_what_they_say_added() {
+    let reply = |value: serde_json::Value| ToolBehaviour::Reply(ToolOutput::Json(value));
+    let tools = TestTools::new("trip")
+        .with(TestTool::new(
+            "get_weather",
+            reply(serde_json::from_str(PARIS).unwrap_or_default()),
+        ))
+        .with(TestTool::new(
+            "get_flight",
+            reply(json!({"summary": "Cheapest flight from New York to Paris: $381 (Meridian Air)", "price": 381})),
+        ))
+        .with(TestTool::new(
+            "convert",
+            reply(json!({"summary": "1000 USD = 920.00 EUR", "converted": 920.0})),
+        ));
+    let calls = || {
+        response::tool_calls([
+            ("get_weather", json!({"city": "Paris"})),
+            ("get_flight", json!({"from": "NYC", "to": "Paris"})),
+            ("convert", json!({"amount": 1000})),
+        ])
+    };
+    let ask = |client: &ScriptedClient| {
+        let agent = common::agent_with(client, tools.clone())
+            .grounding(Grounding::On)
+            .build();
+        async move {
+            agent
+                .run(
+                    Vec::new(),
+                    "NYC to Paris: weather, flight and 1000 USD in EUR?",
+                    &ToolContext::new(),
+                )
+                .await
+                .unwrap_or_else(|error| *error.result)
+        }
+    };
+    let client = ScriptedClient::new()
+        .respond(calls())
+        .respond(response::text("Paris, France: 18.4 °C with light rain."));
+    let result = ask(&client).await;
+    assert_eq!(
+        result.response,
+        "Paris, France: 18.4 °C with light rain.\n\n\
+         Cheapest flight from New York to Paris: $381 (Meridian Air)\n1000 USD = 920.00 EUR"
+    );
+    assert_eq!(client.requests().len(), 2, "no model call for it");
+    assert_eq!(
+        result.messages.last(),
+        Some(&Message::assistant(result.response.clone())),
+        "the history holds what the user was told"
+    );
+    let grounding = result.grounding.expect("recorded");
+    assert_eq!(grounding.faults, [GroundingFault::OmittedResults]);
+    assert_eq!(grounding.actions, [GroundingAction::Completed]);
+
+    // An answer that uses every result stands as written.
+    let whole = "18.4 °C and light rain in Paris; the Meridian Air flight is $381; 1000 USD is 920 EUR.";
+    let client = ScriptedClient::new().respond(calls()).respond(response::text(whole));
+    let result = ask(&client).await;
+    assert_eq!(result.response, whole);
+    assert!(result.grounding.expect("recorded").actions.is_empty());
+}
+
+#[tokio::test]
 async fn off_answers_pass_unchecked_and_no_record_is_written() {
     let client = ScriptedClient::new().respond(response::text("Paris is 22 degrees."));
     let result = run(&client, Grounding::Off, "Paris weather?").await;

@@ -80,6 +80,7 @@ impl RunState {
         let findings = self.findings();
         self.grounding.record.note(&findings.faults, &findings.ungrounded);
         if findings.faults.is_empty() {
+            self.complete_the_answer();
             return false;
         }
         // Raw result data alone is put right without asking again: the
@@ -114,7 +115,7 @@ impl RunState {
                 let restatement = prompts::restated_results(&self.result_lines(true));
                 self.push_transient(restatement);
             }
-            GroundingAction::Replaced => {
+            GroundingAction::Replaced | GroundingAction::Completed => {
                 let answer = self.failed_lookup_answer();
                 self.request.messages.push(Message::assistant(answer.clone()));
                 self.response = answer;
@@ -125,6 +126,71 @@ impl RunState {
         self.prepared = false;
         self.phase = Phase::NeedsModel { forced: None };
         true
+    }
+
+    /// Adds to a sound answer what the results it leaves out say: a small
+    /// model given several results often answers from one of them.
+    fn complete_the_answer(&mut self) {
+        let omitted = self.omitted_results(&self.response);
+        if omitted.is_empty() {
+            return;
+        }
+        let faults = vec![GroundingFault::OmittedResults];
+        self.grounding.record.note(&faults, &[]);
+        self.grounding.record.actions.push(GroundingAction::Completed);
+        self.emit(AgentEvent::AnswerUngrounded {
+            iteration: self.iteration,
+            faults,
+            ungrounded: Vec::new(),
+            action: GroundingAction::Completed,
+        });
+        let completed = format!("{}\n\n{}", self.response.trim_end(), omitted.join("\n"));
+        if let Some(Message::Assistant(answer)) = self.request.messages.last_mut() {
+            answer.content.clone_from(&completed);
+        }
+        self.response = completed;
+    }
+
+    /// The summaries of the run's successful results that `answer` does
+    /// not mention: none of their figures, and none of the words that only
+    /// they hold (a city both a weather and a flight result name says
+    /// nothing of which one the answer used).
+    fn omitted_results(&self, answer: &str) -> Vec<String> {
+        let figures = crate::grounding::figures(answer);
+        let answer_words: HashSet<String> = words(answer).into_iter().collect();
+        let results: Vec<(&str, HashSet<String>)> = self
+            .turn_calls()
+            .filter(|call| !call.is_error)
+            .map(|call| {
+                let terms = result_values(&call.result)
+                    .iter()
+                    .flat_map(|value| words(value))
+                    .filter(|word| is_content_word(word))
+                    .collect();
+                (call.result.as_str(), terms)
+            })
+            .collect();
+        let mut omitted: Vec<String> = Vec::new();
+        for (index, (result, terms)) in results.iter().enumerate() {
+            let mut evidence = Evidence::new();
+            evidence.add(result);
+            let by_figure = figures.iter().any(|figure| evidence.contains(figure));
+            let by_word = terms.iter().any(|term| {
+                answer_words.contains(term)
+                    && results
+                        .iter()
+                        .enumerate()
+                        .all(|(other, (_, others))| other == index || !others.contains(term))
+            });
+            if !by_figure
+                && !by_word
+                && let Some(summary) = summary_of(result)
+                && !omitted.contains(&summary)
+            {
+                omitted.push(summary);
+            }
+        }
+        omitted
     }
 
     /// The calls of this run that were answered in the history.
