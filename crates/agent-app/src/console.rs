@@ -245,6 +245,12 @@ pub fn grounding_note(faults: &[GroundingFault], ungrounded: &[String], action: 
             GroundingFault::OmittedResults => "it leaves out some tool results".to_owned(),
         });
     }
+    if action == GroundingAction::Completed {
+        return format!(
+            "  + the answer {}: adding what they returned",
+            problems.join("; ").trim_start_matches("it ")
+        );
+    }
     let next = match action {
         GroundingAction::ReaskedForCall => "asking the model again, with a tool call",
         GroundingAction::ReaskedWithResults => "asking the model again, with the tool results",
@@ -407,6 +413,10 @@ mod tests {
         assert_eq!(
             note,
             "  ⚠ answer not grounded (22 °C, $100 in no tool result or message; it mentions none of the tool results): asking the model again, with a tool call"
+        );
+        assert_eq!(
+            grounding_note(&[GroundingFault::OmittedResults], &[], GroundingAction::Completed),
+            "  + the answer leaves out some tool results: adding what they returned"
         );
         let replaced = grounding_note(&[GroundingFault::EchoedInstruction], &[], GroundingAction::Replaced);
         assert!(

@@ -184,6 +184,30 @@ async fn with_no_result_to_give_the_user_hears_it_could_not_be_looked_up() {
 }
 
 #[tokio::test]
+async fn asking_the_question_a_failed_tool_suggests_is_not_an_echo() {
+    let tools = TestTools::new("travel").with(TestTool::new(
+        "get_flight_prices",
+        ToolBehaviour::Fail(
+            "the user has not said when the flight is. Reply to the user with a short question, \
+             for example: On what date do you want to fly?"
+                .into(),
+        ),
+    ));
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("get_flight_prices", json!({"to": "Paris"}))]))
+        .respond(response::text("On what date do you want to fly?"));
+    let result = common::agent_with(&client, tools)
+        .grounding(Grounding::On)
+        .build()
+        .run(Vec::new(), "How much is a flight to Paris?", &ToolContext::new())
+        .await
+        .unwrap_or_else(|error| *error.result);
+    assert_eq!(result.response, "On what date do you want to fly?");
+    assert!(result.grounding.expect("recorded").faults.is_empty());
+    assert_eq!(client.requests().len(), 2);
+}
+
+#[tokio::test]
 async fn an_answer_repeating_a_tools_instruction_to_the_model_is_not_passed_on() {
     let client = ScriptedClient::new()
         .respond(response::tool_calls([("find_place", json!({"name": "London"}))]))

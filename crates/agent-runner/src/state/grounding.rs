@@ -275,7 +275,7 @@ impl RunState {
         let mut instructions: Vec<Vec<String>> = self
             .turn_calls()
             .filter(|call| call.is_error)
-            .flat_map(|call| sentences(&call.result))
+            .flat_map(|call| clauses(&call.result))
             .map(words)
             .filter(|sentence| is_instruction(sentence))
             .collect();
@@ -468,6 +468,14 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
         .filter(|sentence| !sentence.trim().is_empty())
 }
 
+/// The clauses of `text`: its sentences, split at `:` too, so that the
+/// question a tool gives the model to ask ("Reply with a short question,
+/// for example: Which city do you mean?") is a clause of its own, and an
+/// answer asking it is not an echo of the instruction around it.
+fn clauses(text: &str) -> impl Iterator<Item = &str> {
+    sentences(text).flat_map(|sentence| sentence.split(':'))
+}
+
 fn first_sentence(text: &str) -> String {
     sentences(text).next().unwrap_or(text).trim().to_owned()
 }
@@ -555,6 +563,23 @@ mod tests {
             .filter(|sentence| is_instruction(sentence))
             .collect();
         assert_eq!(instructions, [words("use numbers, parentheses")]);
+    }
+
+    #[test]
+    fn the_question_a_tool_suggests_is_not_part_of_its_instruction() {
+        let error = "the user has not said when the flight is. Reply to the user with a short question, \
+                     for example: On what date do you want to fly?";
+        let instructions: Vec<String> = clauses(error)
+            .filter(|clause| is_instruction(&words(clause)))
+            .map(|clause| clause.trim().to_owned())
+            .collect();
+        assert_eq!(
+            instructions,
+            [
+                "the user has not said when the flight is",
+                "Reply to the user with a short question, for example"
+            ]
+        );
     }
 
     #[test]
