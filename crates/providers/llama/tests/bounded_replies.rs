@@ -7,10 +7,7 @@
 
 mod common;
 
-use agent_core::{
-    AssistantMessage, CancellationToken, ChatRequest, ChatResponse, LlmClient, Message, StopReason, ToolCall,
-    ToolChoice, ToolDefinition, ToolResult,
-};
+use agent_core::{AssistantMessage, ChatRequest, Message, StopReason, ToolCall, ToolChoice, ToolResult};
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use serde_json::json;
 
@@ -24,37 +21,13 @@ fn client() -> Option<LlamaClient> {
     })
 }
 
-fn tools() -> Vec<ToolDefinition> {
-    vec![
-        ToolDefinition::new(
-            "get_weather",
-            "Current weather in a city.",
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        ),
-        ToolDefinition::new(
-            "calculator",
-            "Evaluates an arithmetic expression.",
-            json!({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}),
-        ),
-    ]
-}
-
 fn request(messages: Vec<Message>) -> ChatRequest {
     let mut request = ChatRequest::new(messages).with_system("You are a helpful assistant. Use the tools.");
-    request.tools = tools();
+    request.tools = common::weather_and_calculator();
     request.tool_choice = ToolChoice::Required;
     request.max_tokens = Some(MAX_TOKENS);
     request.temperature = Some(0.0);
     request
-}
-
-fn reply(client: &LlamaClient, request: &ChatRequest) -> ChatResponse {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-        .block_on(client.complete(request, &CancellationToken::new()))
-        .expect("reply")
 }
 
 #[test]
@@ -63,10 +36,10 @@ fn a_reply_ends_when_its_calls_reach_the_cap() {
     let mut capped = request(vec![Message::user(
         "Call get_weather four times, one call per line: for Oslo, Rome, Paris and Madrid.",
     )]);
-    let uncapped = reply(&client, &capped);
+    let uncapped = common::reply(&client, &capped);
     eprintln!("uncapped: {:?}", uncapped.message.tool_calls);
     capped.max_tool_calls = Some(1);
-    let response = reply(&client, &capped);
+    let response = common::reply(&client, &capped);
     eprintln!("capped: {:?} {:?}", response.message.tool_calls, response.usage);
     assert_eq!(response.message.tool_calls.len(), 1, "{:?}", response.message);
     assert_eq!(response.stop_reason, StopReason::ToolUse);
@@ -92,7 +65,7 @@ fn a_reply_ends_at_the_first_call_already_answered_in_the_turn() {
     ]);
     // A call is required, and the only one the question needs was made: the
     // model writes a repeat, and the reply ends with it.
-    let response = reply(&client, &answered);
+    let response = common::reply(&client, &answered);
     eprintln!("{:?} {:?}", response.message.tool_calls, response.usage);
     assert_ne!(response.stop_reason, StopReason::MaxTokens, "{:?}", response.message);
     let calls = &response.message.tool_calls;

@@ -6,11 +6,10 @@
 //! Needs the model (`cargo xtask fetch-model`); skipped without it unless
 //! `AGENTRY_REQUIRE_MODEL` is set.
 
-use agent_core::{CancellationToken, ChatRequest, ChatResponse, LlmClient, Message, ToolDefinition};
+use agent_core::{ChatRequest, ChatResponse, Message};
 mod common;
 
 use agent_provider_llama::{LlamaClient, LlamaConfig};
-use serde_json::json;
 
 fn client(newest_message_odds: bool) -> Option<LlamaClient> {
     common::client_with(LlamaConfig {
@@ -18,21 +17,6 @@ fn client(newest_message_odds: bool) -> Option<LlamaClient> {
         newest_message_odds,
         ..LlamaConfig::default()
     })
-}
-
-fn tools() -> Vec<ToolDefinition> {
-    vec![
-        ToolDefinition::new(
-            "get_weather",
-            "Current weather in a city.",
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        ),
-        ToolDefinition::new(
-            "calculator",
-            "Evaluates an arithmetic expression.",
-            json!({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}),
-        ),
-    ]
 }
 
 /// Two turns of small talk answered in prose, then `question`.
@@ -45,19 +29,10 @@ fn after_small_talk(question: &str) -> ChatRequest {
         Message::user(question),
     ])
     .with_system("You are a helpful travel assistant. Use the tools when they help.");
-    request.tools = tools();
+    request.tools = common::weather_and_calculator();
     request.max_tokens = Some(48);
     request.temperature = Some(0.0);
     request
-}
-
-fn reply(client: &LlamaClient, request: &ChatRequest) -> ChatResponse {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-        .block_on(client.complete(request, &CancellationToken::new()))
-        .expect("reply")
 }
 
 fn called(response: &ChatResponse) -> Vec<&str> {
@@ -73,7 +48,7 @@ fn called(response: &ChatResponse) -> Vec<&str> {
 fn after_small_talk_a_question_needing_a_tool_gets_its_call() {
     let question = "what's the weather like in Lisbon right now?";
     let Some(by_history) = client(false) else { return };
-    let unchecked = reply(&by_history, &after_small_talk(question));
+    let unchecked = common::reply(&by_history, &after_small_talk(question));
     eprintln!("decided on the whole conversation: {:?}", unchecked.message);
     assert!(
         called(&unchecked).is_empty(),
@@ -83,7 +58,7 @@ fn after_small_talk_a_question_needing_a_tool_gets_its_call() {
     drop(by_history);
 
     let Some(per_message) = client(true) else { return };
-    let decided = reply(&per_message, &after_small_talk(question));
+    let decided = common::reply(&per_message, &after_small_talk(question));
     eprintln!("decided on the newest message too: {:?}", decided.message);
     assert_eq!(called(&decided), ["get_weather"], "{:?}", decided.message);
     let city = decided.message.tool_calls[0].arguments["city"]
@@ -99,7 +74,7 @@ fn after_small_talk_a_question_needing_a_tool_gets_its_call() {
 #[test]
 fn small_talk_after_small_talk_still_gets_no_call() {
     let Some(client) = client(true) else { return };
-    let response = reply(
+    let response = common::reply(
         &client,
         &after_small_talk("haha, thanks, you're sweet. have a nice evening!"),
     );
@@ -115,7 +90,7 @@ fn small_talk_after_small_talk_still_gets_no_call() {
 #[test]
 fn a_call_written_twice_ends_the_reply_and_its_calls_are_kept() {
     let Some(client) = client(true) else { return };
-    let response = reply(&client, &after_small_talk("what's 17 times 23?"));
+    let response = common::reply(&client, &after_small_talk("what's 17 times 23?"));
     eprintln!("{:?} {:?}", response.message, response.stop_reason);
     assert_ne!(
         response.stop_reason,

@@ -1,7 +1,11 @@
 //! What the real-model tests share.
 
+#![allow(dead_code)]
+
+use agent_core::{CancellationToken, ChatRequest, ChatResponse, LlmClient, ToolDefinition};
 use agent_provider_llama::models::{DEFAULT_MODEL, ModelStore, known_model};
 use agent_provider_llama::{LlamaClient, LlamaConfig};
+use serde_json::json;
 
 /// The embedded model loaded with `config`, or `None` (after saying why)
 /// when it is not fetched; with `AGENTRY_REQUIRE_MODEL` set, as CI sets
@@ -17,4 +21,30 @@ pub fn client_with(config: LlamaConfig) -> Option<LlamaClient> {
         return None;
     }
     Some(LlamaClient::load(config).expect("the model loads"))
+}
+
+/// `get_weather(city)` and `calculator(expression)`.
+pub fn weather_and_calculator() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition::new(
+            "get_weather",
+            "Current weather in a city.",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        ),
+        ToolDefinition::new(
+            "calculator",
+            "Evaluates an arithmetic expression.",
+            json!({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}),
+        ),
+    ]
+}
+
+/// The client's whole reply to `request`, on a runtime of its own.
+pub fn reply(client: &LlamaClient, request: &ChatRequest) -> ChatResponse {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(client.complete(request, &CancellationToken::new()))
+        .expect("reply")
 }
