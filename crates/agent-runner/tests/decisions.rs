@@ -728,6 +728,19 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
             ])
             .calls(["a echo: ok", "b echo: ok", "d echo: ok"])
             .response("done"),
+        Case::new("a repeat at the iteration limit forces the answer instead of a re-ask", state(|c| c.max_iterations = 2))
+            .script([
+                ("model", Reply(calls([("a", "echo", json!({"n": 1})), ("b", "echo", json!({"n": 2}))]))),
+                ("run a b", Run),
+                ("model <- a b", Reply(echo("c", 1))),
+                ("model(none)", Reply(answer("forced"))),
+            ])
+            .ends(
+                StopCause::MaxIterations,
+                Some("reached the limit of 2 iterations; the answer was forced"),
+            )
+            .calls(["a echo: ok", "b echo: ok"])
+            .response("forced"),
     ]);
 }
 

@@ -53,6 +53,11 @@ impl RunState {
             self.force_answer(ForcedReason::LoopDetected, Some(Cycle::of_calls(calls)));
             return true;
         }
+        if self.iteration >= self.config.max_iterations {
+            // No room for another try: the answer is forced, as at the limit.
+            self.force_answer(ForcedReason::MaxIterations, None);
+            return true;
+        }
         self.emit(AgentEvent::CallsRepeated {
             iteration: self.iteration,
             tools: repeated,
