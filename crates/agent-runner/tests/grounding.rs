@@ -34,8 +34,16 @@ fn travel_tools() -> TestTools {
 }
 
 async fn run(client: &ScriptedClient, grounding: Grounding, question: &str) -> AgentRunResult {
-    common::agent_with(client, travel_tools())
-        .grounding(grounding)
+    run_on(
+        common::agent_with(client, travel_tools()).grounding(grounding),
+        question,
+    )
+    .await
+}
+
+/// The answer of the agent `builder` builds to `question`, a failed run's too.
+async fn run_on(builder: agent_runner::AgentBuilder, question: &str) -> AgentRunResult {
+    builder
         .build()
         .run(Vec::new(), question, &ToolContext::new())
         .await
@@ -196,12 +204,11 @@ async fn asking_the_question_a_failed_tool_suggests_is_not_an_echo() {
     let client = ScriptedClient::new()
         .respond(response::tool_calls([("get_flight_prices", json!({"to": "Paris"}))]))
         .respond(response::text("On what date do you want to fly?"));
-    let result = common::agent_with(&client, tools)
-        .grounding(Grounding::On)
-        .build()
-        .run(Vec::new(), "How much is a flight to Paris?", &ToolContext::new())
-        .await
-        .unwrap_or_else(|error| *error.result);
+    let result = run_on(
+        common::agent_with(&client, tools).grounding(Grounding::On),
+        "How much is a flight to Paris?",
+    )
+    .await;
     assert_eq!(result.response, "On what date do you want to fly?");
     assert!(result.grounding.expect("recorded").faults.is_empty());
     assert_eq!(client.requests().len(), 2);
@@ -248,13 +255,13 @@ async fn a_forced_answer_echoing_the_runners_instruction_is_replaced_without_a_r
     let client = ScriptedClient::new()
         .respond(weather_call())
         .respond(response::text("No more tool calls."));
-    let result = common::agent_with(&client, travel_tools())
-        .grounding(Grounding::On)
-        .max_iterations(1)
-        .build()
-        .run(Vec::new(), "Paris weather", &ToolContext::new())
-        .await
-        .unwrap_or_else(|error| *error.result);
+    let result = run_on(
+        common::agent_with(&client, travel_tools())
+            .grounding(Grounding::On)
+            .max_iterations(1),
+        "Paris weather",
+    )
+    .await;
     assert_eq!(result.stop_reason, StopCause::MaxIterations);
     assert_eq!(result.response, "Paris: 18.4 °C, light rain");
     assert_eq!(client.requests().len(), 2);
@@ -273,13 +280,13 @@ async fn an_answer_that_writes_a_call_is_never_shown_as_the_answer() {
     let client = ScriptedClient::new().respond(weather_call()).respond(response::text(
         "Here is the weather in Paris: {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
     ));
-    let result = common::agent_with(&client, travel_tools())
-        .grounding(Grounding::On)
-        .max_iterations(1)
-        .build()
-        .run(Vec::new(), "Paris weather", &ToolContext::new())
-        .await
-        .unwrap_or_else(|error| *error.result);
+    let result = run_on(
+        common::agent_with(&client, travel_tools())
+            .grounding(Grounding::On)
+            .max_iterations(1),
+        "Paris weather",
+    )
+    .await;
     assert_eq!(result.response, "Paris: 18.4 °C, light rain");
     let grounding = result.grounding.expect("recorded");
     assert_eq!(grounding.faults, [GroundingFault::WroteACall]);
@@ -345,13 +352,10 @@ async fn an_answer_that_ignores_that_every_call_failed_is_not_passed_on() {
         ))
     };
     let ask = |client: &ScriptedClient| {
-        let agent = common::agent_with(client, failing()).grounding(Grounding::On).build();
-        async move {
-            agent
-                .run(Vec::new(), "Weather in Atlantis?", &ToolContext::new())
-                .await
-                .unwrap_or_else(|error| *error.result)
-        }
+        run_on(
+            common::agent_with(client, failing()).grounding(Grounding::On),
+            "Weather in Atlantis?",
+        )
     };
     let atlantis = || response::tool_calls([("get_weather", json!({"city": "Atlantis"}))]);
     // Re-asked with the failure restated, then replaced, saying why.
@@ -397,12 +401,11 @@ async fn an_answer_that_ignores_that_every_call_failed_is_not_passed_on() {
         .respond(response::tool_calls([("divide", json!({"number": 17}))]))
         .respond(response::text("```json\n```"))
         .respond(response::text("```json\n```"));
-    let result = common::agent_with(&client, tools)
-        .grounding(Grounding::On)
-        .build()
-        .run(Vec::new(), "Divide 17 by the secret number", &ToolContext::new())
-        .await
-        .unwrap_or_else(|error| *error.result);
+    let result = run_on(
+        common::agent_with(&client, tools).grounding(Grounding::On),
+        "Divide 17 by the secret number",
+    )
+    .await;
     assert_eq!(result.response, "I could not look that up: division by zero.");
 }
 
@@ -430,19 +433,10 @@ async fn an_answer_leaving_out_some_results_gets_what_they_say_added() {
         ])
     };
     let ask = |client: &ScriptedClient| {
-        let agent = common::agent_with(client, tools.clone())
-            .grounding(Grounding::On)
-            .build();
-        async move {
-            agent
-                .run(
-                    Vec::new(),
-                    "NYC to Paris: weather, flight and 1000 USD in EUR?",
-                    &ToolContext::new(),
-                )
-                .await
-                .unwrap_or_else(|error| *error.result)
-        }
+        run_on(
+            common::agent_with(client, tools.clone()).grounding(Grounding::On),
+            "NYC to Paris: weather, flight and 1000 USD in EUR?",
+        )
     };
     let client = ScriptedClient::new()
         .respond(calls())
