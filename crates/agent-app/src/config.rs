@@ -568,17 +568,17 @@ impl Settings {
     /// [`AgentConfig`], which checks the ranges.
     pub fn agent_config(&self) -> AgentConfig {
         let agent = &self.config.agent;
+        let mut budget = agent.budget.to_budget();
+        // The turn's time limit and the budget's deadline: the shorter.
+        budget.deadline = match (budget.deadline, self.max_turn()) {
+            (Some(deadline), Some(turn)) => Some(deadline.min(turn)),
+            (deadline, turn) => deadline.or(turn),
+        };
         AgentConfig {
             run: RunConfig {
                 max_iterations: agent.max_iterations,
                 tool_protocol: agent.tool_protocol,
-                budget: Budget {
-                    deadline: match (agent.budget.to_budget().deadline, self.max_turn()) {
-                        (Some(budget), Some(turn)) => Some(budget.min(turn)),
-                        (budget, turn) => budget.or(turn),
-                    },
-                    ..agent.budget.to_budget()
-                },
+                budget,
                 max_tool_result_bytes: self.config.tools.max_result_bytes,
                 grounding: self.grounding(),
                 reask_repeated_calls: agent.reask_repeated_calls,

@@ -153,9 +153,7 @@ impl Batch {
     /// The sorted keys of the calls that run: two replies with the same
     /// signature asked for the same work, whatever the order of their calls.
     pub(crate) fn signature(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self.to_run.iter().map(call_key).collect();
-        keys.sort_unstable();
-        keys
+        crate::loops::signature(&self.to_run)
     }
 
     /// Whether every call of the reply enters the history.

@@ -63,6 +63,13 @@ impl Cycle {
     }
 }
 
+/// The signature of a round of `calls`: their sorted [`call_key`]s.
+pub(crate) fn signature<'a>(calls: impl IntoIterator<Item = &'a agent_core::ToolCall>) -> Vec<String> {
+    let mut keys: Vec<String> = calls.into_iter().map(crate::history::call_key).collect();
+    keys.sort_unstable();
+    keys
+}
+
 /// The latest rounds of a run, enough to spot the longest cycle.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LoopDetector {

@@ -19,7 +19,6 @@ use agent_core::{AgentEvent, AnsweredCalls, Message, ToolCall};
 
 use super::{Phase, RunState};
 use crate::forced::ForcedReason;
-use crate::history::call_key;
 use crate::loops::Cycle;
 use crate::prompts;
 
@@ -35,8 +34,7 @@ impl RunState {
         if !calls.iter().all(|call| answered.repeats(&call.name, &call.arguments)) {
             return false;
         }
-        let mut signature: Vec<String> = calls.iter().map(call_key).collect();
-        signature.sort_unstable();
+        let mut signature = crate::loops::signature(calls);
         if self.config.deduplicate_calls {
             signature.dedup();
         }
