@@ -61,7 +61,7 @@ pub use store::{
     MAX_CONVERSATION_NAME_LEN, StoreError, TurnMeta, close_tool_calls, compaction_cut, context_with_summary,
     count_user_messages, imported_meta, make_sendable, utc_now, utc_timestamp, validate_conversation_name,
 };
-pub use stream::{StreamAccumulator, StreamEvent, response_to_events};
+pub use stream::{ModelProgress, StreamAccumulator, StreamEvent, response_to_events};
 pub use tool::{
     CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolError, ToolExecution, ToolOutput, ToolProvider,
     ToolRegistry,

@@ -69,6 +69,36 @@ pub enum StreamEvent {
         /// Why the model stopped.
         reason: StopReason,
     },
+    /// What the model is doing, for progress displays (a local model reading
+    /// the prompt, then writing). Carries no part of the reply: the
+    /// accumulator ignores it.
+    Progress {
+        /// The phase and how far it got.
+        progress: ModelProgress,
+    },
+}
+
+/// How far a model got with a request, as a provider that knows reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ModelProgress {
+    /// Evaluating the prompt: `done` of `total` tokens (tokens reused from a
+    /// cache count as done from the start).
+    ReadingPrompt {
+        /// Tokens evaluated or reused so far.
+        done: u64,
+        /// The prompt's tokens.
+        total: u64,
+    },
+    /// Generating the reply: `tokens` written so far, over `elapsed_ms`
+    /// milliseconds of generation.
+    Writing {
+        /// Tokens generated so far.
+        tokens: u64,
+        /// Milliseconds since generation began.
+        elapsed_ms: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +161,7 @@ impl StreamAccumulator {
                 call.done = Some(ToolCall::from_argument_text(&call.id, &call.name, &call.arguments));
             }
             StreamEvent::Usage { usage } => self.usage = usage,
+            StreamEvent::Progress { .. } => {}
             StreamEvent::Stop { reason } => {
                 for call in self.calls.iter_mut().filter(|call| call.done.is_none()) {
                     call.done = Some(ToolCall::from_argument_text(&call.id, &call.name, &call.arguments));
@@ -273,6 +304,29 @@ mod tests {
             accumulator.push(event).unwrap_or_else(|error| panic!("{error}"));
         }
         assert_eq!(accumulator.finish().ok(), Some(response()));
+    }
+
+    #[test]
+    fn progress_events_between_the_reply_events_change_nothing() {
+        let mut accumulator = StreamAccumulator::new();
+        for (i, event) in response_to_events(response()).into_iter().enumerate() {
+            let progress = ModelProgress::Writing {
+                tokens: i as u64,
+                elapsed_ms: 5,
+            };
+            accumulator
+                .push(StreamEvent::Progress { progress })
+                .unwrap_or_else(|error| panic!("{error}"));
+            accumulator.push(event).unwrap_or_else(|error| panic!("{error}"));
+        }
+        assert_eq!(accumulator.finish().ok(), Some(response()));
+        let reading = StreamEvent::Progress {
+            progress: ModelProgress::ReadingPrompt { done: 512, total: 2045 },
+        };
+        assert_eq!(
+            serde_json::to_value(&reading).ok(),
+            Some(json!({"type": "progress", "progress": {"phase": "reading_prompt", "done": 512, "total": 2045}}))
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use crate::LlamaConfig;
 use crate::choice::CallPlan;
 use crate::echo::CallLimits;
-use crate::engine::{Engine, EngineSettings, Generated, GrammarUse, Job};
+use crate::engine::{DiskCacheSettings, Engine, EngineSettings, Generated, GrammarUse, Job};
 use crate::models::{ModelStore, known_model};
 use crate::reply::Mapper;
 use crate::template::ChatTemplate;
@@ -61,12 +61,17 @@ impl LlamaClient {
     /// second; call it from a blocking thread in async code.
     pub fn load(config: LlamaConfig) -> Result<Self, LlmError> {
         config.validate()?;
-        let (path, name) = model_path(&config)?;
+        let (path, name, identity) = model_path(&config)?;
         let settings = EngineSettings {
             path: path.clone(),
             threads: config.threads(),
             context_size: config.context_size,
             batch_size: config.batch_size,
+            prompt_cache: config.prompt_cache.then(|| DiskCacheSettings {
+                dir: config.prompt_cache_dir(),
+                max_bytes: config.prompt_cache_mb.saturating_mul(1 << 20),
+                model_identity: identity,
+            }),
         };
         let engine = shared_engine(settings.clone())?;
         let source = engine.facts().chat_template.clone().ok_or_else(|| {
@@ -231,13 +236,14 @@ fn with_format_instruction(request: &ChatRequest, format: &ResponseFormat) -> Ch
     request
 }
 
-/// Where the model file is, and its display name.
-fn model_path(config: &LlamaConfig) -> Result<(PathBuf, String), LlmError> {
+/// Where the model file is, its display name, and what identifies its
+/// weights for the prompt cache (see [`file_identity`]).
+fn model_path(config: &LlamaConfig) -> Result<(PathBuf, String, String), LlmError> {
     if let Some(path) = &config.model_path {
         let name = path
             .file_stem()
             .map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
-        return Ok((path.clone(), name));
+        return Ok((path.clone(), name, file_identity(path)));
     }
     let known = known_model(&config.model).ok_or_else(|| {
         LlmError::invalid_request(format!(
@@ -260,7 +266,33 @@ fn model_path(config: &LlamaConfig) -> Result<(PathBuf, String), LlmError> {
             known.name, known.name
         )));
     }
-    Ok((store.path_of(known), known.name.to_owned()))
+    Ok((store.path_of(known), known.name.to_owned(), known.sha256.to_owned()))
+}
+
+/// What identifies the weights of a model file Agentry did not fetch: the
+/// SHA-256 its store marker (`NAME.gguf.sha256`) records when there is one,
+/// else its absolute path, size and modification time (hashing the whole
+/// file at every start would cost seconds).
+fn file_identity(path: &std::path::Path) -> String {
+    let recorded = std::fs::read_to_string(path.with_extension("gguf.sha256"))
+        .ok()
+        .map(|text| text.trim().to_ascii_lowercase())
+        .filter(|digest| digest.len() == 64 && digest.bytes().all(|byte| byte.is_ascii_hexdigit()));
+    if let Some(digest) = recorded {
+        return digest;
+    }
+    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let metadata = std::fs::metadata(path).ok();
+    let modified = metadata
+        .as_ref()
+        .and_then(|metadata| metadata.modified().ok())
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |since| since.as_nanos());
+    format!(
+        "file {} {} {modified}",
+        absolute.display(),
+        metadata.map_or(0, |metadata| metadata.len())
+    )
 }
 
 fn shared_engine(settings: EngineSettings) -> Result<Arc<Engine>, LlmError> {

@@ -58,6 +58,16 @@ pub struct LlamaConfig {
     /// decided per message"). Costs the newest message's tokens once more
     /// per reply to a user message.
     pub newest_message_odds: bool,
+    /// Keep the model's state for each prompt on disk, so that the next
+    /// process whose prompt starts the same way (the system prompt and
+    /// tools, a stored session's history) loads it instead of evaluating
+    /// it again (default on).
+    pub prompt_cache: bool,
+    /// Where the prompt cache lives (default `$AGENTRY_HOME/cache/llama`).
+    pub prompt_cache_dir: Option<PathBuf>,
+    /// The most the prompt cache may hold, in MiB; the least recently used
+    /// entries are removed past it.
+    pub prompt_cache_mb: u64,
 }
 
 impl Default for LlamaConfig {
@@ -74,6 +84,9 @@ impl Default for LlamaConfig {
             grammar: true,
             call_threshold: DEFAULT_CALL_THRESHOLD,
             newest_message_odds: true,
+            prompt_cache: true,
+            prompt_cache_dir: None,
+            prompt_cache_mb: 1024,
         }
     }
 }
@@ -121,7 +134,23 @@ impl LlamaConfig {
                 "use a probability above 0 and at most 1 (1 leaves the decision to the model)",
             );
         }
+        if self.prompt_cache_mb == 0 {
+            return invalid(
+                "prompt_cache_mb",
+                "0".to_owned(),
+                "use at least 1, or `prompt_cache = false` to keep no prompt on disk",
+            );
+        }
         Ok(())
+    }
+
+    /// The prompt cache's folder: `prompt_cache_dir`, else
+    /// `$AGENTRY_HOME/cache/llama`, else the user's cache directory +
+    /// `agentry/cache/llama`.
+    pub fn prompt_cache_dir(&self) -> PathBuf {
+        self.prompt_cache_dir
+            .clone()
+            .unwrap_or_else(|| crate::models::agentry_dir("cache").join("llama"))
     }
 
     /// The thread count to use.
@@ -198,6 +227,13 @@ mod tests {
                     ..LlamaConfig::default()
                 },
                 "`call_threshold = NaN`",
+            ),
+            (
+                LlamaConfig {
+                    prompt_cache_mb: 0,
+                    ..LlamaConfig::default()
+                },
+                "`prompt_cache_mb = 0`",
             ),
         ];
         for (config, expected) in cases {

@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use agent_core::{CancellationToken, LlmError, LlmErrorKind};
+use agent_core::{CancellationToken, LlmError, LlmErrorKind, ModelProgress};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -21,6 +21,7 @@ use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::echo::{CallLimits, CallWatch};
+use crate::prompt_cache::{Identity, PromptCache, shared_prefix};
 use crate::sampling::TokenSampler;
 use crate::special::{self, ControlTexts};
 use crate::text::Text;
@@ -48,7 +49,26 @@ pub(crate) struct EngineSettings {
     pub threads: usize,
     pub context_size: u32,
     pub batch_size: u32,
+    /// Where prompts' KV state is kept between processes; `None`: nowhere.
+    pub prompt_cache: Option<DiskCacheSettings>,
 }
+
+/// The prompt cache on disk of an engine.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct DiskCacheSettings {
+    pub dir: PathBuf,
+    pub max_bytes: u64,
+    /// The model file's SHA-256 (or, for a file of unknown digest, its
+    /// path, size and modification time).
+    pub model_identity: String,
+}
+
+/// A prompt is read from the disk cache only when that saves at least this
+/// many tokens over what the engine's own cache holds.
+const MIN_DISK_GAIN: usize = 64;
+/// The state is saved to disk when it holds at least this many tokens the
+/// last saved or loaded entry lacks.
+const MIN_DISK_SAVE: usize = 64;
 
 /// What the engine learned from the model file.
 #[derive(Debug, Clone)]
@@ -109,9 +129,12 @@ pub(crate) enum GrammarUse {
     },
 }
 
-/// What a job produces, in order: text pieces, then one `Done` or `Failed`.
+/// What a job produces, in order: progress and text pieces, then one
+/// `Done` or `Failed`.
 #[derive(Debug)]
 pub(crate) enum Generated {
+    /// How far the job got: prompt tokens read, reply tokens written.
+    Progress(ModelProgress),
     Text(String),
     Done(Summary),
     Failed(LlmError),
@@ -131,6 +154,8 @@ pub(crate) struct Summary {
     pub finish: Finish,
     pub prompt_tokens: u64,
     pub reused_tokens: u64,
+    /// Of `reused_tokens`, those loaded from the prompt cache on disk.
+    pub loaded_tokens: u64,
     pub generated_tokens: u64,
     pub prompt_time: Duration,
     pub generation_time: Duration,
@@ -263,6 +288,11 @@ fn worker(
         cached: Vec::new(),
         tool_call_opening: facts.tool_call_opening,
         bare_call_opening: model.vocab().tokenize(BARE_CALL_OPENING.as_bytes(), false, false),
+        disk: settings
+            .prompt_cache
+            .as_ref()
+            .and_then(|disk| open_disk_cache(disk, settings)),
+        on_disk: Vec::new(),
     };
     while let Ok(command) = inbox.recv() {
         let (job, panics) = match command {
@@ -276,7 +306,9 @@ fn worker(
         // cache, whose state is then unknown, starts over.
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
             assert!(!panics, "a panic during generation, for a test");
-            session.run(&mut context, &job)
+            let summary = session.run(&mut context, &job)?;
+            session.save_to_disk(&context);
+            Ok(summary)
         }));
         let generated = match outcome {
             Ok(Ok(summary)) => Generated::Done(summary),
@@ -320,7 +352,7 @@ fn load(settings: &EngineSettings) -> Result<(LlamaModel, LlamaContextParams), L
         // Two sequences sharing one cache of `context_size` tokens: the
         // main one, and the aside where a call's odds are read on the
         // newest message alone.
-        .with_n_seq_max(2)
+        .with_n_seq_max(SEQUENCES)
         .with_kv_unified(true);
     Ok((model, params))
 }
@@ -343,6 +375,27 @@ fn facts(model: &LlamaModel, context_size: u32) -> ModelFacts {
     }
 }
 
+/// The prompt cache of `disk`, or `None` (after saying why) when its
+/// folder cannot be used.
+fn open_disk_cache(disk: &DiskCacheSettings, settings: &EngineSettings) -> Option<PromptCache> {
+    let identity = Identity {
+        model_sha256: disk.model_identity.clone(),
+        context_size: settings.context_size,
+        batch_size: settings.batch_size,
+        sequences: SEQUENCES,
+        bindings: BINDINGS.to_owned(),
+    };
+    PromptCache::open(&disk.dir, disk.max_bytes, identity)
+        .inspect_err(|error| tracing::warn!(%error, "the prompt cache on disk is off"))
+        .ok()
+}
+
+/// The llama.cpp bindings whose state files the cache holds.
+const BINDINGS: &str = "llama-cpp-2 0.1.160";
+
+/// The cache's sequences: the main one and the aside.
+const SEQUENCES: u32 = 2;
+
 /// The context's state between jobs.
 struct Session<'m> {
     model: &'m LlamaModel,
@@ -353,6 +406,10 @@ struct Session<'m> {
     tool_call_opening: Vec<i32>,
     /// [`BARE_CALL_OPENING`], tokenized.
     bare_call_opening: Vec<LlamaToken>,
+    /// The prompt cache on disk, when on.
+    disk: Option<PromptCache>,
+    /// The tokens of the disk entry last loaded or saved.
+    on_disk: Vec<i32>,
 }
 
 /// The cache sequence of the prompt and the reply.
@@ -397,6 +454,18 @@ impl Session<'_> {
             context.clear_kv_cache();
         }
         self.cached.truncate(keep);
+        let loaded = self.load_from_disk(context, &tokens, keep);
+        if loaded > 0 {
+            keep = loaded;
+        }
+        let total = tokens.len() as u64;
+        let reading = |done: usize| {
+            let _ = job.out.send(Generated::Progress(ModelProgress::ReadingPrompt {
+                done: done as u64,
+                total,
+            }));
+        };
+        reading(keep);
         let mut last_logits = 0;
         for (chunk_index, chunk) in tokens[keep..].chunks(self.batch_size).enumerate() {
             if job.cancel.is_cancelled() {
@@ -412,6 +481,7 @@ impl Session<'_> {
             context.decode(&mut self.batch).map_err(decode_error)?;
             self.cached.extend_from_slice(chunk);
             last_logits = self.batch.n_tokens() - 1;
+            reading(self.cached.len());
         }
         let prompt_time = started.elapsed();
         let from_start = match &job.grammar_use {
@@ -452,6 +522,10 @@ impl Session<'_> {
                 break Finish::EndOfGeneration;
             }
             generated += 1;
+            let _ = job.out.send(Generated::Progress(ModelProgress::Writing {
+                tokens: generated,
+                elapsed_ms: u64::try_from(generation_started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            }));
             let piece = vocab.token_to_piece(token, true, None);
             let stop_hit = text.push(&piece, &job.out);
             let call_stop = calls.as_mut().and_then(|watch| watch.push(&piece));
@@ -471,6 +545,7 @@ impl Session<'_> {
             finish,
             prompt_tokens: tokens.len() as u64,
             reused_tokens: keep as u64,
+            loaded_tokens: loaded as u64,
             generated_tokens: generated,
             prompt_time,
             generation_time: generation_started.elapsed(),
@@ -479,6 +554,82 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// Loads the disk entry sharing the most leading tokens with `tokens`
+    /// when it holds at least [`MIN_DISK_GAIN`] more than the `keep` in
+    /// the cache already, trimmed back to what the prompt shares (its last
+    /// token left out, so that it is evaluated again for its logits).
+    /// Returns the tokens now cached, or 0 when nothing was loaded (the
+    /// cache then as it was, or empty after a failed load).
+    fn load_from_disk(&mut self, context: &mut LlamaContext<'_>, tokens: &[LlamaToken], keep: usize) -> usize {
+        let Some(disk) = &self.disk else {
+            return 0;
+        };
+        let usable = tokens.len() - 1;
+        if usable < keep + MIN_DISK_GAIN {
+            return 0;
+        }
+        let prompt: Vec<i32> = tokens[..usable].iter().map(|token| token.0).collect();
+        let Some(hit) = disk.best_match(&prompt, keep + MIN_DISK_GAIN) else {
+            return 0;
+        };
+        let started = Instant::now();
+        context.clear_kv_cache();
+        self.cached.clear();
+        let capacity = context.n_ctx() as usize;
+        let loaded = context.state_seq_load_file(&hit.state, MAIN_SEQUENCE, capacity);
+        let whole =
+            matches!(&loaded, Ok((loaded, _)) if loaded.iter().map(|token| token.0).eq(hit.tokens.iter().copied()));
+        let trimmed = whole
+            && context
+                .clear_kv_cache_seq(Some(0), u32::try_from(hit.shared).ok(), None)
+                .is_ok();
+        if !trimmed {
+            tracing::warn!(state = %hit.state.display(), "a prompt cache entry did not load; the prompt is read instead");
+            context.clear_kv_cache();
+            return 0;
+        }
+        self.cached.extend_from_slice(&tokens[..hit.shared]);
+        self.on_disk = hit.tokens;
+        tracing::debug!(
+            tokens = hit.shared,
+            ms = started.elapsed().as_millis() as u64,
+            "prompt read from the cache on disk"
+        );
+        hit.shared
+    }
+
+    /// Saves the cache to disk when it holds at least [`MIN_DISK_SAVE`]
+    /// tokens that the entry last loaded or saved lacks. A failure is
+    /// logged: the reply is not affected.
+    fn save_to_disk(&mut self, context: &LlamaContext<'_>) {
+        let Some(disk) = &mut self.disk else {
+            return;
+        };
+        let cached: Vec<i32> = self.cached.iter().map(|token| token.0).collect();
+        if cached.len() < shared_prefix(&cached, &self.on_disk) + MIN_DISK_SAVE {
+            return;
+        }
+        let started = Instant::now();
+        let tokens = &self.cached;
+        let saved = disk.save(&cached, |path| {
+            context
+                .state_seq_save_file(path, MAIN_SEQUENCE, tokens)
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        });
+        match saved {
+            Ok(()) => {
+                tracing::debug!(
+                    tokens = cached.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "prompt saved to the cache on disk"
+                );
+                self.on_disk = cached;
+            }
+            Err(error) => tracing::warn!(%error, "the prompt was not saved to the cache on disk"),
+        }
+    }
+
     /// The probability that the model, whose next-token logits are at
     /// `index` of the last batch, starts its reply with a call of one of
     /// `tools` ([`Self::opening_odds`]). With `alone`, the tokens of the

@@ -17,6 +17,10 @@
 //! - The KV cache keeps the evaluated tokens: a request that shares a prefix
 //!   with the previous one (the system prompt, tools and conversation so far)
 //!   evaluates only what is new, reported as `cache_read_tokens`.
+//! - The prompt cache on disk keeps that state between processes: the next
+//!   `agentry run` that starts with the same system prompt, tools or stored
+//!   history loads it instead of evaluating it (`prompt_cache`, under
+//!   `$AGENTRY_HOME/cache/llama`, bounded by `prompt_cache_mb`).
 //! - [`models::ModelStore`] fetches known models from the package registry,
 //!   verified by SHA-256.
 //!
@@ -42,6 +46,9 @@ mod echo;
 mod engine;
 mod grammar;
 pub mod models;
+mod prompt_cache;
+#[cfg(test)]
+mod prompt_cache_model_tests;
 #[cfg(test)]
 mod recovery_tests;
 mod reply;

@@ -401,21 +401,27 @@ fn find_wheel(downloads: &Path, package: &str) -> Result<PathBuf, ModelError> {
 }
 
 fn default_dir() -> PathBuf {
+    agentry_dir("models")
+}
+
+/// The folder `name` of Agentry's own files: `$AGENTRY_HOME/NAME`, else the
+/// user's cache directory + `agentry/NAME`.
+pub(crate) fn agentry_dir(name: &str) -> PathBuf {
     if let Some(home) = std::env::var_os("AGENTRY_HOME") {
-        return PathBuf::from(home).join("models");
+        return PathBuf::from(home).join(name);
     }
     dirs::cache_dir()
         .or_else(dirs::home_dir)
         .unwrap_or_else(std::env::temp_dir)
         .join("agentry")
-        .join("models")
+        .join(name)
 }
 
 fn marker(path: &Path) -> PathBuf {
     path.with_extension("gguf.sha256")
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes.iter().fold(String::with_capacity(64), |mut out, byte| {
         let _ = write!(out, "{byte:02x}");

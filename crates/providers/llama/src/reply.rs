@@ -72,6 +72,7 @@ impl Mapper {
             generated = self.receiver.recv() => generated,
         };
         let output = match generated {
+            Some(Generated::Progress(progress)) => Ok(vec![StreamEvent::Progress { progress }]),
             Some(Generated::Text(text)) => Ok(self.calls.push(&text)),
             Some(Generated::Done(summary)) => Ok(self.finish(summary)),
             Some(Generated::Failed(error)) => {
@@ -94,6 +95,7 @@ impl Mapper {
         tracing::debug!(
             prompt_tokens = summary.prompt_tokens,
             reused_tokens = summary.reused_tokens,
+            loaded_tokens = summary.loaded_tokens,
             generated_tokens = summary.generated_tokens,
             prompt_ms = summary.prompt_time.as_millis() as u64,
             generation_ms = summary.generation_time.as_millis() as u64,
@@ -270,6 +272,7 @@ mod tests {
             finish: Finish::EndOfGeneration,
             prompt_tokens: 100,
             reused_tokens: 90,
+            loaded_tokens: 0,
             generated_tokens,
             prompt_time: std::time::Duration::ZERO,
             generation_time: std::time::Duration::ZERO,
