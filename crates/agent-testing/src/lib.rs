@@ -9,7 +9,9 @@
 //!   reply, fail, sleep or panic as configured, counting their executions.
 //! - [`response`]: builders for responses with text and tool calls.
 //! - [`mocks`]: mockall mocks of the core traits, for expectation-style tests.
-//! - [`wire`]: the official recorded wire examples in `../shared/wire`.
+//! - [`wire`]: the official recorded wire examples in `../shared/wire` (or
+//!   `AGENTRY_WIRE_DIR`), reached through [`require_wire!`], which skips the
+//!   test, saying why, when they are absent.
 //! - [`collect_events`]: a client's event stream drained up to its first error.
 //! - [`canonical`]: the conversations every provider's request mapper is
 //!   snapshot-tested on.

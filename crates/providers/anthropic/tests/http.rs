@@ -5,7 +5,8 @@
 
 mod common;
 
-use agent_testing::collect_events;
+use agent_testing::wire::Wire;
+use agent_testing::{collect_events, require_wire};
 use futures::StreamExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopReason, StreamEvent, Usage};
 use agent_provider_anthropic::mapper::parse_response;
 use agent_provider_anthropic::{AnthropicClient, AnthropicConfig};
-use common::{assemble, decode_sse, read_json, read_wire, sse_body};
+use common::{assemble, decode_sse, sse_body};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -37,13 +38,14 @@ fn request() -> ChatRequest {
 }
 
 /// A recorded end_turn reply.
-fn ok_body() -> Value {
-    read_json("sdk_recorded/python_tool_runner_tool_use_then_tool_result_weather_c__a8ac789b.json")[1]["response"]["body"]
+fn ok_body(anthropic: &Wire) -> Value {
+    anthropic.json("sdk_recorded/python_tool_runner_tool_use_then_tool_result_weather_c__a8ac789b.json")[1]["response"]
+        ["body"]
         .clone()
 }
 
-fn ok() -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(ok_body())
+fn ok(anthropic: &Wire) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(ok_body(anthropic))
 }
 
 fn sse(body: impl Into<Vec<u8>>) -> ResponseTemplate {
@@ -57,8 +59,8 @@ struct Replay {
 }
 
 impl Replay {
-    fn new(file: &str) -> Self {
-        let exchanges = read_json(&format!("sdk_recorded/{file}.json"));
+    fn new(anthropic: &Wire, file: &str) -> Self {
+        let exchanges = anthropic.json(&format!("sdk_recorded/{file}.json"));
         let responses = exchanges
             .as_array()
             .unwrap()
@@ -96,6 +98,7 @@ impl Respond for Replay {
 
 #[tokio::test]
 async fn a_completion_goes_to_v1_messages_with_the_key_version_and_beta_headers() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
@@ -107,7 +110,7 @@ async fn a_completion_goes_to_v1_messages_with_the_key_version_and_beta_headers(
             json!({"model": "claude-sonnet-4-5", "max_tokens": 4096,
                                       "messages": [{"role": "user", "content": "Hello!"}]}),
         ))
-        .respond_with(ok())
+        .respond_with(ok(&anthropic))
         .expect(1)
         .mount(&server)
         .await;
@@ -125,7 +128,10 @@ async fn a_completion_goes_to_v1_messages_with_the_key_version_and_beta_headers(
     let caps = client.capabilities();
     assert!(caps.native_tools && caps.parallel_tool_calls && caps.streaming && caps.prompt_caching);
     let response = client.complete(&request(), &CancellationToken::new()).await.unwrap();
-    assert_eq!(response, parse_response(ok_body().to_string().as_bytes()).unwrap());
+    assert_eq!(
+        response,
+        parse_response(ok_body(&anthropic).to_string().as_bytes()).unwrap()
+    );
     assert_eq!(response.stop_reason, StopReason::EndTurn);
     let received = server.received_requests().await.unwrap();
     assert!(received[0].headers.get("authorization").is_none(), "no bearer token");
@@ -141,6 +147,7 @@ async fn a_completion_goes_to_v1_messages_with_the_key_version_and_beta_headers(
 
 #[tokio::test]
 async fn a_529_overloaded_then_a_200_succeeds_on_the_second_attempt() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
@@ -152,7 +159,10 @@ async fn a_529_overloaded_then_a_200_succeeds_on_the_second_attempt() {
         .with_priority(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST")).respond_with(ok()).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(ok(&anthropic))
+        .mount(&server)
+        .await;
     let response = client(&server)
         .complete(&request(), &CancellationToken::new())
         .await
@@ -192,6 +202,7 @@ async fn a_529_that_persists_is_an_overloaded_error_after_every_attempt() {
 
 #[tokio::test]
 async fn a_429_with_retry_after_is_retried_after_about_a_second() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
@@ -203,7 +214,10 @@ async fn a_429_with_retry_after_is_retried_after_about_a_second() {
         .with_priority(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST")).respond_with(ok()).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(ok(&anthropic))
+        .mount(&server)
+        .await;
     let started = Instant::now();
     client(&server)
         .complete(&request(), &CancellationToken::new())
@@ -217,9 +231,10 @@ async fn a_429_with_retry_after_is_retried_after_about_a_second() {
 
 #[tokio::test]
 async fn the_recorded_two_429s_then_a_200_succeed_like_the_sdk_did() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(Replay::new("python_two_429_rate_limit_then_200__d743d628"))
+        .respond_with(Replay::new(&anthropic, "python_two_429_rate_limit_then_200__d743d628"))
         .mount(&server)
         .await;
     let response = client(&server)
@@ -237,10 +252,14 @@ async fn the_recorded_two_429s_then_a_200_succeed_like_the_sdk_did() {
 
 #[tokio::test]
 async fn the_recorded_two_429s_then_a_streamed_200_stream_like_the_sdk_did() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(body_partial_json(json!({"stream": true})))
-        .respond_with(Replay::new("python_stream_two_429_rate_limit_then_200_sse__a8b7dbb8"))
+        .respond_with(Replay::new(
+            &anthropic,
+            "python_stream_two_429_rate_limit_then_200_sse__a8b7dbb8",
+        ))
         .mount(&server)
         .await;
     let stream = client(&server)
@@ -249,7 +268,8 @@ async fn the_recorded_two_429s_then_a_streamed_200_stream_like_the_sdk_did() {
         .unwrap();
     let (events, error) = collect_events(stream).await;
     assert!(error.is_none(), "{error:?}");
-    let recorded = read_wire("sdk_recorded/python_stream_two_429_rate_limit_then_200_sse__a8b7dbb8.exchange2.sse");
+    let recorded =
+        anthropic.bytes("sdk_recorded/python_stream_two_429_rate_limit_then_200_sse__a8b7dbb8.exchange2.sse");
     assert_eq!(events, decode_sse(&[&recorded]).unwrap());
     assert_eq!(assemble(&events).unwrap().message.content, "[12345,67890]");
     assert_eq!(server.received_requests().await.unwrap().len(), 3);
@@ -310,9 +330,11 @@ async fn a_missing_key_is_an_error_before_any_request() {
 
 #[tokio::test]
 async fn the_recorded_400_is_an_invalid_request_with_the_providers_words_not_retried() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(Replay::new(
+            &anthropic,
             "python_error_400_tool_result_without_preceding_tool_use__f59a9391",
         ))
         .mount(&server)
@@ -337,9 +359,10 @@ async fn the_recorded_400_is_an_invalid_request_with_the_providers_words_not_ret
 
 #[tokio::test]
 async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
-    let body =
-        read_wire("sdk_recorded/python_tool_runner_streaming_tool_use_then_tool_result_a__555fb399.exchange0.sse");
+    let body = anthropic
+        .bytes("sdk_recorded/python_tool_runner_streaming_tool_use_then_tool_result_a__555fb399.exchange0.sse");
     Mock::given(method("POST"))
         .and(body_partial_json(json!({"stream": true})))
         .respond_with(sse(body.clone()))
@@ -360,13 +383,14 @@ async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() 
 
 #[tokio::test]
 async fn an_error_event_after_a_200_is_a_typed_error_from_the_stream() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
     let mut body = sse_body(&[
         json!({"type": "message_start", "message": {"id": "msg_e", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 5}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
     ]);
-    body.push_str(&String::from_utf8(read_wire("sdk_fixtures/python_stream_error_event_overloaded.sse")).unwrap());
+    body.push_str(&anthropic.text("sdk_fixtures/python_stream_error_event_overloaded.sse"));
     Mock::given(method("POST")).respond_with(sse(body)).mount(&server).await;
     let stream = client(&server)
         .stream(&request(), &CancellationToken::new())
@@ -397,8 +421,9 @@ async fn an_error_event_after_a_200_is_a_typed_error_from_the_stream() {
 
 #[tokio::test]
 async fn a_stream_that_ends_mid_tool_call_is_a_truncation_error_not_a_half_call() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
-    let body = String::from_utf8(read_wire("sdk_fixtures/python_stream_tool_use_response.sse")).unwrap();
+    let body = anthropic.text("sdk_fixtures/python_stream_tool_use_response.sse");
     // Keep the events up to the "on\": \"P" fragment of the call's arguments.
     let cut = body.find("on\\\": \\\"P").unwrap();
     let cut = cut + body[cut..].find("\n\n").unwrap() + 2;
@@ -435,9 +460,10 @@ async fn a_stream_that_ends_mid_tool_call_is_a_truncation_error_not_a_half_call(
 #[tokio::test]
 async fn a_connection_that_breaks_mid_tool_call_names_the_call_that_was_cut() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let anthropic = require_wire!("anthropic");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let body = String::from_utf8(read_wire("sdk_fixtures/python_stream_tool_use_response.sse")).unwrap();
+    let body = anthropic.text("sdk_fixtures/python_stream_tool_use_response.sse");
     let cut = body.find("\"ar\"").unwrap();
     let cut = cut + body[cut..].find("\n\n").unwrap() + 2;
     let partial = body[..cut].to_owned();
@@ -474,9 +500,10 @@ async fn a_connection_that_breaks_mid_tool_call_names_the_call_that_was_cut() {
 
 #[tokio::test]
 async fn cancelling_a_slow_completion_returns_within_100_ms() {
+    let anthropic = require_wire!("anthropic");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ok().set_delay(Duration::from_secs(10)))
+        .respond_with(ok(&anthropic).set_delay(Duration::from_secs(10)))
         .mount(&server)
         .await;
     let client = client(&server);

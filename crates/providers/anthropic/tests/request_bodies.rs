@@ -8,7 +8,8 @@ mod common;
 use agent_core::{ChatRequest, Message, ResponseFormat, ToolResult};
 use agent_provider_anthropic::RequestOptions;
 use agent_provider_anthropic::mapper::parse_response;
-use common::{MODEL, body_json, canonical_requests, read_json};
+use agent_testing::require_wire;
+use common::{MODEL, body_json, canonical_requests};
 use serde_json::{Value, json};
 
 #[test]
@@ -136,7 +137,8 @@ fn tool_results_of_one_turn_share_one_user_message_and_errors_are_flagged() {
 /// recording's messages: both `tool_result` blocks in one user message.
 #[test]
 fn the_follow_up_turn_matches_the_recorded_tool_runner_request() {
-    let recording = read_json("sdk_recorded/typescript_ToolRunner.nock.json");
+    let anthropic = require_wire!("anthropic");
+    let recording = anthropic.json("sdk_recorded/typescript_ToolRunner.nock.json");
     let first = &recording[2];
     let follow_up = &recording[3]["body"];
     let reply = parse_response(first["response"].to_string().as_bytes()).unwrap();
@@ -227,7 +229,8 @@ fn thinking_blocks_go_back_unchanged_before_the_tool_use() {
 
 #[test]
 fn a_response_format_becomes_output_config_like_the_recorded_sdk_request() {
-    let recorded = read_json("sdk_recorded/python_parse_nested_model_sync__c11eefc7.json");
+    let anthropic = require_wire!("anthropic");
+    let recorded = anthropic.json("sdk_recorded/python_parse_nested_model_sync__c11eefc7.json");
     let recorded = &recorded[0]["request"]["body"];
     let schema = recorded["output_config"]["format"]["schema"].clone();
     let request = ChatRequest {

@@ -6,21 +6,23 @@ mod common;
 
 use agent_core::{ChatResponse, LlmErrorKind, ReasoningBlock, StopReason, StreamEvent, ToolCall, Usage};
 use agent_provider_anthropic::mapper::{EventMapper, StreamMapper, parse_response};
-use common::{assemble, decode_sse, exchanges, read_json, read_wire, sse_body, stem, wire_files};
+use agent_testing::require_wire;
+use agent_testing::wire::Wire;
+use common::{assemble, decode_sse, exchanges, sse_body, stem};
 use serde_json::{Value, json};
 
 fn parse(body: &Value) -> ChatResponse {
     parse_response(body.to_string().as_bytes()).unwrap_or_else(|error| panic!("{error}: {body}"))
 }
 
-fn streamed(relative: &str) -> ChatResponse {
-    let body = read_wire(relative);
+fn streamed(anthropic: &Wire, relative: &str) -> ChatResponse {
+    let body = anthropic.bytes(relative);
     let events = decode_sse(&[&body]).unwrap_or_else(|error| panic!("{relative}: {error}"));
     assemble(&events).unwrap_or_else(|error| panic!("{relative}: {error}"))
 }
 
-fn recorded_response(file: &str, exchange: usize) -> ChatResponse {
-    let recording = read_json(&format!("sdk_recorded/{file}.json"));
+fn recorded_response(anthropic: &Wire, file: &str, exchange: usize) -> ChatResponse {
+    let recording = anthropic.json(&format!("sdk_recorded/{file}.json"));
     parse(&recording[exchange]["response"]["body"])
 }
 
@@ -30,8 +32,9 @@ fn recorded_response(file: &str, exchange: usize) -> ChatResponse {
 /// are the `.exchangeN.sse` files mapped below.
 #[test]
 fn every_recorded_message_response_maps_to_its_snapshot() {
+    let anthropic = require_wire!("anthropic");
     let (mut messages, mut errors, mut streams) = (0, 0, 0);
-    for path in wire_files("sdk_recorded", ".json") {
+    for path in anthropic.files("sdk_recorded", ".json") {
         let name = stem(&path, ".json");
         if name.starts_with("typescript_ToolRunner") {
             continue;
@@ -72,7 +75,8 @@ fn every_recorded_message_response_maps_to_its_snapshot() {
 
 #[test]
 fn every_tool_runner_recording_response_maps_to_its_snapshot() {
-    let recording = read_json("sdk_recorded/typescript_ToolRunner.nock.json");
+    let anthropic = require_wire!("anthropic");
+    let recording = anthropic.json("sdk_recorded/typescript_ToolRunner.nock.json");
     let entries = recording.as_array().unwrap();
     assert_eq!(entries.len(), 10);
     for (position, entry) in entries.iter().enumerate() {
@@ -99,9 +103,10 @@ fn every_tool_runner_recording_response_maps_to_its_snapshot() {
 
 #[test]
 fn every_stream_maps_to_its_snapshot_events_or_typed_error() {
+    let anthropic = require_wire!("anthropic");
     let mut seen = 0;
     for dir in ["sdk_fixtures", "sdk_recorded"] {
-        for path in wire_files(dir, ".sse") {
+        for path in anthropic.files(dir, ".sse") {
             let name = stem(&path, ".sse");
             let body = std::fs::read(&path).unwrap();
             match decode_sse(&[&body]) {
@@ -119,7 +124,8 @@ fn every_stream_maps_to_its_snapshot_events_or_typed_error() {
 
 #[test]
 fn the_overloaded_error_event_is_a_typed_error_with_the_providers_message() {
-    let body = read_wire("sdk_fixtures/python_stream_error_event_overloaded.sse");
+    let anthropic = require_wire!("anthropic");
+    let body = anthropic.bytes("sdk_fixtures/python_stream_error_event_overloaded.sse");
     let error = decode_sse(&[&body]).unwrap_err();
     assert_eq!(error.kind, LlmErrorKind::Overloaded);
     assert!(error.is_retryable());
@@ -131,7 +137,8 @@ fn the_overloaded_error_event_is_a_typed_error_with_the_providers_message() {
 
 #[test]
 fn the_tool_use_stream_assembles_text_and_a_call() {
-    let response = streamed("sdk_fixtures/python_stream_tool_use_response.sse");
+    let anthropic = require_wire!("anthropic");
+    let response = streamed(&anthropic, "sdk_fixtures/python_stream_tool_use_response.sse");
     assert_eq!(
         response.message.content,
         "I'll check the current weather in Paris for you."
@@ -152,8 +159,12 @@ fn the_tool_use_stream_assembles_text_and_a_call() {
 
 #[test]
 fn recorded_stream_edge_cases_map_as_documented() {
+    let anthropic = require_wire!("anthropic");
     // A tool call cut by max_tokens ends at message_stop and keeps its text raw.
-    let cut = streamed("sdk_fixtures/python_stream_incomplete_partial_json_response.sse");
+    let cut = streamed(
+        &anthropic,
+        "sdk_fixtures/python_stream_incomplete_partial_json_response.sse",
+    );
     assert_eq!(cut.stop_reason, StopReason::MaxTokens);
     let call = &cut.message.tool_calls[0];
     assert_eq!(call.name, "make_file");
@@ -167,7 +178,7 @@ fn recorded_stream_edge_cases_map_as_documented() {
     );
     assert!(cut.message.content.ends_with("Let me do that for you now."));
 
-    let refusal = streamed("sdk_fixtures/python_stream_refusal_response.sse");
+    let refusal = streamed(&anthropic, "sdk_fixtures/python_stream_refusal_response.sse");
     assert_eq!(refusal.stop_reason, StopReason::ContentFilter);
     assert_eq!(refusal.message.content, "");
 
@@ -178,20 +189,24 @@ fn recorded_stream_edge_cases_map_as_documented() {
         "python_stream_fallback_credit_response",
         "python_stream_basic_response",
     ] {
-        let response = streamed(&format!("sdk_fixtures/{file}.sse"));
+        let response = streamed(&anthropic, &format!("sdk_fixtures/{file}.sse"));
         assert_eq!(response.message.content, "Hello there!", "{file}");
         assert!(response.message.reasoning.is_empty() && response.message.tool_calls.is_empty());
         assert_eq!(response.stop_reason, StopReason::EndTurn);
     }
 
-    let structured = streamed("sdk_recorded/python_beta_stream_structured_output__9381e2b7.exchange0.sse");
+    let structured = streamed(
+        &anthropic,
+        "sdk_recorded/python_beta_stream_structured_output__9381e2b7.exchange0.sse",
+    );
     assert_eq!(structured.message.content, "[12345,67890]");
     assert_eq!(structured.usage, Usage::new(135, 10));
 }
 
 #[test]
 fn message_delta_usage_replaces_the_start_values_key_by_key() {
-    let fixture = read_json("sdk_fixtures/typescript_stream_usage_merge.events.json");
+    let anthropic = require_wire!("anthropic");
+    let fixture = anthropic.json("sdk_fixtures/typescript_stream_usage_merge.events.json");
     let mut mapper = StreamMapper::new();
     let mut events = Vec::new();
     for event in fixture["events"].as_array().unwrap() {
@@ -228,7 +243,8 @@ fn message_delta_usage_replaces_the_start_values_key_by_key() {
 
 #[test]
 fn server_tool_blocks_are_skipped_and_client_tool_calls_kept() {
-    let search = recorded_response("python_web_search_server_tool_single_turn__32da0815", 0);
+    let anthropic = require_wire!("anthropic");
+    let search = recorded_response(&anthropic, "python_web_search_server_tool_single_turn__32da0815", 0);
     assert!(search.message.tool_calls.is_empty());
     assert_eq!(search.stop_reason, StopReason::EndTurn);
     assert!(
@@ -239,6 +255,7 @@ fn server_tool_blocks_are_skipped_and_client_tool_calls_kept() {
     assert_eq!(search.usage, Usage::new(11306, 163));
 
     let mixed = recorded_response(
+        &anthropic,
         "python_tool_runner_server_tool_use_and_tool_use_then_tool_result__092be1de",
         0,
     );
@@ -317,8 +334,9 @@ fn streamed_and_complete_forms_of_one_reply_map_identically() {
 
 #[test]
 fn the_streamed_tool_runner_recording_starts_with_the_model_and_ends_with_usage_and_stop() {
-    let body =
-        read_wire("sdk_recorded/python_tool_runner_streaming_tool_use_then_tool_result_a__555fb399.exchange0.sse");
+    let anthropic = require_wire!("anthropic");
+    let body = anthropic
+        .bytes("sdk_recorded/python_tool_runner_streaming_tool_use_then_tool_result_a__555fb399.exchange0.sse");
     let events = decode_sse(&[&body]).unwrap();
     assert_eq!(
         events[0],

@@ -5,14 +5,15 @@
 mod common;
 
 use agent_provider_anthropic::mapper::EventMapper as _;
-use common::{assemble, decode_sse, read_wire};
+use agent_testing::require_wire;
+use common::{assemble, decode_sse};
 use proptest::prelude::*;
 
 const RECORDING: &str = "sdk_fixtures/python_stream_tool_use_response.sse";
 
 #[test]
 fn a_tool_use_stream_split_at_every_byte_boundary_decodes_like_the_whole() {
-    let body = read_wire(RECORDING);
+    let body = require_wire!("anthropic").bytes(RECORDING);
     let whole = decode_sse(&[&body]).unwrap();
     assert!(whole.len() > 10, "the recording has many events: {}", whole.len());
     for k in 0..=body.len() {
@@ -24,22 +25,25 @@ fn a_tool_use_stream_split_at_every_byte_boundary_decodes_like_the_whole() {
 
 #[test]
 fn a_stream_delivered_byte_by_byte_decodes_like_the_whole() {
+    let anthropic = require_wire!("anthropic");
     for file in [
         RECORDING,
         "sdk_recorded/python_tool_runner_streaming_tool_use_then_tool_result_b__771c64ff.exchange0.sse",
     ] {
-        let body = read_wire(file);
+        let body = anthropic.bytes(file);
         let whole = decode_sse(&[&body]).unwrap();
         let bytes: Vec<&[u8]> = body.chunks(1).collect();
         assert_eq!(decode_sse(&bytes).unwrap(), whole, "{file}");
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+// The properties over recordings are plain tests around `proptest!`, so
+// that they skip when the recordings are absent.
 
-    #[test]
-    fn any_chunking_of_any_recording_decodes_the_same(
+#[test]
+fn any_chunking_of_any_recording_decodes_the_same() {
+    let anthropic = require_wire!("anthropic");
+    proptest!(ProptestConfig::with_cases(64), |(
         file in prop::sample::select(vec![
             RECORDING,
             "sdk_fixtures/python_stream_incomplete_partial_json_response.sse",
@@ -48,8 +52,8 @@ proptest! {
             "sdk_recorded/python_beta_stream_structured_output__9381e2b7.exchange0.sse",
         ]),
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
-    ) {
-        let body = read_wire(file);
+    )| {
+        let body = anthropic.bytes(file);
         let whole = decode_sse(&[&body]).unwrap();
         let mut points: Vec<usize> = cuts.iter().map(|cut| cut.index(body.len() + 1)).collect();
         points.sort_unstable();
@@ -61,7 +65,29 @@ proptest! {
         }
         pieces.push(&body[start..]);
         prop_assert_eq!(decode_sse(&pieces).unwrap(), whole);
-    }
+    });
+}
+
+#[test]
+fn truncating_the_tool_use_stream_anywhere_never_yields_a_half_call() {
+    let body = require_wire!("anthropic").bytes(RECORDING);
+    proptest!(ProptestConfig::with_cases(64), |(cut in 0usize..2000)| {
+        let cut = cut.min(body.len());
+        // A cut before the stop reason must be an error; after it, the complete call.
+        match decode_sse(&[&body[..cut]]) {
+            Ok(events) => {
+                let response = assemble(&events).unwrap();
+                prop_assert_eq!(response.message.tool_calls.len(), 1);
+                prop_assert!(response.message.tool_calls[0].raw_arguments.is_none());
+                prop_assert_eq!(&response.message.tool_calls[0].arguments, &serde_json::json!({"location": "Paris"}));
+            }
+            Err(error) => prop_assert_eq!(error.kind, agent_core::LlmErrorKind::Decode),
+        }
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
     fn the_stream_mapper_never_panics_on_arbitrary_events(data in "\\PC{0,300}") {
@@ -93,21 +119,5 @@ proptest! {
             }
         }
         let _ = mapper.finish(&mut events);
-    }
-
-    #[test]
-    fn truncating_the_tool_use_stream_anywhere_never_yields_a_half_call(cut in 0usize..2000) {
-        let body = read_wire(RECORDING);
-        let cut = cut.min(body.len());
-        // A cut before the stop reason must be an error; after it, the complete call.
-        match decode_sse(&[&body[..cut]]) {
-            Ok(events) => {
-                let response = assemble(&events).unwrap();
-                prop_assert_eq!(response.message.tool_calls.len(), 1);
-                prop_assert!(response.message.tool_calls[0].raw_arguments.is_none());
-                prop_assert_eq!(&response.message.tool_calls[0].arguments, &serde_json::json!({"location": "Paris"}));
-            }
-            Err(error) => prop_assert_eq!(error.kind, agent_core::LlmErrorKind::Decode),
-        }
     }
 }

@@ -6,7 +6,8 @@
 
 mod common;
 
-use agent_testing::collect_events;
+use agent_testing::wire::Wire;
+use agent_testing::{collect_events, require_wire};
 use std::time::{Duration, Instant};
 
 use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopReason, StreamEvent};
@@ -37,8 +38,9 @@ fn request() -> ChatRequest {
     ChatRequest::new(vec![Message::user("Why is the sky blue?")])
 }
 
-fn ok_body() -> Vec<u8> {
-    interaction("Chats_Tests_sendMessage_Google_AI_with_config_0").body()
+/// A recorded plain reply.
+fn ok_body(gemini: &Wire) -> Vec<u8> {
+    interaction(gemini, "Chats_Tests_sendMessage_Google_AI_with_config_0").body()
 }
 
 fn sse(body: Vec<u8>) -> ResponseTemplate {
@@ -47,6 +49,7 @@ fn sse(body: Vec<u8>) -> ResponseTemplate {
 
 #[tokio::test]
 async fn the_key_goes_in_the_x_goog_api_key_header_and_never_in_the_url() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1beta/models/gemini-2.5-flash:generateContent"))
@@ -55,7 +58,7 @@ async fn the_key_goes_in_the_x_goog_api_key_header_and_never_in_the_url() {
         .and(body_partial_json(
             json!({"contents": [{"role": "user", "parts": [{"text": "Why is the sky blue?"}]}]}),
         ))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&gemini), "application/json"))
         .expect(1)
         .mount(&server)
         .await;
@@ -73,8 +76,9 @@ async fn the_key_goes_in_the_x_goog_api_key_header_and_never_in_the_url() {
 
 #[tokio::test]
 async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
-    let body = interaction(TEXT_STREAM).sse();
+    let body = interaction(&gemini, TEXT_STREAM).sse();
     Mock::given(method("POST"))
         .and(path("/v1beta/models/gemini-2.5-flash:streamGenerateContent"))
         .and(query_param("alt", "sse"))
@@ -98,10 +102,11 @@ async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() 
 
 #[tokio::test]
 async fn the_request_model_overrides_the_configured_one_in_the_url() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1beta/models/gemini-2.5-pro:generateContent"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&gemini), "application/json"))
         .expect(1)
         .mount(&server)
         .await;
@@ -126,6 +131,7 @@ async fn the_request_model_overrides_the_configured_one_in_the_url() {
 
 #[tokio::test]
 async fn a_429_resource_exhausted_with_retry_after_is_retried_after_about_a_second() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
@@ -141,7 +147,7 @@ async fn a_429_resource_exhausted_with_retry_after_is_retried_after_about_a_seco
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&gemini), "application/json"))
         .mount(&server)
         .await;
     let started = Instant::now();
@@ -158,6 +164,7 @@ async fn a_429_resource_exhausted_with_retry_after_is_retried_after_about_a_seco
 
 #[tokio::test]
 async fn a_429_whose_body_carries_retry_info_is_retried_after_that_delay() {
+    let gemini = require_wire!("gemini");
     // Google often sends no Retry-After header; the delay is in the body's
     // RetryInfo detail, which agent-http reads.
     let server = MockServer::start().await;
@@ -170,7 +177,7 @@ async fn a_429_whose_body_carries_retry_info_is_retried_after_that_delay() {
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&gemini), "application/json"))
         .mount(&server)
         .await;
     let started = Instant::now();
@@ -207,6 +214,7 @@ async fn a_429_that_persists_is_a_rate_limit_error_with_google_s_words() {
 
 #[tokio::test]
 async fn a_500_and_a_503_are_retried_then_the_200_succeeds() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(500).set_body_json(
@@ -225,7 +233,7 @@ async fn a_500_and_a_503_are_retried_then_the_200_succeeds() {
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&gemini), "application/json"))
         .with_priority(3)
         .mount(&server)
         .await;
@@ -302,8 +310,9 @@ async fn a_missing_key_is_an_error_before_any_request() {
 
 #[tokio::test]
 async fn the_recorded_404_on_an_event_stream_is_a_clear_error() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
-    let recorded = interaction("Chats_Tests_sendMessage_Send_message_stream_with_error_0");
+    let recorded = interaction(&gemini, "Chats_Tests_sendMessage_Send_message_stream_with_error_0");
     Mock::given(method("POST"))
         .and(path("/v1beta/models/custom-gemini-2.0-flash:streamGenerateContent"))
         .respond_with(
@@ -338,8 +347,9 @@ async fn the_recorded_404_on_an_event_stream_is_a_clear_error() {
 
 #[tokio::test]
 async fn a_body_cut_inside_a_function_call_chunk_names_the_call() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
-    let body = String::from_utf8(interaction(CALL_STREAM).sse()).unwrap();
+    let body = String::from_utf8(interaction(&gemini, CALL_STREAM).sse()).unwrap();
     // Past the call's name (which follows its args), inside its signature.
     let cut = body.find("thoughtSignature").unwrap() + 40;
     Mock::given(method("POST"))
@@ -363,8 +373,9 @@ async fn a_body_cut_inside_a_function_call_chunk_names_the_call() {
 
 #[tokio::test]
 async fn a_body_that_ends_without_a_finish_reason_is_a_truncation_error() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
-    let recorded = interaction(TEXT_STREAM);
+    let recorded = interaction(&gemini, TEXT_STREAM);
     let body = common::sse_from(&recorded.segments[..4]);
     Mock::given(method("POST")).respond_with(sse(body)).mount(&server).await;
     let stream = client(&server)
@@ -407,9 +418,10 @@ async fn an_error_inside_the_stream_becomes_an_llm_error() {
 #[tokio::test]
 async fn a_connection_that_breaks_mid_chunk_says_where_the_stream_was_cut() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let gemini = require_wire!("gemini");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let body = String::from_utf8(interaction(TEXT_STREAM).sse()).unwrap();
+    let body = String::from_utf8(interaction(&gemini, TEXT_STREAM).sse()).unwrap();
     // Two whole chunks, then half of the third.
     let second_end = body.match_indices("\r\n\r\n").nth(1).unwrap().0 + 4;
     let partial = body[..second_end + 40].to_owned();
@@ -448,11 +460,12 @@ async fn a_connection_that_breaks_mid_chunk_says_where_the_stream_was_cut() {
 
 #[tokio::test]
 async fn cancelling_a_slow_completion_returns_within_100_ms() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(200)
-                .set_body_raw(ok_body(), "application/json")
+                .set_body_raw(ok_body(&gemini), "application/json")
                 .set_delay(Duration::from_secs(10)),
         )
         .mount(&server)
@@ -476,9 +489,10 @@ async fn cancelling_a_slow_completion_returns_within_100_ms() {
 
 #[tokio::test]
 async fn cancelling_a_slow_stream_returns_within_100_ms() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(sse(interaction(TEXT_STREAM).sse()).set_delay(Duration::from_secs(10)))
+        .respond_with(sse(interaction(&gemini, TEXT_STREAM).sse()).set_delay(Duration::from_secs(10)))
         .mount(&server)
         .await;
     let client = client(&server);
@@ -503,10 +517,11 @@ async fn cancelling_a_slow_stream_returns_within_100_ms() {
 
 #[tokio::test]
 async fn extra_headers_are_sent_and_the_key_never_shows_in_debug_output() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(header("x-goog-user-project", "my-project"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&gemini), "application/json"))
         .expect(1)
         .mount(&server)
         .await;
@@ -536,18 +551,19 @@ async fn a_garbled_200_is_a_decode_error_naming_the_provider() {
 
 #[tokio::test]
 async fn a_reply_without_model_version_reports_the_requested_model() {
+    let gemini = require_wire!("gemini");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1beta/models/gemini-2.5-flash:generateContent"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(
-            common::read_wire("cookbook_rest/function_calling_multi_turn_with_functionResponse.response.json"),
+            gemini.bytes("cookbook_rest/function_calling_multi_turn_with_functionResponse.response.json"),
             "application/json",
         ))
         .mount(&server)
         .await;
     Mock::given(method("POST"))
         .and(path("/v1beta/models/gemini-2.5-flash:streamGenerateContent"))
-        .respond_with(sse(common::read_wire("cookbook_rest/streaming_gemini-pro_053bfa4.sse")))
+        .respond_with(sse(gemini.bytes("cookbook_rest/streaming_gemini-pro_053bfa4.sse")))
         .mount(&server)
         .await;
     let client = client(&server);

@@ -8,6 +8,7 @@ mod common;
 use agent_core::{AssistantMessage, ChatRequest, Message, ToolDefinition, ToolResult};
 use agent_provider_gemini::RequestOptions;
 use agent_provider_gemini::mapper::parse_response;
+use agent_testing::require_wire;
 use common::{assemble, body_json, canonical_requests, decode_sse, interaction};
 use serde_json::{Value, json};
 
@@ -154,9 +155,10 @@ fn replay(reply: &agent_core::ChatResponse, first: &Value, follow_up: &Value) ->
 
 #[test]
 fn thought_signatures_round_trip_like_the_recorded_follow_up_requests() {
+    let gemini = require_wire!("gemini");
     let name = "MCP_related_client_Tests_generateContent_ML_Dev_Multiple_CallableTool_with_MCPClients_and_conduct_automated_function_calling";
-    let first = interaction(&format!("{name}_0"));
-    let second = interaction(&format!("{name}_1"));
+    let first = interaction(&gemini, &format!("{name}_0"));
+    let second = interaction(&gemini, &format!("{name}_1"));
     let reply = parse_response(&first.body()).unwrap();
     assert_eq!(reply.message.tool_calls.len(), 2);
     assert!(reply.message.tool_calls[0].id.starts_with("gemini_synth_"));
@@ -168,17 +170,18 @@ fn thought_signatures_round_trip_like_the_recorded_follow_up_requests() {
 
     // The same through a stream (gemini-2.5-flash, AFC with max calls).
     let name = "AFC_Streaming_Tests_chat_stream_AFC_enabled_AFC_max_calls_exceeded_Google_AI_can_continue_after_max_calls_exceeded";
-    let first = interaction(&format!("{name}_0"));
-    let second = interaction(&format!("{name}_1"));
+    let first = interaction(&gemini, &format!("{name}_0"));
+    let second = interaction(&gemini, &format!("{name}_1"));
     let reply = assemble(&decode_sse(&[&first.sse()]).unwrap()).unwrap();
     replay(&reply, &first.request, &second.request);
 }
 
 #[test]
 fn a_signature_on_a_text_part_and_signed_thoughts_go_back_on_their_parts() {
+    let gemini = require_wire!("gemini");
     // The third reply of the AFC recording carries a signature on its text.
     let name = "AFC_Streaming_Tests_chat_stream_AFC_enabled_AFC_max_calls_exceeded_Google_AI_can_continue_after_max_calls_exceeded_2";
-    let recorded = interaction(name);
+    let recorded = interaction(&gemini, name);
     let reply = assemble(&decode_sse(&[&recorded.sse()]).unwrap()).unwrap();
     let request = ChatRequest::new(vec![
         Message::user("Divide"),

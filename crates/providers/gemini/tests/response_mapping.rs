@@ -9,7 +9,9 @@ mod common;
 
 use agent_core::{ChatResponse, LlmError, LlmErrorKind, StopReason, StreamEvent, Usage};
 use agent_provider_gemini::mapper::parse_response;
-use common::{assemble, decode_sse, decode_sse_partial, interaction, interactions, read_wire, stem, wire_files};
+use agent_testing::require_wire;
+use agent_testing::wire::Wire;
+use common::{assemble, decode_sse, decode_sse_partial, interaction, interactions, stem};
 use serde_json::{Value, json};
 
 /// A mapping's outcome as JSON: the response, or the error.
@@ -25,26 +27,27 @@ fn stream_outcome(events: &[StreamEvent], error: Option<&LlmError>) -> Value {
     json!({"events": events, "error": error})
 }
 
-fn streamed(name: &str) -> ChatResponse {
-    let recorded = interaction(name);
+fn streamed(gemini: &Wire, name: &str) -> ChatResponse {
+    let recorded = interaction(gemini, name);
     assemble(&decode_sse(&[&recorded.sse()]).unwrap_or_else(|error| panic!("{name}: {error}"))).unwrap()
 }
 
-fn complete(name: &str) -> ChatResponse {
-    parse_response(&interaction(name).body()).unwrap_or_else(|error| panic!("{name}: {error}"))
+fn complete(gemini: &Wire, name: &str) -> ChatResponse {
+    parse_response(&interaction(gemini, name).body()).unwrap_or_else(|error| panic!("{name}: {error}"))
 }
 
 #[test]
 fn every_recorded_response_maps_to_its_snapshot() {
+    let gemini = require_wire!("gemini");
     let mut seen = 0;
-    for recorded in interactions().into_iter().filter(|i| !i.is_stream()) {
+    for recorded in interactions(&gemini).into_iter().filter(|i| !i.is_stream()) {
         insta::assert_json_snapshot!(
             format!("response_{}", recorded.name),
             outcome(parse_response(&recorded.body()))
         );
         seen += 1;
     }
-    for path in wire_files("cookbook_rest", ".response.json") {
+    for path in gemini.files("cookbook_rest", ".response.json") {
         let name = stem(&path, ".response.json");
         let mapped = parse_response(&std::fs::read(&path).unwrap());
         insta::assert_json_snapshot!(format!("response_cookbook_{name}"), outcome(mapped));
@@ -55,8 +58,9 @@ fn every_recorded_response_maps_to_its_snapshot() {
 
 #[test]
 fn every_recorded_stream_maps_to_its_snapshot() {
+    let gemini = require_wire!("gemini");
     let mut seen = 0;
-    for recorded in interactions().into_iter().filter(common::Interaction::is_stream) {
+    for recorded in interactions(&gemini).into_iter().filter(common::Interaction::is_stream) {
         let (events, error) = decode_sse_partial(&[&recorded.sse()]);
         insta::assert_json_snapshot!(
             format!("stream_{}", recorded.name),
@@ -68,13 +72,13 @@ fn every_recorded_stream_maps_to_its_snapshot() {
         }
         seen += 1;
     }
-    let cookbook = read_wire("cookbook_rest/streaming_gemini-pro_053bfa4.sse");
+    let cookbook = gemini.bytes("cookbook_rest/streaming_gemini-pro_053bfa4.sse");
     let (events, error) = decode_sse_partial(&[&cookbook]);
     insta::assert_json_snapshot!(
         "stream_cookbook_streaming_gemini-pro_053bfa4",
         stream_outcome(&events, error.as_ref())
     );
-    let (events, error) = decode_sse_partial(&[&midstream_error_body()]);
+    let (events, error) = decode_sse_partial(&[&midstream_error_body(&gemini)]);
     insta::assert_json_snapshot!(
         "stream_python-genai_stream_midstream_error",
         stream_outcome(&events, error.as_ref())
@@ -84,8 +88,8 @@ fn every_recorded_stream_maps_to_its_snapshot() {
 
 /// The python-genai fixture holds bare JSON lines (no `data:` prefix) and
 /// one blank line; each non-blank line becomes one SSE event.
-fn midstream_error_body() -> Vec<u8> {
-    let fixture = String::from_utf8(read_wire("sdk_fixtures/python-genai_stream_midstream_error.jsonl")).unwrap();
+fn midstream_error_body(gemini: &Wire) -> Vec<u8> {
+    let fixture = gemini.text("sdk_fixtures/python-genai_stream_midstream_error.jsonl");
     let segments: Vec<Value> = fixture
         .lines()
         .filter(|line| !line.trim().is_empty())
@@ -97,7 +101,8 @@ fn midstream_error_body() -> Vec<u8> {
 
 #[test]
 fn a_mid_stream_error_is_a_typed_error_after_the_text_before_it() {
-    let (events, error) = decode_sse_partial(&[&midstream_error_body()]);
+    let gemini = require_wire!("gemini");
+    let (events, error) = decode_sse_partial(&[&midstream_error_body(&gemini)]);
     let error = error.unwrap();
     assert_eq!(error.kind, LlmErrorKind::Server);
     assert_eq!(error.status, Some(500));
@@ -107,7 +112,8 @@ fn a_mid_stream_error_is_a_typed_error_after_the_text_before_it() {
 
 #[test]
 fn the_old_cookbook_stream_repeats_stop_on_every_chunk_and_is_read_to_its_end() {
-    let body = read_wire("cookbook_rest/streaming_gemini-pro_053bfa4.sse");
+    let gemini = require_wire!("gemini");
+    let body = gemini.bytes("cookbook_rest/streaming_gemini-pro_053bfa4.sse");
     let response = assemble(&decode_sse(&[&body]).unwrap()).unwrap();
     assert!(
         response
@@ -131,16 +137,23 @@ fn the_old_cookbook_stream_repeats_stop_on_every_chunk_and_is_read_to_its_end() 
 
 #[test]
 fn streamed_and_complete_replies_to_the_same_prompt_agree() {
-    let whole = complete("Chats_Tests_sendMessage_Google_AI_with_config_0");
-    let stream = streamed("Chats_Tests_sendMessage_Google_AI_with_config_stream_0");
+    let gemini = require_wire!("gemini");
+    let whole = complete(&gemini, "Chats_Tests_sendMessage_Google_AI_with_config_0");
+    let stream = streamed(&gemini, "Chats_Tests_sendMessage_Google_AI_with_config_stream_0");
     assert_eq!(whole.message.content, stream.message.content);
     assert_eq!(whole.stop_reason, StopReason::MaxTokens);
     assert_eq!(whole.stop_reason, stream.stop_reason);
     assert_eq!(whole.usage, Usage::new(6, 20));
     assert_eq!(whole.usage, stream.usage, "the last chunk's usage wins");
 
-    let whole = complete("non-streaming_Tests_generateContent_afc_enabled_Google_AI_AFC_enabled_0");
-    let stream = streamed("AFC_Streaming_Tests_generateContentStream_afc_enabled_Google_AI_AFC_enabled_0");
+    let whole = complete(
+        &gemini,
+        "non-streaming_Tests_generateContent_afc_enabled_Google_AI_AFC_enabled_0",
+    );
+    let stream = streamed(
+        &gemini,
+        "AFC_Streaming_Tests_generateContentStream_afc_enabled_Google_AI_AFC_enabled_0",
+    );
     let shape = |r: &ChatResponse| {
         r.message
             .tool_calls
@@ -162,11 +175,17 @@ fn streamed_and_complete_replies_to_the_same_prompt_agree() {
 
 #[test]
 fn the_last_usage_of_a_stream_wins_over_the_partial_ones() {
+    let gemini = require_wire!("gemini");
     // Intermediate chunks say promptTokenCount 101 without candidates; the last says 27 and 37.
-    let response = streamed("AFC_Streaming_Tests_generateContentStream_afc_enabled_Google_AI_AFC_enabled_1");
+    let response = streamed(
+        &gemini,
+        "AFC_Streaming_Tests_generateContentStream_afc_enabled_Google_AI_AFC_enabled_1",
+    );
     assert_eq!(response.usage, Usage::new(27, 37));
-    let thinking =
-        streamed("Client_Tests_generateContentStream_ML_Dev_should_stream_generate_content_with_system_instruction_0");
+    let thinking = streamed(
+        &gemini,
+        "Client_Tests_generateContentStream_ML_Dev_should_stream_generate_content_with_system_instruction_0",
+    );
     assert_eq!(
         thinking.usage,
         Usage {
@@ -180,9 +199,12 @@ fn the_last_usage_of_a_stream_wins_over_the_partial_ones() {
 
 #[test]
 fn recorded_edge_cases_map_as_specified() {
+    let gemini = require_wire!("gemini");
     // MAX_TOKENS with a content that has no parts.
-    let empty =
-        complete("Client_Tests_generateContent_ML_Dev_should_return_the_headers_in_the_sdkHttpResponse_by_default_0");
+    let empty = complete(
+        &gemini,
+        "Client_Tests_generateContent_ML_Dev_should_return_the_headers_in_the_sdkHttpResponse_by_default_0",
+    );
     assert_eq!(empty.stop_reason, StopReason::MaxTokens);
     assert!(empty.message.content.is_empty() && empty.message.tool_calls.is_empty());
     assert_eq!(
@@ -196,7 +218,10 @@ fn recorded_edge_cases_map_as_specified() {
     );
 
     // `thought: true` parts are reasoning, not content.
-    let thought = complete("Client_Tests_test_thinking_generate_content_should_return_thought_field_0");
+    let thought = complete(
+        &gemini,
+        "Client_Tests_test_thinking_generate_content_should_return_thought_field_0",
+    );
     assert!(thought.message.content.is_empty());
     assert!(
         thought.message.reasoning[0]
@@ -206,7 +231,10 @@ fn recorded_edge_cases_map_as_specified() {
     assert_eq!(thought.message.reasoning[0].signature, None);
 
     // Three parallel calls without ids: distinct, stable, recognisable ids.
-    let mixed = complete("MCP_related_client_Tests_generateContent_ML_Dev_can_take_mixed_tools_when_AFC_is_disabled_0");
+    let mixed = complete(
+        &gemini,
+        "MCP_related_client_Tests_generateContent_ML_Dev_can_take_mixed_tools_when_AFC_is_disabled_0",
+    );
     let ids: Vec<&str> = mixed.message.tool_calls.iter().map(|call| call.id.as_str()).collect();
     assert_eq!(
         ids,
@@ -221,6 +249,7 @@ fn recorded_edge_cases_map_as_specified() {
 
     // A signature on the first of two parallel calls names that call.
     let signed = complete(
+        &gemini,
         "MCP_related_client_Tests_generateContent_ML_Dev_Multiple_CallableTool_with_MCPClients_and_conduct_automated_function_calling_0",
     );
     assert_eq!(signed.message.reasoning.len(), 1);
@@ -230,10 +259,8 @@ fn recorded_edge_cases_map_as_specified() {
     );
 
     // Implicit/explicit caching is reported as cache reads inside the input.
-    let cached = parse_response(&read_wire(
-        "cookbook_rest/caching_generate_with_cachedContent.response.json",
-    ))
-    .unwrap();
+    let cached =
+        parse_response(&gemini.bytes("cookbook_rest/caching_generate_with_cachedContent.response.json")).unwrap();
     assert_eq!(
         cached.usage,
         Usage {
@@ -245,15 +272,14 @@ fn recorded_edge_cases_map_as_specified() {
     );
 
     // A prompt blocked before any candidate is an error naming the reason.
-    let blocked = parse_response(&read_wire("cookbook_rest/safety_prompt_blocked.response.json")).unwrap_err();
+    let blocked = parse_response(&gemini.bytes("cookbook_rest/safety_prompt_blocked.response.json")).unwrap_err();
     assert_eq!(blocked.kind, LlmErrorKind::InvalidRequest);
     assert!(blocked.message.contains("blockReason SAFETY"), "{}", blocked.message);
 
     // The old cookbook function call, lowercase everything, no usage.
-    let theaters = parse_response(&read_wire(
-        "cookbook_rest/function_calling_single_turn_find_theaters.response.json",
-    ))
-    .unwrap();
+    let theaters =
+        parse_response(&gemini.bytes("cookbook_rest/function_calling_single_turn_find_theaters.response.json"))
+            .unwrap();
     assert_eq!(theaters.message.tool_calls[0].name, "find_theaters");
     assert!(theaters.message.tool_calls[0].id.starts_with("gemini_synth_"));
     assert_eq!(theaters.stop_reason, StopReason::ToolUse);
@@ -261,7 +287,9 @@ fn recorded_edge_cases_map_as_specified() {
 
 #[test]
 fn vertex_streamed_function_arguments_are_assembled() {
+    let gemini = require_wire!("gemini");
     let response = streamed(
+        &gemini,
         "Client_Tests_generateContentStream_partial_function_calling_Vertex_AI_should_stream_generate_content_enabled_streamFunctionCallArguments_0",
     );
     assert_eq!(response.message.tool_calls.len(), 1);
@@ -280,7 +308,8 @@ fn vertex_streamed_function_arguments_are_assembled() {
 
 #[test]
 fn the_recorded_404_on_an_event_stream_maps_to_a_clear_error() {
-    let recorded = interaction("Chats_Tests_sendMessage_Send_message_stream_with_error_0");
+    let gemini = require_wire!("gemini");
+    let recorded = interaction(&gemini, "Chats_Tests_sendMessage_Send_message_stream_with_error_0");
     assert_eq!(recorded.status, 404);
     let error = decode_sse(&[&recorded.sse()]).unwrap_err();
     assert_eq!(error.kind, LlmErrorKind::InvalidRequest);

@@ -9,7 +9,9 @@
 mod common;
 
 use agent_provider_gemini::mapper::EventMapper as _;
-use common::{assemble, decode_sse, interaction, read_wire};
+use agent_testing::require_wire;
+use agent_testing::wire::Wire;
+use common::{assemble, decode_sse, interaction};
 use proptest::prelude::*;
 
 /// Gemini 3 on Vertex: a signed call whose arguments stream in 10 chunks.
@@ -17,24 +19,24 @@ const VERTEX_TOOL_CALL: &str = "Client_Tests_generateContentStream_partial_funct
 /// gemini-2.5-flash: a signed whole function call.
 const SIGNED_CALL: &str = "AFC_Streaming_Tests_chat_stream_AFC_enabled_AFC_max_calls_exceeded_Google_AI_can_continue_after_max_calls_exceeded_0";
 
-fn body(name: &str) -> Vec<u8> {
-    interaction(name).sse()
+fn body(gemini: &Wire, name: &str) -> Vec<u8> {
+    interaction(gemini, name).sse()
 }
 
 /// Both tool-call recordings in one body: the second reply's events follow
 /// the first's, as two chunks of one stream would.
-fn tool_call_body() -> Vec<u8> {
+fn tool_call_body(gemini: &Wire) -> Vec<u8> {
     // The first reply's finish is dropped so the two read as one reply.
-    let mut head = interaction(SIGNED_CALL).segments[0].clone();
+    let mut head = interaction(gemini, SIGNED_CALL).segments[0].clone();
     head["candidates"][0].as_object_mut().unwrap().remove("finishReason");
     let mut body = common::sse_from(&[head]);
-    body.extend(common::sse_from(&interaction(VERTEX_TOOL_CALL).segments));
+    body.extend(common::sse_from(&interaction(gemini, VERTEX_TOOL_CALL).segments));
     body
 }
 
 #[test]
 fn a_tool_call_stream_split_at_every_byte_boundary_decodes_like_the_whole() {
-    let body = tool_call_body();
+    let body = tool_call_body(&require_wire!("gemini"));
     let whole = decode_sse(&[&body]).unwrap();
     let response = assemble(&whole).unwrap();
     assert_eq!(response.message.tool_calls.len(), 2, "{response:?}");
@@ -48,9 +50,10 @@ fn a_tool_call_stream_split_at_every_byte_boundary_decodes_like_the_whole() {
 
 #[test]
 fn a_stream_delivered_byte_by_byte_decodes_like_the_whole() {
+    let gemini = require_wire!("gemini");
     for body in [
-        body(VERTEX_TOOL_CALL),
-        read_wire("cookbook_rest/streaming_gemini-pro_053bfa4.sse"),
+        body(&gemini, VERTEX_TOOL_CALL),
+        gemini.bytes("cookbook_rest/streaming_gemini-pro_053bfa4.sse"),
     ] {
         let whole = decode_sse(&[&body]).unwrap();
         let bytes: Vec<&[u8]> = body.chunks(1).collect();
@@ -58,26 +61,32 @@ fn a_stream_delivered_byte_by_byte_decodes_like_the_whole() {
     }
 }
 
-fn recording(which: usize) -> Vec<u8> {
-    match which {
-        0 => body(VERTEX_TOOL_CALL),
-        1 => body(SIGNED_CALL),
-        2 => body("Chats_Tests_sendMessage_Google_AI_with_text_stream_0"),
-        3 => body("Client_Tests_generateContentStream_ML_Dev_should_stream_generate_content_with_system_instruction_0"),
-        _ => read_wire("cookbook_rest/streaming_gemini-pro_053bfa4.sse"),
-    }
+/// The five recordings the properties run over.
+fn recordings(gemini: &Wire) -> [Vec<u8>; 5] {
+    [
+        body(gemini, VERTEX_TOOL_CALL),
+        body(gemini, SIGNED_CALL),
+        body(gemini, "Chats_Tests_sendMessage_Google_AI_with_text_stream_0"),
+        body(
+            gemini,
+            "Client_Tests_generateContentStream_ML_Dev_should_stream_generate_content_with_system_instruction_0",
+        ),
+        gemini.bytes("cookbook_rest/streaming_gemini-pro_053bfa4.sse"),
+    ]
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+// The properties over recordings are plain tests around `proptest!`, so
+// that they skip when the recordings are absent.
 
-    #[test]
-    fn any_chunking_of_any_recording_decodes_the_same(
+#[test]
+fn any_chunking_of_any_recording_decodes_the_same() {
+    let recordings = recordings(&require_wire!("gemini"));
+    proptest!(ProptestConfig::with_cases(64), |(
         which in 0usize..5,
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
-    ) {
-        let body = recording(which);
-        let whole = decode_sse(&[&body]).unwrap();
+    )| {
+        let body: &[u8] = &recordings[which];
+        let whole = decode_sse(&[body]).unwrap();
         let mut points: Vec<usize> = cuts.iter().map(|cut| cut.index(body.len() + 1)).collect();
         points.sort_unstable();
         let mut pieces = Vec::new();
@@ -88,24 +97,19 @@ proptest! {
         }
         pieces.push(&body[start..]);
         prop_assert_eq!(decode_sse(&pieces).unwrap(), whole);
-    }
+    });
+}
 
-    #[test]
-    fn the_stream_mapper_never_panics_on_arbitrary_chunks(data in "\\PC{0,300}") {
-        let mut mapper = agent_provider_gemini::mapper::StreamMapper::new();
-        let mut events = Vec::new();
-        let _ = mapper.push(&data, &mut events);
-        let _ = mapper.finish(&mut events);
-    }
-
-    #[test]
-    fn the_stream_mapper_never_panics_on_mangled_chunks(
+#[test]
+fn the_stream_mapper_never_panics_on_mangled_chunks() {
+    let recordings = recordings(&require_wire!("gemini"));
+    proptest!(ProptestConfig::with_cases(64), |(
         which in 0usize..4,
         cut in any::<prop::sample::Index>(),
         junk in "[\\[\\]{}\",:a-zA-Z0-9 ]{0,40}",
-    ) {
+    )| {
         // A real chunk cut somewhere and finished with junk.
-        let body = String::from_utf8(recording(which)).unwrap();
+        let body = std::str::from_utf8(&recordings[which]).unwrap();
         let chunk = body.lines().find(|line| line.starts_with("data: ")).unwrap().trim_start_matches("data: ");
         let mut at = cut.index(chunk.len() + 1);
         while !chunk.is_char_boundary(at) {
@@ -116,11 +120,13 @@ proptest! {
         let mut events = Vec::new();
         let _ = mapper.push(&data, &mut events);
         let _ = mapper.finish(&mut events);
-    }
+    });
+}
 
-    #[test]
-    fn truncating_a_tool_call_stream_anywhere_never_yields_a_half_call(cut in any::<prop::sample::Index>()) {
-        let body = body(VERTEX_TOOL_CALL);
+#[test]
+fn truncating_a_tool_call_stream_anywhere_never_yields_a_half_call() {
+    let body = body(&require_wire!("gemini"), VERTEX_TOOL_CALL);
+    proptest!(ProptestConfig::with_cases(64), |(cut in any::<prop::sample::Index>())| {
         let cut = cut.index(body.len() + 1);
         // The finishReason comes with the last chunk: any cut before its end is an error.
         match decode_sse(&[&body[..cut]]) {
@@ -134,5 +140,17 @@ proptest! {
                 prop_assert!(error.message.contains("truncated") || error.message.contains("ended before"), "{}", error.message);
             }
         }
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_stream_mapper_never_panics_on_arbitrary_chunks(data in "\\PC{0,300}") {
+        let mut mapper = agent_provider_gemini::mapper::StreamMapper::new();
+        let mut events = Vec::new();
+        let _ = mapper.push(&data, &mut events);
+        let _ = mapper.finish(&mut events);
     }
 }

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopReason, StreamEvent};
 use agent_provider_ollama::{OllamaClient, OllamaConfig};
-use common::{assemble, read_example, tool_call_stream};
+use agent_testing::require_wire;
+use common::{assemble, tool_call_stream};
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -36,12 +37,13 @@ fn ndjson(body: Vec<u8>) -> ResponseTemplate {
 
 #[tokio::test]
 async fn a_completion_posts_to_api_chat_with_stream_false() {
+    let examples = require_wire!("ollama/docs_examples");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/api/chat"))
         .and(body_partial_json(json!({"model": "llama3.2", "stream": false})))
         .respond_with(ResponseTemplate::new(200).set_body_raw(
-            read_example("api_md_chat_request_no_streaming.response.json"),
+            examples.bytes("api_md_chat_request_no_streaming.response.json"),
             "application/json",
         ))
         .expect(1)
@@ -80,6 +82,7 @@ async fn a_stream_posts_stream_true_and_assembles_tool_calls() {
 
 #[tokio::test]
 async fn too_many_requests_is_retried_after_the_delay_asked_for() {
+    let examples = require_wire!("ollama/docs_examples");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
@@ -92,7 +95,7 @@ async fn too_many_requests_is_retried_after_the_delay_asked_for() {
         .await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(
-            read_example("api_md_chat_request_no_streaming.response.json"),
+            examples.bytes("api_md_chat_request_no_streaming.response.json"),
             "application/json",
         ))
         .mount(&server)
@@ -134,17 +137,18 @@ async fn a_missing_model_is_not_retried_and_says_what_ollama_said() {
 
 #[tokio::test]
 async fn server_errors_are_retried() {
+    let examples = require_wire!("ollama/docs_examples");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
-            ResponseTemplate::new(500).set_body_raw(read_example("errors_mdx_error_body.json"), "application/json"),
+            ResponseTemplate::new(500).set_body_raw(examples.bytes("errors_mdx_error_body.json"), "application/json"),
         )
         .up_to_n_times(2)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(
-            read_example("api_md_chat_request_no_streaming.response.json"),
+            examples.bytes("api_md_chat_request_no_streaming.response.json"),
             "application/json",
         ))
         .mount(&server)
@@ -228,11 +232,12 @@ async fn cancelling_a_slow_request_returns_promptly() {
 
 #[tokio::test]
 async fn ollama_host_names_the_server_when_no_base_url_is_set() {
+    let examples = require_wire!("ollama/docs_examples");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/api/chat"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(
-            read_example("api_md_chat_request_no_streaming.response.json"),
+            examples.bytes("api_md_chat_request_no_streaming.response.json"),
             "application/json",
         ))
         .expect(1)
@@ -249,11 +254,12 @@ async fn ollama_host_names_the_server_when_no_base_url_is_set() {
 
 #[tokio::test]
 async fn a_configured_key_is_sent_as_a_bearer_token_and_a_rejected_one_names_the_variable() {
+    let examples = require_wire!("ollama/docs_examples");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(header("authorization", "Bearer ok-key"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(
-            read_example("api_md_chat_request_no_streaming.response.json"),
+            examples.bytes("api_md_chat_request_no_streaming.response.json"),
             "application/json",
         ))
         .mount(&server)

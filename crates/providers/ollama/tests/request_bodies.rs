@@ -10,7 +10,8 @@ use agent_core::{
 use agent_provider_ollama::RequestOptions;
 use agent_provider_ollama::mapper::build_request_body;
 use agent_testing::canonical;
-use common::{body_json, canonical_requests, example_json};
+use agent_testing::require_wire;
+use common::{body_json, canonical_requests};
 use serde_json::{Value, json};
 
 #[test]
@@ -36,7 +37,8 @@ fn tool_from(example: &Value, index: usize) -> ToolDefinition {
 
 #[test]
 fn the_documented_tool_history_request_is_rebuilt_exactly() {
-    let example = example_json("api_md_chat_request_with_history_with_tools.request.json");
+    let examples = require_wire!("ollama/docs_examples");
+    let example = examples.json("api_md_chat_request_with_history_with_tools.request.json");
     let request = ChatRequest::new(vec![
         Message::user("what is the weather in Toronto?"),
         Message::Assistant(AssistantMessage::with_tool_calls(
@@ -59,7 +61,8 @@ fn the_documented_tool_history_request_is_rebuilt_exactly() {
 
 #[test]
 fn the_documented_parallel_tool_results_request_is_rebuilt_exactly() {
-    let example = example_json("tool_calling_mdx_parallel_tools_followup_with_tool_results.request.json");
+    let examples = require_wire!("ollama/docs_examples");
+    let example = examples.json("tool_calling_mdx_parallel_tools_followup_with_tool_results.request.json");
     let calls: Vec<ToolCall> = [
         ("get_temperature", "New York"),
         ("get_conditions", "New York"),
@@ -87,7 +90,8 @@ fn the_documented_parallel_tool_results_request_is_rebuilt_exactly() {
 
 #[test]
 fn the_documented_structured_output_request_is_rebuilt_exactly() {
-    let example = example_json("api_md_chat_request_structured_outputs.request.json");
+    let examples = require_wire!("ollama/docs_examples");
+    let example = examples.json("api_md_chat_request_structured_outputs.request.json");
     let request = ChatRequest {
         temperature: Some(0.0),
         response_format: Some(agent_core::ResponseFormat {
@@ -103,7 +107,8 @@ fn the_documented_structured_output_request_is_rebuilt_exactly() {
 
 #[test]
 fn configured_options_are_sent_and_the_request_wins_over_them() {
-    let example = example_json("api_md_chat_request_reproducible_outputs.request.json");
+    let examples = require_wire!("ollama/docs_examples");
+    let example = examples.json("api_md_chat_request_reproducible_outputs.request.json");
     let options = RequestOptions {
         extra_options: [("seed".to_owned(), json!(101)), ("temperature".to_owned(), json!(0.9))]
             .into_iter()

@@ -6,12 +6,14 @@ mod common;
 
 use agent_core::{LlmErrorKind, StopReason, Usage};
 use agent_provider_ollama::mapper::parse_response;
+use agent_testing::require_wire;
 use agent_testing::wire::stem;
-use common::{assemble, decode_ndjson, example_files, read_example, tool_call_stream};
+use common::{assemble, decode_ndjson, tool_call_stream};
 
 #[test]
 fn every_documented_reply_maps_to_its_snapshot() {
-    let files = example_files(".response.json");
+    let examples = require_wire!("ollama/docs_examples");
+    let files = examples.files("", ".response.json");
     assert_eq!(files.len(), 6, "the documented replies");
     for path in files {
         let name = stem(&path, ".response.json");
@@ -22,7 +24,8 @@ fn every_documented_reply_maps_to_its_snapshot() {
 
 #[test]
 fn every_documented_chat_stream_maps_to_its_snapshot() {
-    let files = example_files(".response_documented_chunks.jsonl");
+    let examples = require_wire!("ollama/docs_examples");
+    let files = examples.files("", ".response_documented_chunks.jsonl");
     assert_eq!(files.len(), 3, "the documented chat streams");
     for path in files {
         let name = stem(&path, ".response_documented_chunks.jsonl");
@@ -34,25 +37,28 @@ fn every_documented_chat_stream_maps_to_its_snapshot() {
 
 #[test]
 fn the_documented_midstream_error_is_a_server_error_with_ollamas_message() {
+    let examples = require_wire!("ollama/docs_examples");
     // The example is an /api/generate stream (`response`, not `message`):
     // its lines carry no chat text, and the error line ends it.
-    let error = decode_ndjson(&[&read_example("errors_mdx_midstream_error.ndjson")]).unwrap_err();
+    let error = decode_ndjson(&[&examples.bytes("errors_mdx_midstream_error.ndjson")]).unwrap_err();
     assert_eq!(error.kind, LlmErrorKind::Server);
     assert_eq!(error.message, "an error was encountered while running the model");
 }
 
 #[test]
 fn the_documented_error_body_is_an_error_with_ollamas_message() {
-    let error = parse_response(&read_example("errors_mdx_error_body.json")).unwrap_err();
+    let examples = require_wire!("ollama/docs_examples");
+    let error = parse_response(&examples.bytes("errors_mdx_error_body.json")).unwrap_err();
     assert_eq!(error.kind, LlmErrorKind::Server);
     assert_eq!(error.message, "the model failed to generate a response");
 }
 
 #[test]
 fn the_documented_generate_stream_ends_with_its_done_line() {
+    let examples = require_wire!("ollama/docs_examples");
     // /api/generate lines have no `message`: nothing to show, but the
     // framing, `done` and `done_reason` are the same as /api/chat's.
-    let events = decode_ndjson(&[&read_example("streaming_mdx_generate_stream.ndjson")]).unwrap();
+    let events = decode_ndjson(&[&examples.bytes("streaming_mdx_generate_stream.ndjson")]).unwrap();
     let response = assemble(&events).unwrap();
     assert_eq!(response.model, "gemma4");
     assert_eq!(response.stop_reason, StopReason::EndTurn);
@@ -60,7 +66,8 @@ fn the_documented_generate_stream_ends_with_its_done_line() {
 
 #[test]
 fn a_documented_tool_call_reply_has_object_arguments_a_stable_id_and_tool_use() {
-    let body = read_example("api_md_chat_request_with_tools.response.json");
+    let examples = require_wire!("ollama/docs_examples");
+    let body = examples.bytes("api_md_chat_request_with_tools.response.json");
     let first = parse_response(&body).unwrap();
     let second = parse_response(&body).unwrap();
     let call = &first.message.tool_calls[0];

@@ -6,7 +6,8 @@ mod common;
 
 use agent_core::LlmErrorKind;
 use agent_provider_ollama::mapper::EventMapper as _;
-use common::{assemble, decode_ndjson, read_example, tool_call_stream};
+use agent_testing::require_wire;
+use common::{assemble, decode_ndjson, tool_call_stream};
 use proptest::prelude::*;
 
 #[test]
@@ -23,7 +24,8 @@ fn a_stream_split_at_every_byte_boundary_decodes_like_the_whole() {
 
 #[test]
 fn the_documented_tool_stream_split_at_every_byte_decodes_like_the_whole() {
-    let body = read_example("api_md_chat_request_streaming_with_tools.response_documented_chunks.jsonl");
+    let examples = require_wire!("ollama/docs_examples");
+    let body = examples.bytes("api_md_chat_request_streaming_with_tools.response_documented_chunks.jsonl");
     let whole = decode_ndjson(&[&body]).unwrap();
     for k in 0..=body.len() {
         let (head, tail) = body.split_at(k);

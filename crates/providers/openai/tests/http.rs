@@ -5,12 +5,13 @@
 
 mod common;
 
-use agent_testing::collect_events;
+use agent_testing::wire::Wire;
+use agent_testing::{collect_events, require_wire};
 use std::time::{Duration, Instant};
 
 use agent_core::{CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopReason, StreamEvent};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
-use common::{assemble, decode_sse, read_wire};
+use common::{assemble, decode_sse};
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -33,8 +34,9 @@ fn request() -> ChatRequest {
     ChatRequest::new(vec![Message::user("Hello!")])
 }
 
-fn ok_body() -> Vec<u8> {
-    read_wire("reference_examples/default.response.json")
+/// The reference example of a plain reply.
+fn ok_body(openai: &Wire) -> Vec<u8> {
+    openai.bytes("reference_examples/default.response.json")
 }
 
 fn sse(body: Vec<u8>) -> ResponseTemplate {
@@ -43,6 +45,7 @@ fn sse(body: Vec<u8>) -> ResponseTemplate {
 
 #[tokio::test]
 async fn a_plain_completion_goes_to_the_versioned_path_with_a_bearer_key() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
@@ -51,7 +54,7 @@ async fn a_plain_completion_goes_to_the_versioned_path_with_a_bearer_key() {
         .and(body_partial_json(
             json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Hello!"}]}),
         ))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&openai), "application/json"))
         .expect(1)
         .mount(&server)
         .await;
@@ -65,6 +68,7 @@ async fn a_plain_completion_goes_to_the_versioned_path_with_a_bearer_key() {
 
 #[tokio::test]
 async fn a_429_with_retry_after_is_retried_after_about_a_second() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
@@ -77,7 +81,7 @@ async fn a_429_with_retry_after_is_retried_after_about_a_second() {
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&openai), "application/json"))
         .mount(&server)
         .await;
     let started = Instant::now();
@@ -94,6 +98,7 @@ async fn a_429_with_retry_after_is_retried_after_about_a_second() {
 
 #[tokio::test]
 async fn two_500s_then_a_200_succeed_on_the_third_attempt() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
@@ -104,7 +109,7 @@ async fn two_500s_then_a_200_succeed_on_the_third_attempt() {
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&openai), "application/json"))
         .mount(&server)
         .await;
     let response = client(&server)
@@ -166,8 +171,9 @@ async fn a_missing_key_is_an_error_before_any_request() {
 
 #[tokio::test]
 async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
-    let body = read_wire("sdk_recorded/python_stream_parallel_tool_calls.sse");
+    let body = openai.bytes("sdk_recorded/python_stream_parallel_tool_calls.sse");
     Mock::given(method("POST"))
         .and(body_partial_json(
             json!({"stream": true, "stream_options": {"include_usage": true}}),
@@ -190,8 +196,9 @@ async fn a_recorded_stream_through_the_client_assembles_like_the_pure_decoder() 
 
 #[tokio::test]
 async fn a_stream_that_ends_mid_tool_call_is_a_truncation_error_not_a_half_call() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
-    let body = String::from_utf8(read_wire("sdk_recorded/python_stream_parallel_tool_calls.sse")).unwrap();
+    let body = openai.text("sdk_recorded/python_stream_parallel_tool_calls.sse");
     // Keep the chunks up to the first fragment of the second call's arguments.
     let cut = body.find("{\\\"ti").unwrap();
     let cut = cut + body[cut..].find("\n\n").unwrap() + 2;
@@ -244,11 +251,12 @@ async fn an_error_inside_the_stream_becomes_an_llm_error() {
 
 #[tokio::test]
 async fn cancelling_a_slow_completion_returns_within_100_ms() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(200)
-                .set_body_raw(ok_body(), "application/json")
+                .set_body_raw(ok_body(&openai), "application/json")
                 .set_delay(Duration::from_secs(10)),
         )
         .mount(&server)
@@ -274,9 +282,10 @@ async fn cancelling_a_slow_completion_returns_within_100_ms() {
 
 #[tokio::test]
 async fn cancelling_a_slow_stream_returns_within_100_ms() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(sse(read_wire("sdk_recorded/python_stream_plain_text.sse")).set_delay(Duration::from_secs(10)))
+        .respond_with(sse(openai.bytes("sdk_recorded/python_stream_plain_text.sse")).set_delay(Duration::from_secs(10)))
         .mount(&server)
         .await;
     let client = client(&server);
@@ -301,12 +310,13 @@ async fn cancelling_a_slow_stream_returns_within_100_ms() {
 
 #[tokio::test]
 async fn azure_uses_the_deployment_path_api_version_and_api_key_header() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/openai/deployments/prod-4o/chat/completions"))
         .and(query_param("api-version", "2024-10-21"))
         .and(header("api-key", "azure-secret-key"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&openai), "application/json"))
         .expect(1)
         .mount(&server)
         .await;
@@ -329,11 +339,12 @@ async fn azure_uses_the_deployment_path_api_version_and_api_key_header() {
 
 #[tokio::test]
 async fn a_compatible_server_without_a_key_gets_no_authorization_header() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .and(body_partial_json(json!({"model": "qwen2.5", "max_tokens": 100})))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&openai), "application/json"))
         .expect(1)
         .mount(&server)
         .await;
@@ -353,10 +364,11 @@ async fn a_compatible_server_without_a_key_gets_no_authorization_header() {
 
 #[tokio::test]
 async fn extra_headers_are_sent_and_the_key_never_shows_in_debug_output() {
+    let openai = require_wire!("openai");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(header("openai-organization", "org-123"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(), "application/json"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&openai), "application/json"))
         .expect(1)
         .mount(&server)
         .await;
@@ -403,9 +415,10 @@ async fn a_garbled_200_is_a_decode_error_naming_the_provider() {
 #[tokio::test]
 async fn a_connection_that_breaks_mid_tool_call_names_the_call_that_was_cut() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let openai = require_wire!("openai");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let body = String::from_utf8(read_wire("sdk_recorded/python_stream_parallel_tool_calls.sse")).unwrap();
+    let body = openai.text("sdk_recorded/python_stream_parallel_tool_calls.sse");
     let cut = body.find("\"Edinb").unwrap();
     let cut = cut + body[cut..].find("\n\n").unwrap() + 2;
     let partial = body[..cut].to_owned();

@@ -8,7 +8,9 @@ mod common;
 use agent_core::{ChatRequest, Message, ToolChoice};
 use agent_provider_openai::RequestOptions;
 use agent_provider_openai::mapper::build_request_body;
-use common::{body_json, canonical_requests, parallel_calls_request, read_wire, weather_tool};
+use agent_testing::require_wire;
+use agent_testing::wire::Wire;
+use common::{body_json, canonical_requests, parallel_calls_request, weather_tool};
 use serde_json::{Value, json};
 
 #[test]
@@ -110,8 +112,8 @@ fn a_non_finite_temperature_is_refused() {
 }
 
 /// The official schema, with the root pointing at the request schema.
-fn request_validator() -> jsonschema::Validator {
-    let mut document: Value = serde_json::from_slice(&read_wire("chat_completions_subset.openapi.json")).unwrap();
+fn request_validator(openai: &Wire) -> jsonschema::Validator {
+    let mut document = openai.json("chat_completions_subset.openapi.json");
     document["$ref"] = json!("#/components/schemas/CreateChatCompletionRequest");
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
@@ -128,7 +130,7 @@ fn schema_errors(validator: &jsonschema::Validator, body: &Value) -> Vec<String>
 
 #[test]
 fn every_canonical_body_validates_against_the_official_schema() {
-    let validator = request_validator();
+    let validator = request_validator(&require_wire!("openai"));
     for (name, request, options) in canonical_requests() {
         let body = body_json(&request, &options);
         let errors = schema_errors(&validator, &body);
@@ -138,7 +140,7 @@ fn every_canonical_body_validates_against_the_official_schema() {
 
 #[test]
 fn the_schema_check_does_reject_invalid_bodies() {
-    let validator = request_validator();
+    let validator = request_validator(&require_wire!("openai"));
     let bad_bodies = [
         json!({"model": "m", "messages": []}),
         json!({"model": "m", "messages": [{"role": "robot", "content": "hi"}]}),
@@ -155,8 +157,9 @@ fn the_schema_check_does_reject_invalid_bodies() {
 #[test]
 fn the_official_reference_requests_validate_too() {
     // A sanity check of the validator against OpenAI's own examples.
-    let validator = request_validator();
-    for path in common::wire_files("reference_examples", ".request.json") {
+    let openai = require_wire!("openai");
+    let validator = request_validator(&openai);
+    for path in openai.files("reference_examples", ".request.json") {
         let body: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         let errors = schema_errors(&validator, &body);
         assert!(errors.is_empty(), "{}: {errors:#?}", path.display());

@@ -6,24 +6,27 @@ mod common;
 
 use agent_core::{ChatResponse, StopReason, StreamEvent, Usage};
 use agent_provider_openai::mapper::{EventMapper, StreamMapper, parse_response};
-use common::{assemble, decode_sse, read_wire, stem, wire_files};
+use agent_testing::require_wire;
+use agent_testing::wire::Wire;
+use common::{assemble, decode_sse, stem};
 use serde_json::json;
 
-fn response(relative: &str) -> ChatResponse {
-    parse_response(&read_wire(relative)).unwrap_or_else(|error| panic!("{relative}: {error}"))
+fn response(openai: &Wire, relative: &str) -> ChatResponse {
+    parse_response(&openai.bytes(relative)).unwrap_or_else(|error| panic!("{relative}: {error}"))
 }
 
-fn streamed(relative: &str) -> ChatResponse {
-    let body = read_wire(relative);
+fn streamed(openai: &Wire, relative: &str) -> ChatResponse {
+    let body = openai.bytes(relative);
     let events = decode_sse(&[&body]).unwrap_or_else(|error| panic!("{relative}: {error}"));
     assemble(&events).unwrap_or_else(|error| panic!("{relative}: {error}"))
 }
 
 #[test]
 fn every_example_response_maps_to_its_snapshot() {
+    let openai = require_wire!("openai");
     let mut seen = 0;
     for dir in ["reference_examples", "sdk_recorded"] {
-        for path in wire_files(dir, ".response.json") {
+        for path in openai.files(dir, ".response.json") {
             let name = stem(&path, ".response.json");
             let mapped = parse_response(&std::fs::read(&path).unwrap())
                 .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
@@ -36,8 +39,9 @@ fn every_example_response_maps_to_its_snapshot() {
 
 #[test]
 fn every_recorded_stream_assembles_to_its_snapshot() {
+    let openai = require_wire!("openai");
     let mut seen = 0;
-    for path in wire_files("sdk_recorded", ".sse") {
+    for path in openai.files("sdk_recorded", ".sse") {
         let name = stem(&path, ".sse");
         let body = std::fs::read(&path).unwrap();
         let events = decode_sse(&[&body]).unwrap_or_else(|error| panic!("{name}: {error}"));
@@ -55,7 +59,8 @@ fn every_recorded_stream_assembles_to_its_snapshot() {
 /// not ask for usage: the assembled reply is "Hello" with empty usage.
 #[test]
 fn the_reference_jsonl_stream_assembles_from_its_chunks() {
-    let body = String::from_utf8(read_wire("reference_examples/streaming.response_chunks.jsonl")).unwrap();
+    let openai = require_wire!("openai");
+    let body = openai.text("reference_examples/streaming.response_chunks.jsonl");
     let mut mapper = StreamMapper::new();
     let mut events = Vec::new();
     for line in body.lines().filter(|line| !line.trim().is_empty()) {
@@ -71,7 +76,8 @@ fn the_reference_jsonl_stream_assembles_from_its_chunks() {
 
 #[test]
 fn the_parallel_tool_call_stream_emits_the_expected_events() {
-    let body = read_wire("sdk_recorded/python_stream_parallel_tool_calls.sse");
+    let openai = require_wire!("openai");
+    let body = openai.bytes("sdk_recorded/python_stream_parallel_tool_calls.sse");
     let events = decode_sse(&[&body]).unwrap();
     insta::assert_json_snapshot!("stream_events_python_stream_parallel_tool_calls", events);
     assert!(matches!(&events[0], StreamEvent::Started { model: Some(model), .. } if model == "gpt-4o-2024-08-06"));
@@ -107,8 +113,12 @@ fn the_parallel_tool_call_stream_emits_the_expected_events() {
 
 #[test]
 fn streamed_and_complete_replies_to_the_same_prompt_agree() {
-    let complete = response("sdk_recorded/python_parse_multiple_pydantic_tools.response.json");
-    let streamed = streamed("sdk_recorded/python_stream_parallel_tool_calls.sse");
+    let openai = require_wire!("openai");
+    let complete = response(
+        &openai,
+        "sdk_recorded/python_parse_multiple_pydantic_tools.response.json",
+    );
+    let streamed = streamed(&openai, "sdk_recorded/python_stream_parallel_tool_calls.sse");
     let shape = |r: &ChatResponse| {
         r.message
             .tool_calls
@@ -127,10 +137,14 @@ fn streamed_and_complete_replies_to_the_same_prompt_agree() {
 
 #[test]
 fn recorded_edge_cases_map_as_specified() {
-    let refusal = response("sdk_recorded/python_parse_pydantic_model_refusal.response.json");
+    let openai = require_wire!("openai");
+    let refusal = response(
+        &openai,
+        "sdk_recorded/python_parse_pydantic_model_refusal.response.json",
+    );
     assert_eq!(refusal.stop_reason, StopReason::ContentFilter);
     assert_eq!(refusal.message.content, "I'm very sorry, but I can't assist with that.");
-    let refusal = streamed("sdk_recorded/python_stream_refusal.sse");
+    let refusal = streamed(&openai, "sdk_recorded/python_stream_refusal.sse");
     assert_eq!(refusal.stop_reason, StopReason::ContentFilter);
     assert!(
         refusal.message.content.starts_with("I'm sorry"),
@@ -139,34 +153,37 @@ fn recorded_edge_cases_map_as_specified() {
     );
 
     assert_eq!(
-        response("sdk_recorded/python_parse_max_tokens_reached.response.json").stop_reason,
+        response(&openai, "sdk_recorded/python_parse_max_tokens_reached.response.json").stop_reason,
         StopReason::MaxTokens
     );
     assert_eq!(
-        streamed("sdk_recorded/python_stream_finish_length_max_tokens_1.sse").stop_reason,
+        streamed(&openai, "sdk_recorded/python_stream_finish_length_max_tokens_1.sse").stop_reason,
         StopReason::MaxTokens
     );
 
-    let choices = response("sdk_recorded/python_parse_pydantic_model_multiple_choices.response.json");
+    let choices = response(
+        &openai,
+        "sdk_recorded/python_parse_pydantic_model_multiple_choices.response.json",
+    );
     assert!(
         choices.message.content.contains("\"temperature\":64"),
         "choice 0 is used"
     );
-    let n3 = streamed("sdk_recorded/python_stream_n3_multiple_choices.sse");
+    let n3 = streamed(&openai, "sdk_recorded/python_stream_n3_multiple_choices.sse");
     assert_eq!(
         n3.message.content, r#"{"city":"San Francisco","temperature":65,"units":"f"}"#,
         "only choice 0's text"
     );
 
-    let usage = streamed("sdk_recorded/node_stream_works_usage_without_details.sse").usage;
+    let usage = streamed(&openai, "sdk_recorded/node_stream_works_usage_without_details.sse").usage;
     assert_eq!(usage, Usage::new(17, 10));
 
-    let default = response("reference_examples/default.response.json");
+    let default = response(&openai, "reference_examples/default.response.json");
     assert_eq!(default.model, "gpt-5.4");
     assert_eq!(default.id.as_deref(), Some("chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT"));
     assert_eq!(default.usage, Usage::new(19, 10));
 
-    let functions = response("reference_examples/functions.response.json");
+    let functions = response(&openai, "reference_examples/functions.response.json");
     assert_eq!(functions.stop_reason, StopReason::ToolUse);
     assert_eq!(
         functions.message.tool_calls[0].arguments,

@@ -4,14 +4,15 @@
 mod common;
 
 use agent_provider_openai::mapper::EventMapper as _;
-use common::{decode_sse, read_wire};
+use agent_testing::require_wire;
+use common::decode_sse;
 use proptest::prelude::*;
 
 const RECORDING: &str = "sdk_recorded/python_stream_parallel_tool_calls.sse";
 
 #[test]
 fn a_stream_split_at_every_byte_boundary_decodes_like_the_whole() {
-    let body = read_wire(RECORDING);
+    let body = require_wire!("openai").bytes(RECORDING);
     let whole = decode_sse(&[&body]).unwrap();
     assert!(whole.len() > 20, "the recording has many events: {}", whole.len());
     for k in 0..=body.len() {
@@ -23,17 +24,19 @@ fn a_stream_split_at_every_byte_boundary_decodes_like_the_whole() {
 
 #[test]
 fn a_stream_delivered_byte_by_byte_decodes_like_the_whole() {
-    let body = read_wire(RECORDING);
+    let body = require_wire!("openai").bytes(RECORDING);
     let whole = decode_sse(&[&body]).unwrap();
     let bytes: Vec<&[u8]> = body.chunks(1).collect();
     assert_eq!(decode_sse(&bytes).unwrap(), whole);
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+// The properties over recordings are plain tests around `proptest!`, so
+// that they skip when the recordings are absent.
 
-    #[test]
-    fn any_chunking_of_any_recording_decodes_the_same(
+#[test]
+fn any_chunking_of_any_recording_decodes_the_same() {
+    let openai = require_wire!("openai");
+    proptest!(ProptestConfig::with_cases(64), |(
         file in prop::sample::select(vec![
             "sdk_recorded/python_stream_parallel_tool_calls.sse",
             "sdk_recorded/python_stream_refusal.sse",
@@ -41,8 +44,8 @@ proptest! {
             "sdk_recorded/node_stream_works_usage_without_details.sse",
         ]),
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
-    ) {
-        let body = read_wire(file);
+    )| {
+        let body = openai.bytes(file);
         let whole = decode_sse(&[&body]).unwrap();
         let mut points: Vec<usize> = cuts.iter().map(|cut| cut.index(body.len() + 1)).collect();
         points.sort_unstable();
@@ -54,19 +57,13 @@ proptest! {
         }
         pieces.push(&body[start..]);
         prop_assert_eq!(decode_sse(&pieces).unwrap(), whole);
-    }
+    });
+}
 
-    #[test]
-    fn the_stream_mapper_never_panics_on_arbitrary_chunks(data in "\\PC{0,300}") {
-        let mut mapper = agent_provider_openai::mapper::StreamMapper::new();
-        let mut events = Vec::new();
-        let _ = mapper.push(&data, &mut events);
-        let _ = mapper.finish(&mut events);
-    }
-
-    #[test]
-    fn truncating_a_recording_anywhere_never_yields_a_half_call(cut in 0usize..7728) {
-        let body = read_wire(RECORDING);
+#[test]
+fn truncating_a_recording_anywhere_never_yields_a_half_call() {
+    let body = require_wire!("openai").bytes(RECORDING);
+    proptest!(ProptestConfig::with_cases(64), |(cut in 0usize..7728)| {
         let cut = cut.min(body.len());
         // A cut before the finish_reason chunk must be an error; after it, complete calls.
         match decode_sse(&[&body[..cut]]) {
@@ -79,5 +76,17 @@ proptest! {
             }
             Err(error) => prop_assert_eq!(error.kind, agent_core::LlmErrorKind::Decode),
         }
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_stream_mapper_never_panics_on_arbitrary_chunks(data in "\\PC{0,300}") {
+        let mut mapper = agent_provider_openai::mapper::StreamMapper::new();
+        let mut events = Vec::new();
+        let _ = mapper.push(&data, &mut events);
+        let _ = mapper.finish(&mut events);
     }
 }

@@ -1,10 +1,11 @@
-//! Shared by the integration tests: the official wire examples in
-//! ../shared/wire/anthropic (read in place, never copied), the canonical
-//! conversations with the options Anthropic sends them with, and helpers
-//! that decode SSE bodies the way the client does.
+//! Shared by the integration tests: the canonical conversations with the
+//! options Anthropic sends them with, and helpers that decode SSE bodies the
+//! way the client does. The official wire examples in
+//! ../shared/wire/anthropic (read in place, never copied) come from
+//! `agent_testing::require_wire!("anthropic")` in each test that reads them.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agent_core::{
     AssistantMessage, ChatRequest, ChatResponse, LlmError, Message, ReasoningBlock, StreamAccumulator, StreamEvent,
@@ -14,23 +15,7 @@ use agent_provider_anthropic::RequestOptions;
 use agent_provider_anthropic::mapper::{EventMapper, StreamMapper, build_request_body};
 use serde_json::{Value, json};
 
-/// The official Anthropic wire examples, relative to the shared wire folder.
-const WIRE_DIR: &str = "anthropic";
-
 pub const MODEL: &str = "claude-sonnet-4-5";
-
-pub fn read_wire(relative: &str) -> Vec<u8> {
-    agent_testing::wire::read_wire_bytes(&format!("{WIRE_DIR}/{relative}"))
-}
-
-pub fn read_json(relative: &str) -> Value {
-    serde_json::from_slice(&read_wire(relative)).unwrap()
-}
-
-/// Files of `dir` (relative to the Anthropic wire dir) whose names end in `suffix`, sorted.
-pub fn wire_files(dir: &str, suffix: &str) -> Vec<PathBuf> {
-    agent_testing::wire::wire_files(&format!("{WIRE_DIR}/{dir}"), suffix)
-}
 
 #[allow(unused_imports)]
 pub use agent_testing::canonical::{parallel_calls_request, weather_tool};

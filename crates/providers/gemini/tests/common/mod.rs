@@ -1,6 +1,7 @@
 //! Shared by the integration tests: the recorded Gemini exchanges in
-//! ../shared/wire/gemini (read in place, never copied), SSE bodies rebuilt
-//! from them, and the canonical conversations.
+//! ../shared/wire/gemini (read in place, never copied; each test that reads
+//! them gets them from `agent_testing::require_wire!("gemini")`), SSE bodies
+//! rebuilt from them, and the canonical conversations.
 //!
 //! The js-genai recordings keep each streamed SSE event as one parsed JSON
 //! object in `bodySegments`; the raw framing is not recorded. The tests
@@ -8,26 +9,13 @@
 //! real SSE decoder and the `StreamMapper` run over a realistic body.
 #![allow(dead_code, unused_imports, clippy::unwrap_used)]
 
-use std::path::PathBuf;
-
 use agent_core::{ChatRequest, ChatResponse, LlmError, Message, StreamAccumulator, StreamEvent};
 use agent_provider_gemini::RequestOptions;
 use agent_provider_gemini::mapper::{EventMapper, StreamMapper, build_request_json};
+use agent_testing::wire::Wire;
 use serde_json::Value;
 
 pub use agent_testing::wire::stem;
-
-/// The Gemini wire examples, relative to the shared wire folder.
-const WIRE_DIR: &str = "gemini";
-
-pub fn read_wire(relative: &str) -> Vec<u8> {
-    agent_testing::wire::read_wire_bytes(&format!("{WIRE_DIR}/{relative}"))
-}
-
-/// Files of `dir` (relative to the Gemini wire dir) whose names end in `suffix`, sorted.
-pub fn wire_files(dir: &str, suffix: &str) -> Vec<PathBuf> {
-    agent_testing::wire::wire_files(&format!("{WIRE_DIR}/{dir}"), suffix)
-}
 
 /// One recorded HTTP exchange of a js-genai recording.
 #[derive(Debug, Clone)]
@@ -68,10 +56,11 @@ pub fn sse_from(segments: &[Value]) -> Vec<u8> {
     body.into_bytes()
 }
 
-/// Every interaction of every js-genai recording, in file order.
-pub fn interactions() -> Vec<Interaction> {
+/// Every interaction of every js-genai recording in `gemini` (the Gemini
+/// wire examples), in file order.
+pub fn interactions(gemini: &Wire) -> Vec<Interaction> {
     let mut all = Vec::new();
-    for path in wire_files("sdk_recorded", ".json") {
+    for path in gemini.files("sdk_recorded", ".json") {
         let stem = stem(&path, ".json");
         let short = stem.strip_prefix("js-genai_").unwrap_or(&stem).to_owned();
         let recording: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -89,8 +78,8 @@ pub fn interactions() -> Vec<Interaction> {
 }
 
 /// The interaction called `name` (see [`Interaction::name`]).
-pub fn interaction(name: &str) -> Interaction {
-    interactions()
+pub fn interaction(gemini: &Wire, name: &str) -> Interaction {
+    interactions(gemini)
         .into_iter()
         .find(|interaction| interaction.name == name)
         .unwrap_or_else(|| panic!("no recorded interaction {name}"))

@@ -1,30 +1,15 @@
-//! Shared by the integration tests: the official Ollama examples in
-//! ../shared/wire/ollama (read in place, never copied), the canonical
-//! conversations with Ollama's options, and the stream decoding the client does.
+//! Shared by the integration tests: the canonical conversations with
+//! Ollama's options, and the stream decoding the client does. The official
+//! Ollama examples in ../shared/wire/ollama (read in place, never copied)
+//! come from `agent_testing::require_wire!("ollama/docs_examples")` in each
+//! test that reads them.
 #![allow(dead_code, clippy::unwrap_used)]
-
-use std::path::PathBuf;
 
 use agent_core::{ChatRequest, ChatResponse, LlmError, StreamAccumulator, StreamEvent};
 use agent_http::ndjson::NdjsonDecoder;
 use agent_provider_ollama::mapper::{EventMapper, StreamMapper, build_request_body};
 use agent_provider_ollama::{KeepAlive, RequestOptions, Think};
 use serde_json::{Value, json};
-
-/// The documented examples, relative to the shared wire folder.
-const EXAMPLES: &str = "ollama/docs_examples";
-
-pub fn read_example(name: &str) -> Vec<u8> {
-    agent_testing::wire::read_wire_bytes(&format!("{EXAMPLES}/{name}"))
-}
-
-pub fn example_json(name: &str) -> Value {
-    serde_json::from_slice(&read_example(name)).unwrap()
-}
-
-pub fn example_files(suffix: &str) -> Vec<PathBuf> {
-    agent_testing::wire::wire_files(EXAMPLES, suffix)
-}
 
 /// The canonical conversations with the options Ollama sends them with,
 /// plus Ollama-only variants: snapshot name, request, options.

@@ -1,26 +1,14 @@
-//! Shared by the integration tests: paths to the official wire examples in
-//! ../shared/wire/openai (read in place, never copied) and the canonical
-//! conversations whose request bodies are snapshotted and schema-checked.
+//! Shared by the integration tests: the canonical conversations whose
+//! request bodies are snapshotted and schema-checked, and the stream
+//! decoding the client does. The official wire examples in
+//! ../shared/wire/openai (read in place, never copied) come from
+//! `agent_testing::require_wire!("openai")` in each test that reads them.
 #![allow(dead_code, unused_imports, clippy::unwrap_used)]
-
-use std::path::PathBuf;
 
 use agent_core::{ChatRequest, Message};
 use agent_provider_openai::mapper::EventMapper as _;
 use agent_provider_openai::{MaxTokensField, RequestOptions, SystemRole};
 use serde_json::Value;
-
-/// The official OpenAI wire examples, relative to the shared wire folder.
-const WIRE_DIR: &str = "openai";
-
-pub fn read_wire(relative: &str) -> Vec<u8> {
-    agent_testing::wire::read_wire_bytes(&format!("{WIRE_DIR}/{relative}"))
-}
-
-/// Files of `dir` (relative to the OpenAI wire dir) whose names end in `suffix`, sorted.
-pub fn wire_files(dir: &str, suffix: &str) -> Vec<PathBuf> {
-    agent_testing::wire::wire_files(&format!("{WIRE_DIR}/{dir}"), suffix)
-}
 
 pub use agent_testing::canonical::{multi_turn_request, parallel_calls_request, weather_tool};
 pub use agent_testing::wire::stem;
