@@ -262,8 +262,11 @@ pub fn run(models: &[String], grammar_settings: &[bool], only: Option<&str>) -> 
             ));
         }
     }
-    println!("| model | grammar | {} | total | time |", CATEGORIES.join(" | "));
-    println!("|---|---|{}---|---|", "---|".repeat(CATEGORIES.len()));
+    println!(
+        "| model | grammar | {} | total | time | turn median | turn max |",
+        CATEGORIES.join(" | ")
+    );
+    println!("|---|---|{}---|---|---|---|", "---|".repeat(CATEGORIES.len()));
     for name in models {
         for &grammar in grammar_settings {
             let config = LlamaConfig {
@@ -276,8 +279,12 @@ pub fn run(models: &[String], grammar_settings: &[bool], only: Option<&str>) -> 
             let mut passed = [0usize; CATEGORIES.len()];
             let mut total = [0usize; CATEGORIES.len()];
             let agent = agent(&client)?;
+            let mut turn_seconds = Vec::new();
             for case in CASES.iter().filter(|case| selected(case, only)) {
+                let turn_started = Instant::now();
                 let outcome = runtime.block_on(agent.run(Vec::new(), case.prompt, &ToolContext::new()));
+                let seconds = turn_started.elapsed().as_secs_f64();
+                turn_seconds.push(seconds);
                 let ok = match &outcome {
                     Ok(result) => (case.check)(result),
                     Err(error) => (case.check)(&error.result),
@@ -294,7 +301,7 @@ pub fn run(models: &[String], grammar_settings: &[bool], only: Option<&str>) -> 
                     Err(e) => vec![format!("error: {e}")],
                 };
                 eprintln!(
-                    "[{name} grammar={grammar}] {} {:<11} {} -> {}",
+                    "[{name} grammar={grammar}] {} {:<11} {seconds:>5.1} s {} -> {}",
                     if ok { "PASS" } else { "fail" },
                     case.category,
                     case.prompt,
@@ -305,11 +312,13 @@ pub fn run(models: &[String], grammar_settings: &[bool], only: Option<&str>) -> 
             let all: usize = passed.iter().sum();
             let count: usize = total.iter().sum();
             println!(
-                "| {name} | {} | {} | {all}/{count} ({:.0}%) | {:.0} s |",
+                "| {name} | {} | {} | {all}/{count} ({:.0}%) | {:.0} s | {:.1} s | {:.1} s |",
                 if grammar { "on" } else { "off" },
                 cells.join(" | "),
                 all as f64 * 100.0 / count as f64,
-                started.elapsed().as_secs_f64()
+                started.elapsed().as_secs_f64(),
+                crate::measure::median(&turn_seconds),
+                turn_seconds.iter().copied().fold(0.0, f64::max)
             );
         }
     }

@@ -1,8 +1,8 @@
 //! Project automation: `cargo xtask <command>`.
 //!
 //! - `ci`: formatting check, clippy with warnings denied, every test of
-//!   the workspace, and every program of `examples/`; the same command CI
-//!   runs (`.ci/run`).
+//!   the workspace (then how many were skipped and why), and every program
+//!   of `examples/`; the same command CI runs (`.ci/run`).
 //! - `examples`: runs every program of `examples/` (the last step of `ci`).
 //! - `eval-local [MODEL,MODEL] [off|on|both] [--only TEXT]`: the
 //!   tool-calling evaluation of the local models, without and/or with the
@@ -20,8 +20,11 @@
 mod conversations;
 mod eval;
 mod examples;
+mod measure;
 
+use std::fmt::Write as _;
 use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use agent_provider_llama::models::{self, FetchProgress, ModelStore};
@@ -67,6 +70,19 @@ fn main() -> ExitCode {
             }
         }
         Some("eval-conversations") => eval_conversations(&args[1..]),
+        Some("measure-cache") => match args.get(1).map_or(Ok(3), |rounds| rounds.parse::<usize>()) {
+            Ok(rounds) if rounds > 0 => match measure::run(rounds) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("xtask measure-cache: {error}");
+                    ExitCode::FAILURE
+                }
+            },
+            _ => {
+                eprintln!("xtask measure-cache: ROUNDS must be a whole number above 0");
+                ExitCode::from(2)
+            }
+        },
         Some("examples") => {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
             match examples::run(&cargo) {
@@ -80,7 +96,7 @@ fn main() -> ExitCode {
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn\n  measure-cache [ROUNDS]\n                      time to first token of a follow-up `agentry run --session` turn, prompt cache on and off",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS
@@ -92,7 +108,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs each step in order and stops at the first failure.
+/// Runs each step in order and stops at the first failure. The tests
+/// append a line for each test they skip to a fresh skip log (see
+/// [`SKIP_LOG_ENV`]), summed up after the test step.
 fn ci() -> ExitCode {
     let steps: [(&str, &[&str]); 3] = [
         ("format", &["fmt", "--all", "--", "--check"]),
@@ -103,9 +121,26 @@ fn ci() -> ExitCode {
         ("test", &["test", "--workspace"]),
     ];
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let skip_log = skip_log_path();
+    if let Err(error) = clear_skip_log(&skip_log) {
+        eprintln!("xtask ci: could not clear the skip log {}: {error}", skip_log.display());
+        return ExitCode::FAILURE;
+    }
     for (name, args) in steps {
         eprintln!("==> xtask ci: {name}: cargo {}", args.join(" "));
-        match Command::new(&cargo).args(args).status() {
+        let mut command = Command::new(&cargo);
+        command.args(args);
+        if name == "test" {
+            command.env(SKIP_LOG_ENV, &skip_log);
+        }
+        let status = command.status();
+        if name == "test" && status.is_ok() {
+            match read_skip_log(&skip_log) {
+                Ok(log) => eprintln!("{}", skip_summary(&log)),
+                Err(error) => eprintln!("xtask ci: could not read the skip log {}: {error}", skip_log.display()),
+            }
+        }
+        match status {
             Ok(status) if status.success() => {}
             Ok(status) => {
                 eprintln!("xtask ci: step `{name}` failed ({status})");
@@ -123,6 +158,65 @@ fn ci() -> ExitCode {
     }
     eprintln!("==> xtask ci: all steps passed");
     ExitCode::SUCCESS
+}
+
+/// The variable naming the file each skipped test appends a line to,
+/// `<test>\t<reason>` (`agent_testing::wire::SKIP_LOG_ENV`).
+const SKIP_LOG_ENV: &str = "AGENTRY_SKIP_LOG";
+
+/// `target/xtask-ci-skipped-tests.log` in the workspace.
+fn skip_log_path() -> PathBuf {
+    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask
+        .parent()
+        .unwrap_or(xtask)
+        .join("target/xtask-ci-skipped-tests.log")
+}
+
+/// Deletes the skip log of an earlier run and makes sure its folder exists.
+fn clear_skip_log(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+        _ => {}
+    }
+    match path.parent() {
+        Some(folder) => std::fs::create_dir_all(folder),
+        None => Ok(()),
+    }
+}
+
+/// The skip log's lines; none when no test wrote one.
+fn read_skip_log(path: &Path) -> std::io::Result<String> {
+    match std::fs::read_to_string(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        read => read,
+    }
+}
+
+/// How many tests the skip log says were skipped and why: one line with the
+/// reason when they share it, else a line for each reason with its count.
+fn skip_summary(log: &str) -> String {
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for line in log.lines().filter(|line| !line.trim().is_empty()) {
+        let reason = line.split_once('\t').map_or(line, |(_, reason)| reason);
+        match reasons.iter_mut().find(|(known, _)| *known == reason) {
+            Some((_, count)) => *count += 1,
+            None => reasons.push((reason, 1)),
+        }
+    }
+    let total: usize = reasons.iter().map(|(_, count)| count).sum();
+    let tests = if total == 1 { "test" } else { "tests" };
+    match reasons.as_slice() {
+        [] => "xtask ci: no test skipped".to_owned(),
+        [(reason, _)] => format!("xtask ci: {total} {tests} skipped: {reason}"),
+        _ => {
+            let mut summary = format!("xtask ci: {total} {tests} skipped:");
+            for (reason, count) in &reasons {
+                let _ = write!(summary, "\n  {count}: {reason}");
+            }
+            summary
+        }
+    }
 }
 
 /// Fetches a model into the default store, printing progress.
@@ -197,5 +291,52 @@ fn eval_conversations(args: &[String]) -> ExitCode {
             eprintln!("xtask eval-conversations: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_skip_log_lines_is_no_test_skipped() {
+        assert_eq!(skip_summary(""), "xtask ci: no test skipped");
+        assert_eq!(skip_summary("\n"), "xtask ci: no test skipped");
+    }
+
+    #[test]
+    fn skips_sharing_a_reason_are_counted_on_one_line() {
+        let log = "p http::a\tthe examples are absent (x)\np http::b\tthe examples are absent (x)\n";
+        assert_eq!(
+            skip_summary(log),
+            "xtask ci: 2 tests skipped: the examples are absent (x)"
+        );
+        assert_eq!(
+            skip_summary("p http::a\tthe examples are absent (x)\n"),
+            "xtask ci: 1 test skipped: the examples are absent (x)"
+        );
+    }
+
+    #[test]
+    fn several_reasons_are_listed_with_their_counts_in_first_seen_order() {
+        let log = "a\tno wire\nb\tno model\nc\tno wire\na line without a test\n";
+        assert_eq!(
+            skip_summary(log),
+            "xtask ci: 4 tests skipped:\n  2: no wire\n  1: no model\n  1: a line without a test"
+        );
+    }
+
+    #[test]
+    fn the_skip_log_is_cleared_before_a_run_and_read_as_empty_when_absent() {
+        let folder = std::env::temp_dir().join(format!("xtask-skip-log-{}", std::process::id()));
+        let log = folder.join("target/skips.log");
+        clear_skip_log(&log).expect("cleared");
+        assert!(folder.join("target").is_dir(), "the folder is made");
+        assert_eq!(read_skip_log(&log).expect("read"), "");
+        std::fs::write(&log, "a\tb\n").expect("written");
+        assert_eq!(read_skip_log(&log).expect("read"), "a\tb\n");
+        clear_skip_log(&log).expect("cleared");
+        assert!(!log.exists());
+        std::fs::remove_dir_all(&folder).expect("removed");
     }
 }
