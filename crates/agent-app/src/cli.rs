@@ -12,7 +12,13 @@
 //! agentry tools [--config F] [--tools a,b] [--json]
 //! agentry sessions list|show NAME|delete NAME
 //! agentry mcp [--config F] [--tools a,b]
+//! agentry [--verbose] [--quiet] COMMAND ...
 //! ```
+//!
+//! On a terminal, stderr shows what a run is doing (loading the model,
+//! waiting for the provider, reading the prompt, writing, running a tool)
+//! on one line that is cleared when done; `--quiet` turns it off, and it
+//! never shows when stderr is not a terminal. Stdout is the same either way.
 //!
 //! `agentry mcp` is an MCP server on stdio: `tools/list` gives the enabled
 //! tools, `tools/call` runs one through the registry (validated, checked,
@@ -55,6 +61,11 @@ pub struct Cli {
     /// Log what happens to stderr (RUST_LOG selects what; default `info`, llama.cpp's own logs at `warn`).
     #[arg(long, short, global = true)]
     pub verbose: bool,
+    /// Show no progress on stderr (loading the model, waiting for the
+    /// provider, reading the prompt, writing, running a tool); it shows only
+    /// when stderr is a terminal anyway.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -418,15 +429,16 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
 /// Runs a parsed command; returns the exit status of a command that
 /// reported its own failure, or the error to report.
 pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    let quiet = cli.quiet;
     match cli.command {
-        Command::Run(args) => crate::runs::run(args, env, cwd).await,
-        Command::Resume(args) => crate::runs::resume(args, env, cwd).await,
-        Command::Chat(args) => chat(args, env, cwd).await,
-        Command::Demo(args) => demo(args, env, cwd).await,
+        Command::Run(args) => crate::runs::run(args, env, cwd, quiet).await,
+        Command::Resume(args) => crate::runs::resume(args, env, cwd, quiet).await,
+        Command::Chat(args) => chat(args, env, cwd, quiet).await,
+        Command::Demo(args) => demo(args, env, cwd, quiet).await,
         Command::Tools(args) => tools(&args, env, cwd).await,
         Command::Sessions(command) => sessions(command, env).await,
         Command::Mcp(args) => crate::mcp::serve(&args, env, cwd).await,
-        Command::Serve(args) => crate::serve::serve(args, env, cwd).await,
+        Command::Serve(args) => crate::serve::serve(args, env, cwd, quiet).await,
         Command::Trust(args) => crate::trust::run(&args, env, cwd),
     }
 }
@@ -481,11 +493,11 @@ impl ChatSink for StoredChat {
     }
 }
 
-async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+async fn chat(args: ChatArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let tools = ToolBox::from_settings(&settings, env).await?;
     let session = crate::runs::open_session(&settings, args.agent.session.as_deref(), false).await?;
-    let client = build_client(&settings, env, Progress::Show).await?;
+    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
     let router = crate::scenes::router_for(&settings, &client, &tools)?;
     let agent = build_agent(&settings, client, &tools);
     let runner: &dyn crate::scenes::TurnRunner = match &router {
@@ -496,7 +508,11 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
         .is_terminal()
         .then(|| settings.home.join("chat_history.txt"));
     let mut reader = Rustyline::new(history_file)?;
-    let mut console = Console::stdout();
+    let mut console = if quiet {
+        Console::new(io::stdout())
+    } else {
+        Console::stdout()
+    };
     let model = agent.client().model().to_owned();
     let provider = settings.provider()?.name().to_owned();
     let (mut conversation, mut sink): (ChatSession, Box<dyn ChatSink>) = match session {
@@ -524,15 +540,20 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     Ok(EXIT_OK)
 }
 
-async fn demo(args: DemoArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+async fn demo(args: DemoArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
     let settings = Settings::load(&args.provider.overrides(), env, cwd)?;
-    let client = build_client(&settings, env, Progress::Show).await?;
+    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
     let catalog = catalog_for(&settings, client.as_ref());
     let mut options = crate::demo::options(&settings, args.today);
     if let Some(specs) = crate::scenes::specs(&settings)? {
         options.scenes = Some(crate::demo::scenes(&specs, &options)?);
     }
-    let mut console = Console::stdout().with_text_prefix("assistant> ");
+    let console = if quiet {
+        Console::new(io::stdout())
+    } else {
+        Console::stdout()
+    };
+    let mut console = console.with_text_prefix("assistant> ");
     let reports = run_demo(client, catalog, &options, &mut console).await?;
     let failed = reports
         .iter()
@@ -672,6 +693,8 @@ mod tests {
             vec!["agentry", "sessions", "show", "x"],
             vec!["agentry", "sessions", "delete", "x"],
             vec!["agentry", "--verbose", "tools"],
+            vec!["agentry", "run", "--quiet", "--json", "x"],
+            vec!["agentry", "-q", "chat"],
             vec!["agentry", "mcp", "--config", "a.toml", "--tools", "math,time"],
         ] {
             Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));

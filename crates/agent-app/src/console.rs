@@ -1,6 +1,7 @@
 //! [`Console`]: renders a run's [`AgentEvent`]s for people — text as it
 //! arrives, each tool call with its arguments, a spinner while it runs, its
-//! result or error in brief.
+//! result or error in brief — and, on a terminal, the progress line of what
+//! the model is doing (`crate::progress`).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -10,12 +11,18 @@ use std::time::Duration;
 use agent_core::{AgentEvent, GroundingAction, GroundingFault, StopCause, ToolChoice};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::progress::PhaseLine;
+
 /// Where text and notes go, and whether tools get spinners.
 pub struct Console {
     out: Box<dyn Write + Send>,
     notes: Option<Box<dyn Write + Send>>,
+    /// Whether events are written out at all (not for a progress-only console).
+    renders: bool,
     spinners: Option<MultiProgress>,
     running: HashMap<String, ProgressBar>,
+    /// What the model is doing, when the spinners are on a terminal.
+    phase: Option<PhaseLine>,
     at_line_start: bool,
     text_seen: bool,
     text_prefix: Option<String>,
@@ -39,8 +46,10 @@ impl Console {
         Self {
             out: Box::new(out),
             notes: None,
+            renders: true,
             spinners: None,
             running: HashMap::new(),
+            phase: None,
             at_line_start: true,
             text_seen: false,
             text_prefix: None,
@@ -54,6 +63,17 @@ impl Console {
         Self::new(io::stdout()).with_spinners()
     }
 
+    /// A console that writes nothing and only shows, on stderr when it is
+    /// a terminal, the progress line and the tools' spinners: for a run
+    /// printed once it ends (`run` without `--stream`, or with `--json`).
+    pub fn progress_only() -> Self {
+        Self {
+            renders: false,
+            ..Self::new(io::sink())
+        }
+        .with_spinners()
+    }
+
     /// Tool calls and notes go to `notes` instead (e.g. stderr, so that
     /// stdout carries only the answer).
     pub fn with_notes(mut self, notes: impl Write + Send + 'static) -> Self {
@@ -61,9 +81,14 @@ impl Console {
         self
     }
 
-    /// A spinner on stderr while each tool runs (hidden when stderr is not a terminal).
+    /// A spinner on stderr while each tool runs, and the progress line of
+    /// what the model is doing (waiting for the provider, reading the
+    /// prompt, writing) until its text shows: all hidden when stderr is not
+    /// a terminal.
     pub fn with_spinners(mut self) -> Self {
-        self.spinners = Some(MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        self.phase = (!multi.is_hidden()).then(|| PhaseLine::new(multi.clone()));
+        self.spinners = Some(multi);
         self
     }
 
@@ -131,6 +156,10 @@ impl Console {
 
     /// Renders one event.
     pub fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
+        self.show_progress(event);
+        if !self.renders {
+            return Ok(());
+        }
         match event {
             AgentEvent::SceneEntered { scene, .. } => self.note(&format!("  ⇢ scene {scene}")),
             AgentEvent::TextDelta { text } => {
@@ -148,32 +177,13 @@ impl Console {
                 let arguments = brief(&call.arguments_text(), 160);
                 self.note(&format!("  → {} {arguments}", call.name))
             }
-            AgentEvent::ToolStarted { call_id, name } => {
-                if let Some(multi) = &self.spinners {
-                    let spinner = multi.add(ProgressBar::new_spinner());
-                    if let Ok(style) = ProgressStyle::with_template("    {spinner} {msg} {elapsed}") {
-                        spinner.set_style(style);
-                    }
-                    spinner.set_message(format!("running {name}"));
-                    spinner.enable_steady_tick(Duration::from_millis(100));
-                    self.running.insert(call_id.clone(), spinner);
-                }
-                Ok(())
-            }
             AgentEvent::ToolCompleted {
-                call_id,
                 name,
                 result,
                 is_error,
                 duration_ms,
                 ..
             } => {
-                if let Some(spinner) = self.running.remove(call_id) {
-                    spinner.finish_and_clear();
-                    if let Some(multi) = &self.spinners {
-                        multi.remove(&spinner);
-                    }
-                }
                 if *is_error {
                     self.note(&format!("  ✗ {name} failed: {}", brief(result, 200)))
                 } else {
@@ -205,18 +215,59 @@ impl Console {
                 tool_choice: ToolChoice::None,
             } if *iteration > 1 => self.note("  … no more tool calls: asking the model for its final answer"),
             AgentEvent::Error { message } => self.note(&format!("  ! {message}")),
-            AgentEvent::RunFinished { .. } => {
-                self.clear_spinners();
-                self.end_line()
-            }
+            AgentEvent::RunFinished { .. } => self.end_line(),
             _ => Ok(()),
         }
     }
 
-    /// Removes any spinner left running (a cancelled run).
+    /// The transient part of an event: the progress line and the tools'
+    /// spinners (shown whether or not the console writes anything).
+    fn show_progress(&mut self, event: &AgentEvent) {
+        if let Some(phase) = &mut self.phase {
+            phase.event(event, self.renders);
+        }
+        match event {
+            AgentEvent::ToolStarted { call_id, name } => {
+                if let Some(multi) = &self.spinners {
+                    let spinner = multi.add(ProgressBar::new_spinner());
+                    if let Ok(style) = ProgressStyle::with_template("    {spinner} {msg} {elapsed}") {
+                        spinner.set_style(style);
+                    }
+                    spinner.set_message(format!("running {name}"));
+                    spinner.enable_steady_tick(Duration::from_millis(100));
+                    self.running.insert(call_id.clone(), spinner);
+                }
+            }
+            AgentEvent::ToolCompleted { call_id, .. } => {
+                if let Some(spinner) = self.running.remove(call_id) {
+                    spinner.finish_and_clear();
+                    if let Some(multi) = &self.spinners {
+                        multi.remove(&spinner);
+                    }
+                }
+            }
+            AgentEvent::RunFinished { .. } => self.clear_spinners(),
+            _ => {}
+        }
+    }
+
+    /// Whether the console writes the run's text and notes (a
+    /// [`progress_only`](Self::progress_only) one does not).
+    pub fn renders(&self) -> bool {
+        self.renders
+    }
+
+    /// Removes the progress line and any spinner left running (a cancelled
+    /// run, a question to the user, the end of a turn).
     pub fn clear_spinners(&mut self) {
+        if let Some(phase) = &mut self.phase {
+            phase.clear();
+        }
         for (_, spinner) in self.running.drain() {
             spinner.finish_and_clear();
+            if let Some(multi) = &self.spinners {
+                multi.remove(&spinner);
+            }
         }
     }
 }

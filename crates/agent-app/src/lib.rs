@@ -17,7 +17,10 @@
 //! - [`scenes`]: `[scenes]`, named sub-agents the model routes each request to.
 //! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts
 //!   (the demo's turns, agents and checker are the `agent-travel-assistant`
-//!   crate's; [`demo`] renders them).
+//!   crate's; [`demo`] renders them); on a terminal, [`console`] also shows
+//!   what the run is doing on one line of stderr (loading the model,
+//!   waiting for the provider, reading the prompt, writing, running a
+//!   tool), which `--quiet` turns off.
 //! - [`cli`]: the commands (`run` and `resume` live in a module of their own).
 //! - [`trust`]: a working-directory `agentry.toml` that runs programs or
 //!   sends secrets is refused until `agentry trust` records it.
@@ -55,6 +58,7 @@ pub mod error;
 pub mod key_exposure;
 pub mod mcp;
 pub mod output;
+mod progress;
 pub mod providers;
 mod runs;
 pub mod scenes;

@@ -103,6 +103,14 @@ impl ProviderKind {
         }
     }
 
+    /// Whether the model runs in this process, where a streamed reply costs
+    /// no more than a whole one (the llama client's `complete` gathers its
+    /// own stream) and brings the model's progress (reading the prompt,
+    /// writing): a run shown as it goes streams it even without `--stream`.
+    pub fn runs_in_process(self) -> bool {
+        matches!(self, Self::Llama)
+    }
+
     /// The providers of this build, comma-separated.
     pub fn compiled_names() -> String {
         let names: Vec<&str> = Self::ALL
@@ -125,6 +133,13 @@ pub enum Progress {
     Show,
     /// Nothing.
     Hide,
+}
+
+impl Progress {
+    /// [`Hide`](Self::Hide) with `--quiet`, else [`Show`](Self::Show).
+    pub fn unless_quiet(quiet: bool) -> Self {
+        if quiet { Self::Hide } else { Self::Show }
+    }
 }
 
 /// The client for the configured provider and model. For the local model
@@ -394,6 +409,12 @@ mod llama {
             };
             fetch(&config, progress).await?;
         }
+        config.prompt_cache_dir = match config.prompt_cache_dir.take() {
+            Some(dir) => Some(settings.resolve_path("providers.llama.prompt_cache_dir", &dir)),
+            None => env
+                .get(HOME_VAR)
+                .map(|home| PathBuf::from(home).join("cache").join("llama")),
+        };
         let spinner = spinner(progress, format!("loading {}", display_name(&config)));
         let loaded = tokio::task::spawn_blocking(move || LlamaClient::load(config))
             .await
@@ -485,6 +506,10 @@ mod llama {
             Progress::Show => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
             Progress::Hide => ProgressBar::hidden(),
         };
+        // A bar without a length is drawn as an empty bar unless styled as a spinner.
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+            spinner.set_style(style);
+        }
         spinner.set_message(message);
         spinner.enable_steady_tick(Duration::from_millis(120));
         spinner

@@ -27,7 +27,7 @@
 //! `agentry resume NAME --approve ID` / `--deny ID` decides the waiting calls
 //! and continues it (a denied call is an error result the model reads).
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,6 +35,7 @@ use agent_core::{AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken
 use agent_runner::{
     Agent, ResumeError, RunCheckpoints, RunState, SavedRun, SavedRunError, StoreCheckpoints, TypedError, check_schema,
 };
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
@@ -92,8 +93,8 @@ pub(crate) async fn open_session(
     }))
 }
 
-/// `agentry run`.
-pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+/// `agentry run`; `quiet` (`--quiet`) shows no progress.
+pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
     let prompt = read_prompt(&args.prompt)?;
     let schema = args.schema.as_deref().map(|path| read_schema(path, cwd)).transpose()?;
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
@@ -106,10 +107,11 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path) -> Result<u8, AppE
             open.name, open.name
         );
     }
-    let client = build_client(&settings, env, Progress::Show).await?;
+    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
     let output = Output {
         stream: args.stream,
         json: args.json,
+        progress: !quiet,
     };
     if let Some(router) = crate::scenes::router_for(&settings, &client, &tools)? {
         if schema.is_some() {
@@ -222,8 +224,8 @@ async fn typed_run(
     })
 }
 
-/// `agentry resume`.
-pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+/// `agentry resume`; `quiet` (`--quiet`) shows no progress.
+pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
     let settings = Settings::load(&args.overrides(), env, cwd)?;
     let tools = ToolBox::from_settings(&settings, env).await?;
     let session = open_session(&settings, Some(&args.session), true).await?;
@@ -249,7 +251,7 @@ pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8
         )),
         SavedRunError::OtherFormat { .. } => AppError::Session(format!("the interrupted run of `{name}` {error}")),
     })?;
-    let client = build_client(&settings, env, Progress::Show).await?;
+    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
     let identity = state.identity();
     if !identity.is_served_by(client.as_ref()) {
         return Err(AppError::Usage(format!(
@@ -272,6 +274,7 @@ pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path) -> Result<u8
     let output = Output {
         stream: args.stream,
         json: args.json,
+        progress: !quiet,
     };
     finish(&settings, &agent, state, Some(&session), continued, output).await
 }
@@ -320,6 +323,34 @@ fn decide(state: &mut RunState, args: &ResumeArgs) -> Result<(), AppError> {
 pub(crate) struct Output {
     pub stream: bool,
     pub json: bool,
+    /// Progress on stderr (when it is a terminal): not with `--quiet`.
+    pub progress: bool,
+}
+
+impl Output {
+    /// The console that shows the run as it goes, if any: with `--stream`
+    /// (and no `--json`) its text on stdout and its notes on stderr;
+    /// otherwise only the progress on stderr (the run is printed when it
+    /// ends). Progress (the progress line, the tools' spinners) shows only
+    /// on a terminal and not with `--quiet`.
+    pub(crate) fn console(self) -> Option<Console> {
+        if self.stream && !self.json {
+            let console = Console::new(io::stdout()).with_notes(io::stderr());
+            return Some(if self.progress {
+                console.with_spinners()
+            } else {
+                console
+            });
+        }
+        self.progress.then(Console::progress_only)
+    }
+
+    /// Whether the run is watched through its events: streamed, or shown
+    /// as it goes on a terminal. (On other outputs it runs as it always
+    /// did, unwatched.)
+    pub(crate) fn watched(self) -> bool {
+        self.stream || (self.progress && io::stderr().is_terminal())
+    }
 }
 
 /// Drives `state` to its end (saving it after every step when it belongs to
@@ -340,8 +371,17 @@ async fn finish(
             open.name.clone(),
         )) as Arc<dyn RunCheckpoints>
     });
-    let result = if output.stream {
-        print_stream(agent.stream_from(state, context, checkpoints), output.json).await?
+    let result = if output.watched() {
+        // Without --stream the model's replies are asked for whole, as
+        // unwatched runs ask for them, unless it runs in this process, where
+        // streaming costs nothing and shows how far the model got.
+        let stream_replies = output.stream || settings.provider()?.runs_in_process();
+        let events: BoxStream<'static, AgentEvent> = if stream_replies {
+            Box::pin(agent.stream_from(state, context, checkpoints))
+        } else {
+            Box::pin(agent.watch_from(state, context, checkpoints))
+        };
+        print_stream(events, output.console()).await?
     } else {
         match agent.resume_with_checkpoints(state, &context, checkpoints).await {
             Ok(result) => result,
@@ -458,20 +498,19 @@ pub(crate) fn report(settings: &Settings, result: &AgentRunResult, output: Outpu
     Ok(())
 }
 
-/// Prints a run's `events` as they come: text to stdout (tool calls and
-/// the scene to stderr), or nothing at all with `--json`; returns the run's
-/// record.
+/// Shows a run's `events` as they come on `console` ([`Output::console`]:
+/// text to stdout, tool calls and the scene to stderr; or only the
+/// progress; or nothing); returns the run's record.
 pub(crate) async fn print_stream(
     mut events: impl Stream<Item = AgentEvent> + Unpin,
-    json: bool,
+    mut console: Option<Console>,
 ) -> Result<AgentRunResult, AppError> {
     let write = |error: io::Error| AppError::io("writing to stdout", error);
-    let mut console = (!json).then(|| Console::new(io::stdout()).with_notes(io::stderr()).with_spinners());
     while let Some(event) = events.next().await {
         if let AgentEvent::RunFinished { result } = event {
             if let Some(console) = &mut console {
                 console.clear_spinners();
-                if !console.text_seen() && !result.response.is_empty() {
+                if console.renders() && !console.text_seen() && !result.response.is_empty() {
                     console.write_text(result.response.trim_end()).map_err(write)?;
                 }
                 console.end_line().map_err(write)?;

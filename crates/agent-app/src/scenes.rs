@@ -352,7 +352,7 @@ pub(crate) async fn run(
     let history = session.map(|open| open.messages.clone()).unwrap_or_default();
     let (context, on_ctrl_c) = cancel_on_ctrl_c();
     let outcome = if output.stream {
-        print_stream(router.run_stream(history.clone(), &prompt, context), output.json).await
+        print_stream(router.run_stream(history.clone(), &prompt, context), output.console()).await
     } else {
         match router.run(history.clone(), prompt, &context).await {
             Ok(result) => Ok(result),

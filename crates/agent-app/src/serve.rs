@@ -127,8 +127,8 @@ pub(crate) fn api_keys(settings: &Settings) -> Result<ApiKeys, ConfigError> {
 }
 
 /// Serves the agent of `run` until Ctrl-C or SIGTERM; the requests in flight
-/// finish first.
-pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+/// finish first. `quiet` hides the model's download and load progress.
+pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let keys = api_keys(&settings)?;
     if keys.is_empty() {
@@ -142,7 +142,7 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path) -> Result<u8, 
         .into());
     }
     let tools = ToolBox::from_settings(&settings, env).await?;
-    let client = build_client(&settings, env, Progress::Show).await?;
+    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
     let scenes = crate::scenes::router_for(&settings, &client, &tools)?;
     let agent = build_agent(&settings, client, &tools);
     let provider = settings.provider()?.name().to_owned();

@@ -54,6 +54,13 @@ pub fn sensitive_keys(settings: &Settings, env: &Env) -> Vec<String> {
             "telemetry.otlp_endpoint sends traces and metrics, with $OTEL_EXPORTER_OTLP_HEADERS if set, to {endpoint}"
         ));
     }
+    if let Some((dir, true)) = settings.string_at("providers.llama.prompt_cache_dir") {
+        // A folder that came with the file could hold saved states made to
+        // steer the model (they are loaded without being evaluated).
+        keys.push(format!(
+            "providers.llama.prompt_cache_dir loads the local model's saved state from {dir}"
+        ));
+    }
     keys.extend(search_key_routes(settings));
     keys.extend(crate::key_exposure::provider_key_routes(settings, env));
     keys
@@ -368,6 +375,19 @@ mod tests {
             "the user's own environment: {:?}",
             sensitive_keys(&settings, &env)
         );
+    }
+
+    #[test]
+    fn a_local_files_prompt_cache_folder_needs_trust() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let toml = "[providers.llama]\nprompt_cache_dir = \"cache\"\n";
+        let (settings, env) = settings_in(dir.path(), toml, &[], false);
+        assert_eq!(
+            sensitive_keys(&settings, &env),
+            ["providers.llama.prompt_cache_dir loads the local model's saved state from cache"]
+        );
+        let (settings, env) = settings_in(dir.path(), toml, &[], true);
+        assert!(sensitive_keys(&settings, &env).is_empty(), "--config");
     }
 
     #[test]

@@ -15,9 +15,9 @@ use agent_core::ConversationStore;
 use agent_store_sqlite::SqliteStore;
 use serde_json::json;
 use wiremock::matchers::{body_string_contains, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
-use cli_support::{agentry, completion, run_cmd, stderr, stdout_json};
+use cli_support::{agentry, completion, page, run_cmd, stderr, stdout_json, write_local_web_config};
 
 const SESSION: &str = "pages";
 
@@ -51,11 +51,6 @@ async fn server() -> MockServer {
         .with_priority(2)
         .mount(&server)
         .await;
-    let page = |text: &str| {
-        ResponseTemplate::new(200)
-            .insert_header("content-type", "text/html")
-            .set_body_string(format!("<html><body><p>{text}</p></body></html>"))
-    };
     Mock::given(method("GET"))
         .and(path("/fast"))
         .respond_with(page("the fast page"))
@@ -75,14 +70,6 @@ async fn server() -> MockServer {
         .mount(&server)
         .await;
     server
-}
-
-fn write_config(dir: &Path) {
-    std::fs::write(
-        dir.join("agentry.toml"),
-        "[tools]\nenabled = [\"web\"]\n\n[tools.web]\nallow_private_addresses = true\n",
-    )
-    .unwrap();
 }
 
 fn start_run(dir: &Path, server: &MockServer) -> Child {
@@ -197,7 +184,7 @@ async fn assert_resumed(dir: &Path, server: &MockServer, output: &std::process::
 async fn a_run_killed_while_a_slow_tool_runs_is_resumed_without_repeating_finished_calls() {
     let server = server().await;
     let dir = tempfile::tempdir().unwrap();
-    write_config(dir.path());
+    write_local_web_config(dir.path());
     let mut child = start_run(dir.path(), &server);
     wait_for_the_fast_result_to_be_saved(dir.path(), &server).await;
     child.kill().unwrap();
@@ -215,7 +202,7 @@ async fn a_run_killed_while_a_slow_tool_runs_is_resumed_without_repeating_finish
 async fn a_run_interrupted_with_ctrl_c_says_how_to_resume_it_and_is_resumed() {
     let server = server().await;
     let dir = tempfile::tempdir().unwrap();
-    write_config(dir.path());
+    write_local_web_config(dir.path());
     let child = start_run(dir.path(), &server);
     wait_for_the_fast_result_to_be_saved(dir.path(), &server).await;
     let status = std::process::Command::new("kill")

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{
-    AgentRunResult, CompactionTrigger, GroundingAction, GroundingFault, StopReason, ToolCall, ToolChoice, Usage,
+    AgentRunResult, CompactionTrigger, GroundingAction, GroundingFault, ModelProgress, StopReason, ToolCall,
+    ToolChoice, Usage,
 };
 
 /// A step of a running agent. Plain data, so a CLI, a web page, a log or a
@@ -40,6 +41,17 @@ pub enum AgentEvent {
         stop_reason: StopReason,
         /// Wall-clock time of the call.
         duration_ms: u64,
+    },
+    /// How far the model got with the current request (a local model
+    /// reading the prompt, then writing), for progress displays; between
+    /// [`ModelRequestStarted`](Self::ModelRequestStarted) and
+    /// [`ModelRequestFinished`](Self::ModelRequestFinished), only from
+    /// providers that report it, thinned out by the runner (every prompt
+    /// step, at most one writing step per 100 ms). Carries no part of the
+    /// reply.
+    ModelProgress {
+        /// The phase and how far it got.
+        progress: ModelProgress,
     },
     /// Text as it is generated (streamed runs) or as a whole (other runs).
     TextDelta {

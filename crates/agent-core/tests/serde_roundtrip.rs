@@ -2,9 +2,9 @@
 
 use agent_core::{
     AgentEvent, AgentRunResult, AssistantMessage, CallPurpose, Capabilities, ChatRequest, ChatResponse,
-    CompactionRecord, CompactionTrigger, LlmError, LlmErrorKind, Message, ModelCallRecord, ReasoningBlock,
-    ResponseFormat, StopCause, StopReason, StreamEvent, ToolCall, ToolCallRecord, ToolChoice, ToolDefinition,
-    ToolOutput, ToolResult, Usage,
+    CompactionRecord, CompactionTrigger, LlmError, LlmErrorKind, Message, ModelCallRecord, ModelProgress,
+    ReasoningBlock, ResponseFormat, StopCause, StopReason, StreamEvent, ToolCall, ToolCallRecord, ToolChoice,
+    ToolDefinition, ToolOutput, ToolResult, Usage,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -194,6 +194,20 @@ fn responses_events_errors_and_records_round_trip() {
     });
     round_trip(&AgentEvent::RunFinished {
         result: Box::new(result),
+    });
+    let writing = AgentEvent::ModelProgress {
+        progress: ModelProgress::Writing {
+            tokens: 37,
+            elapsed_ms: 3000,
+        },
+    };
+    round_trip(&writing);
+    assert_eq!(
+        serde_json::to_value(&writing).unwrap_or_default(),
+        json!({"type": "model_progress", "progress": {"phase": "writing", "tokens": 37, "elapsed_ms": 3000}})
+    );
+    round_trip(&AgentEvent::ModelProgress {
+        progress: ModelProgress::ReadingPrompt { done: 512, total: 2045 },
     });
     assert_eq!(
         serde_json::to_value(StopCause::BudgetExceeded).unwrap_or_default(),

@@ -282,6 +282,35 @@ impl Agent {
         context: ToolContext,
         checkpoints: Option<Arc<dyn RunCheckpoints>>,
     ) -> impl Stream<Item = AgentEvent> + Send + Unpin + 'static {
+        self.spawn_watched(state, context, checkpoints, true)
+    }
+
+    /// Drives a run from `state` as a stream of [`AgentEvent`]s like
+    /// [`stream_from`](Self::stream_from), but asks the model for whole
+    /// replies ([`LlmClient::complete`]) instead of streaming them: the
+    /// events report each step (the model requests, the tool calls), no
+    /// [`AgentEvent::TextDelta`] or [`AgentEvent::ModelProgress`] comes,
+    /// and the answer is in the closing [`AgentEvent::RunFinished`]'s
+    /// record. For showing what a run does without changing how the model
+    /// is asked. Dropping the stream cancels the run.
+    pub fn watch_from(
+        &self,
+        state: RunState,
+        context: ToolContext,
+        checkpoints: Option<Arc<dyn RunCheckpoints>>,
+    ) -> impl Stream<Item = AgentEvent> + Send + Unpin + 'static {
+        self.spawn_watched(state, context, checkpoints, false)
+    }
+
+    /// Spawns the run of `state`, its events sent to the returned stream;
+    /// `stream_replies` says whether the model's replies are streamed.
+    fn spawn_watched(
+        &self,
+        state: RunState,
+        context: ToolContext,
+        checkpoints: Option<Arc<dyn RunCheckpoints>>,
+        stream_replies: bool,
+    ) -> EventStream {
         let agent = self.clone();
         let cancel = context.cancel.child_token();
         let (sender, events) = event_channel(cancel.clone().drop_guard());
@@ -307,10 +336,9 @@ impl Agent {
                 }
             };
             let deadline = state.start_deadline();
-            agent
-                .driver(&context, Some(&sender), deadline, checkpoints.as_deref())
-                .drive(&mut state)
-                .await;
+            let mut driver = agent.driver(&context, Some(&sender), deadline, checkpoints.as_deref());
+            driver.stream_replies = stream_replies;
+            driver.drive(&mut state).await;
             agent.learn_from(&state);
             let result = state.into_result();
             let _ = sender.send(AgentEvent::RunFinished {
@@ -337,6 +365,7 @@ impl Agent {
             max_concurrent_tools: inner.config.run.max_concurrent_tools,
             capture_content: inner.capture_content,
             events,
+            stream_replies: true,
             // One run, one driver: without a shared cache each run starts empty.
             cache: inner.tool_cache.clone().unwrap_or_default(),
             cache_scope: caller_scope(context),

@@ -5,10 +5,12 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_core::{
-    AgentEvent, ChatRequest, ChatResponse, LlmClient, LlmError, StopCause, StreamAccumulator, StreamEvent, ToolCall,
-    ToolContext, ToolError, ToolExecution, ToolRegistry,
+    AgentEvent, ChatRequest, ChatResponse, LlmClient, LlmError, ModelProgress, StopCause, StopReason,
+    StreamAccumulator, StreamEvent, ToolCall, ToolContext, ToolError, ToolExecution, ToolRegistry,
 };
 use agent_parse::StreamingToolCallFilter;
+
+use crate::cutoff::{CallCutoff, Cut};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
@@ -32,6 +34,9 @@ pub(crate) struct Driver<'a> {
     pub capture_content: bool,
     /// Where events go; `None` for runs nobody watches.
     pub events: Option<&'a crate::agent::EventSender>,
+    /// Whether a watched run streams the model's replies (its text and
+    /// progress forwarded as they come) or asks for them whole.
+    pub stream_replies: bool,
     /// Results of idempotent tools: the run's own, or one shared by the agent.
     pub cache: ToolResultCache,
     /// Who is asking, as the cache keys it ([`crate::cache::caller_scope`]).
@@ -215,36 +220,78 @@ impl Driver<'_> {
         }
     }
 
-    /// Calls the model; when events are watched, streams it and forwards the
-    /// text as it arrives. `hide_tool_calls` keeps text-protocol
-    /// `<tool_call>` blocks out of the forwarded text.
+    /// Calls the model; when events are watched (and replies streamed),
+    /// streams it and forwards the text and the provider's progress as they
+    /// arrive (progress thinned out by [`ProgressThrottle`]).
+    /// `hide_tool_calls` (the text protocol) keeps `<tool_call>` blocks out
+    /// of the forwarded text, and the reply is always streamed and read only
+    /// until its calls reach the request's `max_tool_calls` or one repeats
+    /// ([`CallCutoff`]): the model is not left writing calls the loop
+    /// would drop.
     async fn call_model(&self, request: &ChatRequest, hide_tool_calls: bool) -> Result<ChatResponse, LlmError> {
         let cancel = &self.context.cancel;
-        let Some(events) = self.events else {
+        let events = self.events.filter(|_| self.stream_replies);
+        if events.is_none() && !hide_tool_calls {
             return self.client.complete(request, cancel).await;
+        }
+        let send = |event: AgentEvent| {
+            if let Some(events) = events {
+                let _ = events.send(event);
+            }
         };
         let mut stream = self.client.stream(request, cancel).await?;
         let mut accumulator = StreamAccumulator::new();
         let mut filter = hide_tool_calls.then(StreamingToolCallFilter::new);
+        let mut cutoff = CallCutoff::new(request.max_tool_calls);
+        let mut throttle = ProgressThrottle::default();
+        let mut repeated = false;
         while let Some(event) = stream.next().await {
             let event = event?;
-            if let StreamEvent::TextDelta { text } = &event {
-                let visible = match &mut filter {
-                    Some(filter) => filter.push(text),
-                    None => text.clone(),
-                };
-                if !visible.is_empty() {
-                    let _ = events.send(AgentEvent::TextDelta { text: visible });
+            let mut cut = None;
+            match &event {
+                StreamEvent::TextDelta { text } => {
+                    let visible = match &mut filter {
+                        Some(filter) => {
+                            let visible = filter.push(text);
+                            cut = cutoff.check(filter.completed_calls());
+                            visible
+                        }
+                        None => text.clone(),
+                    };
+                    if !visible.is_empty() && events.is_some() {
+                        send(AgentEvent::TextDelta { text: visible });
+                    }
                 }
+                StreamEvent::Progress { progress } if events.is_some() && throttle.admit(progress) => {
+                    send(AgentEvent::ModelProgress { progress: *progress });
+                }
+                _ => {}
             }
             accumulator.push(event)?;
+            if let Some(cut) = cut {
+                tracing::debug!(?cut, "the reply's calls are complete; the rest is not read");
+                repeated = cut == Cut::RepeatedCall;
+                accumulator.push(StreamEvent::Stop {
+                    reason: StopReason::EndTurn,
+                })?;
+                break;
+            }
         }
         if let Some(rest) = filter.map(|mut filter| filter.finish().text)
             && !rest.is_empty()
         {
-            let _ = events.send(AgentEvent::TextDelta { text: rest });
+            send(AgentEvent::TextDelta { text: rest });
         }
-        accumulator.finish()
+        let mut response = accumulator.finish()?;
+        if repeated {
+            // The repeated block is the reply's last: the reply ends before it.
+            let content = &mut response.message.content;
+            if let Some(start) = content.rfind(agent_parse::OPEN_TAG) {
+                content.truncate(start);
+                content.truncate(content.trim_end().len());
+            }
+        }
+        Ok(response)
     }
 
     /// Runs the calls that have no outcome in `state` yet, at most
@@ -375,6 +422,36 @@ impl Driver<'_> {
     }
 }
 
+/// Which progress events of one model request go on to the run's events:
+/// every prompt step (a few per request), the first writing step and then
+/// at most one per [`WRITING_INTERVAL_MS`](Self::WRITING_INTERVAL_MS) of
+/// generation, so that a display keeps up without an event per token.
+/// Judged by the events' own clock: nothing is read or allocated per token.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressThrottle {
+    /// `elapsed_ms` of the last writing step let through.
+    last_writing_ms: Option<u64>,
+}
+
+impl ProgressThrottle {
+    /// The least generation time between two writing steps let through.
+    pub(crate) const WRITING_INTERVAL_MS: u64 = 100;
+
+    /// Whether `progress` goes on.
+    pub(crate) fn admit(&mut self, progress: &ModelProgress) -> bool {
+        let ModelProgress::Writing { elapsed_ms, .. } = *progress else {
+            return true;
+        };
+        let due = self
+            .last_writing_ms
+            .is_none_or(|last| elapsed_ms.checked_sub(last) >= Some(Self::WRITING_INTERVAL_MS));
+        if due {
+            self.last_writing_ms = Some(elapsed_ms);
+        }
+        due
+    }
+}
+
 /// The instant of the wall-clock `deadline`: now when it has passed.
 pub(crate) fn deadline_instant(deadline: SystemTime) -> Instant {
     let now = Instant::now();
@@ -395,5 +472,42 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         text.clone()
     } else {
         "the tool panicked".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_core::ModelProgress;
+
+    use super::ProgressThrottle;
+
+    fn writing(tokens: u64, elapsed_ms: u64) -> ModelProgress {
+        ModelProgress::Writing { tokens, elapsed_ms }
+    }
+
+    #[test]
+    fn every_prompt_step_passes_and_writing_passes_once_per_interval() {
+        let mut throttle = ProgressThrottle::default();
+        for done in [0, 512, 1024, 2045] {
+            assert!(throttle.admit(&ModelProgress::ReadingPrompt { done, total: 2045 }));
+        }
+        // One token every 10 ms: the first, then one in ten.
+        let admitted: Vec<u64> = (1..=35)
+            .filter(|tokens| throttle.admit(&writing(*tokens, (tokens - 1) * 10)))
+            .collect();
+        assert_eq!(admitted, [1, 11, 21, 31]);
+        // Prompt steps are never held back, even between writing steps.
+        assert!(throttle.admit(&ModelProgress::ReadingPrompt { done: 1, total: 1 }));
+        assert!(!throttle.admit(&writing(36, 305)));
+    }
+
+    #[test]
+    fn a_slow_model_has_every_token_shown_and_odd_clocks_do_not_panic() {
+        let mut throttle = ProgressThrottle::default();
+        assert!((1..=5).all(|tokens| throttle.admit(&writing(tokens, tokens * 250))));
+        // A clock that goes back, or jumps to the end, is taken as it comes.
+        assert!(!throttle.admit(&writing(6, 10)));
+        assert!(throttle.admit(&writing(7, u64::MAX)));
+        assert!(!throttle.admit(&writing(8, u64::MAX)));
     }
 }

@@ -61,6 +61,7 @@ mod chat;
 mod checkpoint;
 mod config;
 pub mod context;
+mod cutoff;
 mod driver;
 mod forced;
 pub mod grounding;

@@ -2,7 +2,7 @@
 
 mod common;
 
-use agent_core::{AgentEvent, Message, StopReason, StreamEvent, ToolContext, Usage};
+use agent_core::{AgentEvent, Message, ModelProgress, StopReason, StreamEvent, ToolContext, Usage};
 use agent_runner::{RunState, Step};
 use agent_testing::{ScriptedClient, response};
 use futures::StreamExt;
@@ -74,6 +74,7 @@ async fn a_streamed_run_reports_events_in_order_and_ends_with_the_result() {
             AgentEvent::ModelRequestStarted { .. } => "model_started",
             AgentEvent::ModelRequestFinished { .. } => "model_finished",
             AgentEvent::TextDelta { .. } => "text",
+            AgentEvent::ModelProgress { .. } => "progress",
             AgentEvent::ToolCallRequested { .. } => "tool_requested",
             AgentEvent::ToolStarted { .. } => "tool_started",
             AgentEvent::ToolCompleted { .. } => "tool_completed",
@@ -109,6 +110,116 @@ async fn a_streamed_run_reports_events_in_order_and_ends_with_the_result() {
     };
     assert_eq!(result.response, "Sunny in Tokyo.");
     assert_eq!(result.tool_calls[0].arguments, json!({"city": "Tokyo"}));
+}
+
+/// A local model's reply: two prompt steps, then 30 tokens 10 ms apart,
+/// their text, the stop.
+fn progress_script() -> ScriptedClient {
+    let mut events = vec![
+        StreamEvent::Progress {
+            progress: ModelProgress::ReadingPrompt { done: 0, total: 900 },
+        },
+        StreamEvent::Progress {
+            progress: ModelProgress::ReadingPrompt { done: 900, total: 900 },
+        },
+    ];
+    for tokens in 1..=30 {
+        events.push(StreamEvent::Progress {
+            progress: ModelProgress::Writing {
+                tokens,
+                elapsed_ms: (tokens - 1) * 10,
+            },
+        });
+        events.push(StreamEvent::TextDelta { text: "ab".into() });
+    }
+    events.push(StreamEvent::Stop {
+        reason: StopReason::EndTurn,
+    });
+    ScriptedClient::new().stream_events(events)
+}
+
+#[tokio::test]
+async fn a_streamed_run_forwards_the_providers_progress_thinned_out() {
+    let client = progress_script();
+    let events: Vec<AgentEvent> = common::agent(&client)
+        .build()
+        .run_stream(vec![], "hi", ToolContext::new())
+        .collect()
+        .await;
+    let progress: Vec<ModelProgress> = events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::ModelProgress { progress } => Some(*progress),
+            _ => None,
+        })
+        .collect();
+    let writing = |tokens: u64| ModelProgress::Writing {
+        tokens,
+        elapsed_ms: (tokens - 1) * 10,
+    };
+    assert_eq!(
+        progress,
+        [
+            ModelProgress::ReadingPrompt { done: 0, total: 900 },
+            ModelProgress::ReadingPrompt { done: 900, total: 900 },
+            writing(1),
+            writing(11),
+            writing(21),
+        ]
+    );
+    let started = events
+        .iter()
+        .position(|event| matches!(event, AgentEvent::ModelRequestStarted { .. }));
+    let finished = events
+        .iter()
+        .position(|event| matches!(event, AgentEvent::ModelRequestFinished { .. }));
+    let first = events
+        .iter()
+        .position(|event| matches!(event, AgentEvent::ModelProgress { .. }));
+    assert!(started < first && first < finished, "{events:?}");
+    let Some(AgentEvent::RunFinished { result }) = events.last() else {
+        panic!("the last event is the result");
+    };
+    assert_eq!(result.response, "ab".repeat(30));
+}
+
+#[tokio::test]
+async fn a_watched_run_reports_its_steps_but_asks_for_whole_replies() {
+    let client = progress_script();
+    let agent = common::agent(&client).build();
+    let state = agent.start(vec![], "hi");
+    let events: Vec<AgentEvent> = agent.watch_from(state, ToolContext::new(), None).collect().await;
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, AgentEvent::TextDelta { .. } | AgentEvent::ModelProgress { .. })),
+        "{events:?}"
+    );
+    assert!(matches!(events.first(), Some(AgentEvent::RunStarted { .. })));
+    assert!(
+        events
+            .iter()
+            .any(|event| matches!(event, AgentEvent::ModelRequestStarted { iteration: 1, .. }))
+    );
+    let Some(AgentEvent::RunFinished { result }) = events.last() else {
+        panic!("the last event is the result");
+    };
+    assert_eq!(result.response, "ab".repeat(30));
+
+    // Its tool calls are reported as a streamed run's are.
+    let client = script();
+    let agent = common::agent(&client).build();
+    let events: Vec<AgentEvent> = agent
+        .watch_from(agent.start(vec![], "weather?"), ToolContext::new(), None)
+        .collect()
+        .await;
+    assert!(
+        events
+            .iter()
+            .any(|event| matches!(event, AgentEvent::ToolStarted { name, .. } if name == "echo")),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|event| matches!(event, AgentEvent::TextDelta { .. })));
 }
 
 #[tokio::test]

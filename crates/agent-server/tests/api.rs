@@ -215,6 +215,35 @@ async fn a_run_started_without_waiting_is_followed_through_its_events_and_read_b
 }
 
 #[tokio::test]
+async fn a_local_models_progress_is_not_in_the_runs_events() {
+    use agent_core::{ModelProgress, StopReason, StreamEvent};
+    let mut events = vec![StreamEvent::Progress {
+        progress: ModelProgress::ReadingPrompt { done: 10, total: 10 },
+    }];
+    for tokens in 1..=3 {
+        events.push(StreamEvent::Progress {
+            progress: ModelProgress::Writing {
+                tokens,
+                elapsed_ms: tokens * 200,
+            },
+        });
+        events.push(StreamEvent::TextDelta { text: "ok ".into() });
+    }
+    events.push(StreamEvent::Stop {
+        reason: StopReason::EndTurn,
+    });
+    let agent = Agent::builder(Arc::new(ScriptedClient::new().stream_events(events))).build();
+    let server = start(agent, |server| server).await;
+    let (_, started) = json_of(server.post("/v1/runs", Some(KEY), &json!({"prompt": "Hi", "wait": false}))).await;
+    let id = started["id"].as_str().unwrap_or_default().to_owned();
+    let (_, body) = server.events_as(&format!("/v1/runs/{id}/events"), KEY).await;
+    let types = event_types(&body);
+    assert!(types.iter().any(|t| t == "text_delta"), "{types:?}");
+    assert!(!types.iter().any(|t| t == "model_progress"), "{types:?}");
+    assert_eq!(types.last().map(String::as_str), Some("run_finished"), "{types:?}");
+}
+
+#[tokio::test]
 async fn a_cancelled_run_ends_as_cancelled_and_keeps_its_turn_in_the_session() {
     let (tool, tool_started) = waiting_tool();
     let client = ScriptedClient::new()

@@ -32,6 +32,23 @@ pub fn write_trusted_config(dir: &Path, toml: &str) {
     );
 }
 
+/// Writes `dir/agentry.toml` enabling only the `web` tool, allowed to fetch
+/// local pages (a mock server's).
+pub fn write_local_web_config(dir: &Path) {
+    std::fs::write(
+        dir.join("agentry.toml"),
+        "[tools]\nenabled = [\"web\"]\n\n[tools.web]\nallow_private_addresses = true\n",
+    )
+    .expect("writes agentry.toml");
+}
+
+/// An HTML page whose one paragraph is `text`, for the `web` tool to fetch.
+pub fn page(text: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .insert_header("content-type", "text/html")
+        .set_body_string(format!("<html><body><p>{text}</p></body></html>"))
+}
+
 /// Runs `command` off the async runtime, so mock servers keep answering.
 pub async fn run_cmd(mut command: Command) -> Output {
     tokio::task::spawn_blocking(move || command.output().expect("agentry runs"))

@@ -139,6 +139,12 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
             // is stored: a follower that sees the end finds the session up
             // to date.
             AgentEvent::RunFinished { result: finished } => result = Some(finished),
+            // Neither kept nor sent to followers: progress is for a display
+            // next to the run (the CLI's). Even thinned out by the runner
+            // (about ten a second while a local model writes) it would be a
+            // good part of every kept run's log, and a client sees the run
+            // go on by its text deltas and tool events anyway.
+            AgentEvent::ModelProgress { .. } => {}
             other => entry.push(other),
         }
     }
