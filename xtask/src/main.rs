@@ -21,6 +21,7 @@ mod conversations;
 mod eval;
 mod examples;
 mod measure;
+mod tool_tokens;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -70,6 +71,13 @@ fn main() -> ExitCode {
             }
         }
         Some("eval-conversations") => eval_conversations(&args[1..]),
+        Some("measure-tools") => match tool_tokens::run(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("xtask measure-tools: {error}");
+                ExitCode::FAILURE
+            }
+        },
         Some("measure-cache") => match args.get(1).map_or(Ok(3), |rounds| rounds.parse::<usize>()) {
             Ok(rounds) if rounds > 0 => match measure::run(rounds) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -96,7 +104,7 @@ fn main() -> ExitCode {
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn\n  measure-cache [ROUNDS]\n                      time to first token of a follow-up `agentry run --session` turn, prompt cache on and off",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn\n  measure-cache [ROUNDS]\n                      time to first token of a follow-up `agentry run --session` turn, prompt cache on and off\n  measure-tools [MODEL]\n                      tokens each default tool costs in the local model's prompt",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS

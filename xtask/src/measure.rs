@@ -3,7 +3,8 @@
 //! prompt cache on disk and without it.
 //!
 //! Each round starts a session with one turn, then times the next turn of
-//! that session in a new `agentry` process: from the process's start to
+//! that session (a question no earlier round asked) in a new `agentry`
+//! process: from the process's start to
 //! the first token of its first reply (the engine's `first token of the
 //! reply` debug line, read from the process's stderr as it is written).
 //! The two arms alternate, each in its own session; both use one temporary
@@ -18,7 +19,6 @@ use std::time::{Duration, Instant};
 use agent_provider_llama::models::ModelStore;
 
 const FIRST_TURN: &str = "What is 17 times 23?";
-const FOLLOW_UP: &str = "Thanks. And what is 12 times 12?";
 
 /// One timed turn.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +48,10 @@ pub fn run(rounds: usize) -> Result<(), String> {
             let (name, config) = &configs[arm];
             let session = format!("measure-{round}-{arm}");
             turn(&agentry, &home, config, &session, FIRST_TURN)?;
-            let timed = turn(&agentry, &home, config, &session, FOLLOW_UP)?;
+            // A question no earlier round asked, so that only the history
+            // can come from disk, as in a real follow-up.
+            let follow_up = format!("Thanks. And what is 12 times {}?", 12 + 2 * round + arm);
+            let timed = turn(&agentry, &home, config, &session, &follow_up)?;
             println!(
                 "round {round} {name}: first token {:.2} s, whole turn {:.1} s, prompt {} tokens, {} from disk",
                 timed.first_token.as_secs_f64(),

@@ -101,6 +101,13 @@ impl LlamaClient {
         self.template.render(request)
     }
 
+    /// The tokens of the prompt this client would send for `request`.
+    /// Blocking (it waits for the request running, if any).
+    pub fn count_prompt_tokens(&self, request: &ChatRequest) -> Result<usize, LlmError> {
+        let prompt = self.template.render_fenced(request)?;
+        self.engine()?.count_tokens(&prompt)
+    }
+
     /// The context size in tokens.
     pub fn context_size(&self) -> u32 {
         self.context_size

@@ -164,6 +164,8 @@ pub(crate) struct Summary {
 /// What the engine thread is asked to do.
 enum Command {
     Run(Job),
+    /// Counts the tokens of a prompt text, as a job would read it.
+    Count(String, mpsc::Sender<usize>),
     /// Panics while running the job, as a bug in generation would.
     #[cfg(test)]
     PanicDuring(Job),
@@ -234,6 +236,16 @@ impl Engine {
         self.send(Command::Run(job))
     }
 
+    /// The tokens of `prompt` as a job would read it (after the jobs
+    /// queued before it). Blocking.
+    pub fn count_tokens(&self, prompt: &str) -> Result<usize, LlmError> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Command::Count(prompt.to_owned(), reply))?;
+        answer
+            .recv()
+            .map_err(|_| LlmError::new(LlmErrorKind::Server, "the model thread stopped"))
+    }
+
     fn send(&self, command: Command) -> Result<(), LlmError> {
         self.commands
             .send(command)
@@ -297,6 +309,11 @@ fn worker(
     while let Ok(command) = inbox.recv() {
         let (job, panics) = match command {
             Command::Run(job) => (job, false),
+            Command::Count(prompt, reply) => {
+                let vocab = model.vocab();
+                let _ = reply.send(special::tokenize(&vocab, &prompt, vocab.should_add_bos()).len());
+                continue;
+            }
             #[cfg(test)]
             Command::PanicDuring(job) => (job, true),
             #[cfg(test)]
@@ -522,6 +539,9 @@ impl Session<'_> {
                 break Finish::EndOfGeneration;
             }
             generated += 1;
+            if generated == 1 {
+                tracing::debug!(ms = started.elapsed().as_millis() as u64, "first token of the reply");
+            }
             let _ = job.out.send(Generated::Progress(ModelProgress::Writing {
                 tokens: generated,
                 elapsed_ms: u64::try_from(generation_started.elapsed().as_millis()).unwrap_or(u64::MAX),

@@ -3,6 +3,7 @@
 //! as an engine that evaluated it, and reads it again when the entry is
 //! damaged or the prompt differs.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -37,9 +38,10 @@ fn settings(cache: Option<&Path>, identity: &str) -> Option<EngineSettings> {
 
 /// A prompt of a long system message (a few hundred tokens) and `question`.
 fn prompt(question: &str) -> String {
-    let rules: String = (1..=40)
-        .map(|n| format!("Rule {n}: answer politely and keep rule {n} in mind.\n"))
-        .collect();
+    let mut rules = String::new();
+    for n in 1..=40 {
+        let _ = writeln!(rules, "Rule {n}: answer politely and keep rule {n} in mind.");
+    }
     format!(
         "<|im_start|>system\nYou are a helpful assistant.\n{rules}<|im_end|>\n<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n"
     )
