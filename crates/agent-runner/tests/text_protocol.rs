@@ -5,22 +5,11 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{
-    AgentEvent, Capabilities, Message, StopCause, StopReason, StreamEvent, ToolContext, ToolError, ToolOutput,
-};
+use agent_core::{AgentEvent, Message, StopCause, StopReason, StreamEvent, ToolContext, ToolError, ToolOutput};
 use agent_runner::{Agent, ReactAgent, ToolProtocol};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use futures::StreamExt;
 use serde_json::{Value, json};
-
-/// A model without native tool calling.
-fn text_only() -> ScriptedClient {
-    ScriptedClient::new().with_capabilities(Capabilities {
-        native_tools: false,
-        streaming: true,
-        ..Capabilities::default()
-    })
-}
 
 /// `calculator(expression)` for "a + b" and "a * b".
 fn calculator() -> TestTools {
@@ -56,7 +45,7 @@ fn tagged(expression: &str) -> String {
 
 #[tokio::test]
 async fn a_text_only_model_completes_a_two_step_task_with_the_same_record_shape_as_native() {
-    let client = text_only()
+    let client = common::text_only()
         .respond(response::text(format!("First the sum.\n{}", tagged("15 + 27"))))
         // Bare JSON naming a known tool works too: small models write it.
         .respond(response::text(
@@ -128,7 +117,7 @@ async fn a_text_only_model_completes_a_two_step_task_with_the_same_record_shape_
 
 #[tokio::test]
 async fn a_missing_parameter_goes_back_to_the_model_which_can_ask_the_user() {
-    let client = text_only()
+    let client = common::text_only()
         .respond(response::text(
             "<tool_call>{\"name\": \"calculator\", \"arguments\": {}}</tool_call>",
         ))
@@ -175,7 +164,7 @@ async fn the_text_protocol_can_be_forced_for_a_native_model() {
 
 #[tokio::test]
 async fn loop_detection_and_the_forced_answer_work_in_text_mode() {
-    let client = text_only()
+    let client = common::text_only()
         .respond(response::text(tagged("1 + 1")))
         .respond(response::text(tagged("1 + 1")))
         .respond(response::text(format!("It is 2. {}", tagged("1 + 1"))));
@@ -195,7 +184,7 @@ async fn loop_detection_and_the_forced_answer_work_in_text_mode() {
 
 #[tokio::test]
 async fn streamed_text_mode_never_shows_protocol_tags() {
-    let client = text_only()
+    let client = common::text_only()
         .stream_events(vec![
             StreamEvent::TextDelta {
                 text: "Let me add. <tool".into(),
@@ -247,7 +236,7 @@ fn react_agent(client: &ScriptedClient) -> ReactAgent {
 
 #[tokio::test]
 async fn a_react_agent_completes_a_two_step_task_and_records_both_steps() {
-    let client = text_only()
+    let client = common::text_only()
         .respond(response::text(
             "Thought: first add.\nAction: calculator\nAction Input: {\"expression\": \"15 + 27\"}",
         ))
@@ -284,7 +273,7 @@ async fn a_react_agent_completes_a_two_step_task_and_records_both_steps() {
 
 #[tokio::test]
 async fn stop_sequences_are_sent_and_a_made_up_observation_is_discarded() {
-    let client = text_only()
+    let client = common::text_only()
         .respond(response::text(
             "Thought: add.\nAction: calculator\nAction Input: {\"expression\": \"2 + 2\"}\nObservation: {\"result\": 5}\nFinal Answer: 5",
         ))
@@ -316,7 +305,7 @@ async fn stop_sequences_are_sent_and_a_made_up_observation_is_discarded() {
 
 #[tokio::test]
 async fn a_malformed_react_step_gets_a_corrective_observation() {
-    let client = text_only()
+    let client = common::text_only()
         .respond(response::text("Hmm, let me think about this."))
         .respond(response::text("Thought: ok.\nFinal Answer: 4"));
     let outcome = react_agent(&client)
@@ -334,7 +323,7 @@ async fn a_malformed_react_step_gets_a_corrective_observation() {
 
 #[tokio::test]
 async fn a_react_run_that_hits_max_steps_ends_with_a_forced_answer() {
-    let mut client = text_only();
+    let mut client = common::text_only();
     for n in 0..4 {
         client = client.respond(response::text(format!(
             "Thought: again.\nAction: calculator\nAction Input: {{\"expression\": \"{n} + 1\"}}"

@@ -8,18 +8,10 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, Capabilities, Message, StopCause, StopReason, StreamEvent, ToolContext, ToolOutput};
-use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
+use agent_core::{AgentEvent, Message, StopCause, StopReason, StreamEvent, ToolContext, ToolOutput};
+use agent_testing::{TestTool, TestTools, ToolBehaviour, response};
 use futures::StreamExt;
 use serde_json::json;
-
-fn text_only() -> ScriptedClient {
-    ScriptedClient::new().with_capabilities(Capabilities {
-        native_tools: false,
-        streaming: true,
-        ..Capabilities::default()
-    })
-}
 
 fn weather() -> TestTools {
     TestTools::new("travel").with(
@@ -69,7 +61,7 @@ fn cities(result: &agent_core::AgentRunResult) -> Vec<String> {
 
 #[tokio::test]
 async fn an_unwatched_reply_is_read_until_its_calls_reach_the_cap() {
-    let client = text_only()
+    let client = common::text_only()
         .stream_events(reply_then_garbage(vec![
             StreamEvent::TextDelta {
                 text: "Checking both.\n".into(),
@@ -101,7 +93,7 @@ async fn an_unwatched_reply_is_read_until_its_calls_reach_the_cap() {
 
 #[tokio::test]
 async fn a_streamed_reply_ends_at_its_first_repeated_call() {
-    let client = text_only()
+    let client = common::text_only()
         .stream_events(reply_then_garbage(vec![call("Oslo"), call("Rome"), call("Oslo")]))
         .respond(response::text("Oslo and Rome are both at 20 °C."));
     let agent = common::agent_with(&client, weather())

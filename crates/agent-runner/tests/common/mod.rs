@@ -6,7 +6,7 @@ pub mod context;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{ToolOutput, ToolRegistry};
+use agent_core::{Capabilities, ToolOutput, ToolRegistry};
 use agent_runner::{Agent, AgentBuilder};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour};
 use serde_json::json;
@@ -55,4 +55,13 @@ pub fn agent_with(client: &ScriptedClient, tools: TestTools) -> AgentBuilder {
         .name("tester")
         .system_prompt("You are a test agent.")
         .tools(registry(tools))
+}
+
+/// A scripted model without native tool calling, that streams.
+pub fn text_only() -> ScriptedClient {
+    ScriptedClient::new().with_capabilities(Capabilities {
+        native_tools: false,
+        streaming: true,
+        ..Capabilities::default()
+    })
 }
