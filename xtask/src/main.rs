@@ -169,7 +169,7 @@ fn ci() -> ExitCode {
 }
 
 /// The variable naming the file each skipped test appends a line to,
-/// `<test>\t<reason>` (`agent_testing::wire::SKIP_LOG_ENV`).
+/// `<test>\t<reason>` (`agent_testing::skip::SKIP_LOG_ENV`).
 const SKIP_LOG_ENV: &str = "AGENTRY_SKIP_LOG";
 
 /// `target/xtask-ci-skipped-tests.log` in the workspace.

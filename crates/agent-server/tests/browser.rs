@@ -109,7 +109,7 @@ fn browser_installed() -> Option<()> {
         missing.join(" and ")
     );
     assert!(std::env::var_os("AGENTRY_REQUIRE_BROWSER").is_none(), "{reason}");
-    eprintln!("skipped: {reason}");
+    agent_testing::report_skip!("{reason}");
     None
 }
 

@@ -43,6 +43,7 @@ pub mod mocks;
 pub mod response;
 mod schemas;
 mod scripted;
+pub mod skip;
 /// The contract every [`ConversationStore`](agent_core::ConversationStore)
 /// keeps, as `check_*` functions a store's tests run on a new store of
 /// theirs, with the turn builders the checks use.

@@ -55,13 +55,13 @@ pub fn deps(test: &str) -> Option<Deps> {
         });
     }
     let reason = format!(
-        "{test}: the real MCP servers are not installed (missing: {}); run `bash .ci/install-mcp-test-deps`",
+        "the real MCP servers are not installed (missing: {}); run `bash .ci/install-mcp-test-deps`",
         missing.join(", ")
     );
     assert!(
         std::env::var("AGENTRY_REQUIRE_MCP").as_deref() != Ok("1"),
-        "{reason} (AGENTRY_REQUIRE_MCP=1)"
+        "{test}: {reason} (AGENTRY_REQUIRE_MCP=1)"
     );
-    eprintln!("skipped {reason}");
+    crate::skip::skipped(test, &reason);
     None
 }

@@ -25,8 +25,7 @@ use std::path::{Path, PathBuf};
 pub const WIRE_DIR_ENV: &str = "AGENTRY_WIRE_DIR";
 /// The variable that, set to `1`, makes an absent wire folder a failure.
 pub const REQUIRE_WIRE_ENV: &str = "AGENTRY_REQUIRE_WIRE";
-/// The variable naming a file each skipped test appends a line to.
-pub const SKIP_LOG_ENV: &str = "AGENTRY_SKIP_LOG";
+pub use crate::skip::SKIP_LOG_ENV;
 
 /// The recorded wire examples, found: a folder that exists. Only a
 /// [`WireLookup`] makes one, so holding a `Wire` means the examples are there.
@@ -153,21 +152,9 @@ impl WireLookup {
             !self.required,
             "{test}: {reason}; {REQUIRE_WIRE_ENV} is set, so this fails"
         );
-        // One write of the whole line each, so lines of parallel tests do not interleave.
-        let _ = report.write_all(format!("skipped: {test}: {reason}\n").as_bytes());
-        if let Some(log) = &self.skip_log
-            && let Err(error) = append_line(log, &format!("{test}\t{reason}"))
-        {
-            let _ =
-                report.write_all(format!("warning: {}: could not log the skip: {error}\n", log.display()).as_bytes());
-        }
+        crate::skip::report(test, &reason, self.skip_log.as_deref(), report);
         None
     }
-}
-
-fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    file.write_all(format!("{line}\n").as_bytes())
 }
 
 /// The workspace's root folder (a relative [`WIRE_DIR_ENV`] starts there).

@@ -483,7 +483,7 @@ mod tests {
                 panic!("{python} is needed to fetch models: {error}")
             }
             Err(error) => {
-                eprintln!("skipped: {python} cannot be run ({error})");
+                agent_testing::report_skip!("{python} cannot be run ({error})");
                 return;
             }
         };

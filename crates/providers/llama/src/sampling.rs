@@ -157,7 +157,7 @@ pub(crate) mod tests {
             std::env::var_os("AGENTRY_REQUIRE_MODEL").is_none(),
             "the model {DEFAULT_MODEL} is not in the store; run `cargo xtask fetch-model`"
         );
-        eprintln!("skipped: the model is not fetched");
+        agent_testing::report_skip!("the model is not fetched (run `cargo xtask fetch-model`)");
         false
     }
 

@@ -23,7 +23,7 @@ pub fn cluster() -> Option<&'static TempCluster> {
 /// when the test should skip.
 pub async fn database(test: &str) -> Option<String> {
     let Some(cluster) = cluster() else {
-        eprintln!("skipped {test}: PostgreSQL is not installed");
+        agent_testing::skip::skipped(test, "PostgreSQL is not installed");
         return None;
     };
     Some(cluster.create_database(test).await.unwrap())
