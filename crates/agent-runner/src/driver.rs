@@ -258,7 +258,7 @@ impl Driver<'_> {
                         }
                         None => text.clone(),
                     };
-                    if !visible.is_empty() && events.is_some() {
+                    if !visible.is_empty() {
                         send(AgentEvent::TextDelta { text: visible });
                     }
                 }

@@ -21,7 +21,7 @@ use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::echo::{CallLimits, CallWatch};
-use crate::prompt_cache::{Identity, PromptCache, shared_prefix};
+use crate::prompt_cache::{Identity, PromptCache};
 use crate::sampling::TokenSampler;
 use crate::special::{self, ControlTexts};
 use crate::text::Text;
@@ -625,10 +625,17 @@ impl Session<'_> {
         let Some(disk) = &mut self.disk else {
             return;
         };
-        let cached: Vec<i32> = self.cached.iter().map(|token| token.0).collect();
-        if cached.len() < shared_prefix(&cached, &self.on_disk) + MIN_DISK_SAVE {
+        // Compared in place: most requests add too little to be saved.
+        let saved_already = self
+            .cached
+            .iter()
+            .zip(&self.on_disk)
+            .take_while(|(token, on_disk)| token.0 == **on_disk)
+            .count();
+        if self.cached.len() < saved_already + MIN_DISK_SAVE {
             return;
         }
+        let cached: Vec<i32> = self.cached.iter().map(|token| token.0).collect();
         let started = Instant::now();
         let tokens = &self.cached;
         let saved = disk.save(&cached, |path| {

@@ -335,7 +335,7 @@ impl PromptCache {
 }
 
 /// How many leading tokens `a` and `b` share.
-pub(crate) fn shared_prefix(a: &[i32], b: &[i32]) -> usize {
+fn shared_prefix(a: &[i32], b: &[i32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
