@@ -186,13 +186,14 @@ fn evals(command: &str, args: &[String]) -> ExitCode {
         .status();
     match status {
         Ok(status) if status.success() => ExitCode::SUCCESS,
-        Ok(status) => match status.code() {
-            Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-            None => {
+        Ok(status) => {
+            if let Some(code) = status.code() {
+                ExitCode::from(u8::try_from(code).unwrap_or(1))
+            } else {
                 eprintln!("xtask {command}: agent-evals ended by a signal ({status})");
                 ExitCode::FAILURE
             }
-        },
+        }
         Err(error) => {
             eprintln!("xtask {command}: could not start cargo: {error}");
             ExitCode::FAILURE
