@@ -29,29 +29,42 @@ impl UserWords {
     /// writes on the user's behalf in text protocols (`<tool_response>`
     /// blocks, ReAct `Observation:` lines).
     pub fn from_messages(messages: &[Message]) -> Self {
-        let mut text = String::new();
+        let mut words = String::from(" ");
         for message in messages {
             let Message::User { content } = message else { continue };
             let trimmed = content.trim_start();
             if trimmed.starts_with("<tool_response") || trimmed.starts_with("Observation:") {
                 continue;
             }
-            text.push(' ');
-            text.push_str(content);
+            if !words.ends_with(' ') {
+                words.push(' ');
+            }
+            normalise_into(content, &mut words);
         }
-        Self::from_text(&text)
+        Self::closed(words)
     }
 
     /// `text` as the user's words.
     pub fn from_text(text: &str) -> Self {
-        Self(Arc::from(format!(" {} ", normalise(text)).as_str()))
+        let mut words = String::from(" ");
+        normalise_into(text, &mut words);
+        Self::closed(words)
+    }
+
+    /// `words` (normalised after a leading space) with the one trailing
+    /// space every word is matched against.
+    fn closed(mut words: String) -> Self {
+        if !words.ends_with(' ') {
+            words.push(' ');
+        }
+        Self(Arc::from(words))
     }
 
     /// Whether the user wrote `phrase` as whole words, ignoring case,
     /// punctuation and spacing. An empty phrase is never said.
     pub fn contains(&self, phrase: &str) -> bool {
-        let phrase = normalise(phrase);
-        !phrase.is_empty() && self.0.contains(&format!(" {phrase} "))
+        let needle = Self::from_text(phrase);
+        needle.0.len() > 2 && self.0.contains(&*needle.0)
     }
 
     /// The normalised words, space-separated.
@@ -60,27 +73,31 @@ impl UserWords {
     }
 }
 
-/// Lower case; runs of other characters than letters and digits become
-/// one space; a `,` or `.` between a digit and three digits is dropped.
-fn normalise(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    for (index, &ch) in chars.iter().enumerate() {
+/// Appends `text`, normalised, to `out`: lower case; what is not a letter
+/// or a digit becomes one space (none at the very start of `out`, never two
+/// in a row), except a `,` between a digit and exactly three digits, which
+/// is dropped. The end may keep one space.
+fn normalise_into(text: &str, out: &mut String) {
+    out.reserve(text.len());
+    let mut previous = None;
+    for (index, ch) in text.char_indices() {
         if ch.is_alphanumeric() {
             out.extend(ch.to_lowercase());
-            continue;
+        } else {
+            let separator =
+                ch == ',' && previous.is_some_and(|p: char| p.is_ascii_digit()) && thousands(&text[index + 1..]);
+            if !separator && !out.ends_with(' ') && !out.is_empty() {
+                out.push(' ');
+            }
         }
-        let separator = ch == ',' && index > 0 && chars[index - 1].is_ascii_digit() && thousands(&chars[index + 1..]);
-        if !separator && !out.ends_with(' ') && !out.is_empty() {
-            out.push(' ');
-        }
+        previous = Some(ch);
     }
-    out.trim_end().to_owned()
 }
 
 /// Whether `rest` starts with exactly three digits.
-fn thousands(rest: &[char]) -> bool {
-    rest.len() >= 3 && rest[..3].iter().all(char::is_ascii_digit) && !rest.get(3).is_some_and(char::is_ascii_digit)
+fn thousands(rest: &str) -> bool {
+    let digits = rest.as_bytes();
+    digits.len() >= 3 && digits[..3].iter().all(u8::is_ascii_digit) && !digits.get(3).is_some_and(u8::is_ascii_digit)
 }
 
 #[cfg(test)]

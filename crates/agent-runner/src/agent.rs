@@ -13,7 +13,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use crate::assemble::ToolAssembly;
-use crate::cache::{ToolResultCache, caller_scope};
+use crate::cache::ToolResultCache;
 use crate::config::{AgentConfig, InvalidConfig, RequestOptions};
 use crate::driver::{Driver, deadline_instant};
 use crate::state::RunState;
@@ -66,6 +66,8 @@ struct Inner {
     /// The calibration factor of the context estimate its runs learned
     /// (`f64` bits): a new run starts from it instead of from 1.
     calibration: AtomicU64,
+    /// The keys of the client's chat metrics, made once.
+    chat_metric_keys: crate::telemetry::ChatMetricKeys,
 }
 
 impl std::fmt::Debug for Agent {
@@ -368,8 +370,9 @@ impl Agent {
             stream_replies: true,
             // One run, one driver: without a shared cache each run starts empty.
             cache: inner.tool_cache.clone().unwrap_or_default(),
-            cache_scope: caller_scope(context),
+            cache_scope: std::sync::OnceLock::new(),
             checkpoints,
+            chat_metric_keys: &inner.chat_metric_keys,
         }
     }
 
@@ -777,6 +780,7 @@ impl AgentBuilder {
 
     /// The agent over `registry`.
     fn finish(self, registry: Arc<dyn ToolRegistry>) -> Agent {
+        let chat_metric_keys = crate::telemetry::ChatMetricKeys::new(self.client.provider(), self.client.model());
         Agent {
             inner: Arc::new(Inner {
                 name: self.name,
@@ -790,6 +794,7 @@ impl AgentBuilder {
                 forced_answer_instruction: self.forced_answer_instruction,
                 tool_cache: self.tool_cache,
                 calibration: AtomicU64::new(1.0_f64.to_bits()),
+                chat_metric_keys,
             }),
         }
     }

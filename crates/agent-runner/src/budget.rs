@@ -156,7 +156,7 @@ pub(crate) fn message_chars(message: &Message) -> u64 {
                     .map(|call| {
                         let arguments = match &call.raw_arguments {
                             Some(raw) => raw.chars().count(),
-                            None => call.arguments.to_string().chars().count(),
+                            None => json_chars(&call.arguments),
                         };
                         call.name.chars().count() + arguments
                     })
@@ -174,9 +174,30 @@ pub(crate) fn fixed_chars(request: &ChatRequest) -> u64 {
     let tools: usize = request
         .tools
         .iter()
-        .map(|tool| tool.name.chars().count() + tool.description.chars().count() + tool.input_schema.to_string().len())
+        .map(|tool| tool.name.chars().count() + tool.description.chars().count() + json_chars(&tool.input_schema))
         .sum();
     (system + tools) as u64
+}
+
+/// The characters of `value` written as compact JSON, counted as it is
+/// written instead of building the text: sizing a request allocates nothing.
+pub(crate) fn json_chars(value: &serde_json::Value) -> usize {
+    /// Counts the characters of the UTF-8 it is given (every byte that does
+    /// not continue a character).
+    struct CharCounter(usize);
+    impl std::io::Write for CharCounter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.iter().filter(|&&byte| byte & 0xC0 != 0x80).count();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = CharCounter(0);
+    // Writing a `Value` cannot fail, and the counter never does.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 #[cfg(test)]
@@ -190,6 +211,18 @@ mod tests {
         Budget {
             max_total_tokens: Some(max),
             ..Budget::default()
+        }
+    }
+
+    #[test]
+    fn json_is_sized_in_characters_as_written_without_building_it() {
+        for value in [
+            json!({"city": "Zürich", "n": [1, 2.5, null, true], "nested": {"quote": "a\"b", "emoji": "🙂"}}),
+            json!("plain"),
+            json!(12),
+            json!({}),
+        ] {
+            assert_eq!(json_chars(&value), value.to_string().chars().count(), "{value}");
         }
     }
 

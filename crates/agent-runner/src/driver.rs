@@ -39,10 +39,14 @@ pub(crate) struct Driver<'a> {
     pub stream_replies: bool,
     /// Results of idempotent tools: the run's own, or one shared by the agent.
     pub cache: ToolResultCache,
-    /// Who is asking, as the cache keys it ([`crate::cache::caller_scope`]).
-    pub cache_scope: String,
+    /// Who is asking, as the cache keys it ([`crate::cache::caller_scope`]
+    /// of `context`): made at the first call of a tool that caches, so a
+    /// run of tools that do not pays nothing for it.
+    pub cache_scope: std::sync::OnceLock<String>,
     /// Where the state is saved after every step, when it is.
     pub checkpoints: Option<&'a dyn RunCheckpoints>,
+    /// The keys of the client's chat metrics (the agent's).
+    pub chat_metric_keys: &'a telemetry::ChatMetricKeys,
 }
 
 /// Why a step was cut short.
@@ -68,7 +72,7 @@ impl Driver<'_> {
     async fn drive_steps(&self, state: &mut RunState) {
         state.record_events(self.events.is_some());
         let hide_tool_calls = matches!(state.protocol(), Protocol::Text { .. });
-        let metrics = telemetry::ChatMetrics::new(self.client.provider(), self.client.model());
+        let metrics = telemetry::ChatMetrics::new(self.chat_metric_keys);
         self.save(state).await;
         loop {
             state.prepare_call();
@@ -330,10 +334,12 @@ impl Driver<'_> {
             call_id: call.id.clone(),
             name: call.name.clone(),
         });
-        let cached = self
-            .registry
-            .cache_policy(&call.name)
-            .map(|policy| (policy, cache_key(&self.cache_scope, call)));
+        let cached = self.registry.cache_policy(&call.name).map(|policy| {
+            let scope = self
+                .cache_scope
+                .get_or_init(|| crate::cache::caller_scope(self.context));
+            (policy, cache_key(scope, call))
+        });
         if let Some(content) = cached.as_ref().and_then(|(_, key)| self.cache.get(key)) {
             return self.answer_from_cache(call, content);
         }

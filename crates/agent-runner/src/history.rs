@@ -1,7 +1,5 @@
 //! Keeping a conversation sendable, and comparing tool calls.
 
-use std::fmt::Write as _;
-
 use agent_core::{Message, ToolCall};
 use serde_json::Value;
 
@@ -66,54 +64,72 @@ pub fn is_sendable(messages: &[Message]) -> bool {
 /// A canonical text form of a call (name + arguments with object keys
 /// sorted), so that calls differing only in key order compare equal.
 pub fn call_key(call: &ToolCall) -> String {
-    let mut key = String::with_capacity(call.name.len() + 32);
-    key.push_str(&call.name);
-    key.push('\u{0}');
+    let mut key = Vec::with_capacity(call.name.len() + 64);
+    key.extend_from_slice(call.name.as_bytes());
+    key.push(0);
     match &call.raw_arguments {
-        Some(raw) => key.push_str(raw),
+        Some(raw) => key.extend_from_slice(raw.as_bytes()),
         None => write_canonical(&call.arguments, &mut key),
     }
-    key
+    into_string(key)
 }
 
 /// `value` as compact JSON with object keys sorted at every level, whatever
 /// order the map keeps them in.
 pub(crate) fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    into_string(out)
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// Writes `value` into `out`; keys and strings are escaped as serde_json
+/// escapes them, straight into `out`. A map whose keys are already in order
+/// (the common case) is written without sorting a copy of it.
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (position, (key, value)) in entries.into_iter().enumerate() {
-                if position > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "{}", Value::String(key.clone()));
-                out.push(':');
-                write_canonical(value, out);
+            out.push(b'{');
+            if map.keys().is_sorted() {
+                write_entries(map.iter(), out);
+            } else {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                write_entries(entries.into_iter(), out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (position, item) in items.iter().enumerate() {
                 if position > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
+        // Writing into a Vec cannot fail.
         scalar => {
-            let _ = write!(out, "{scalar}");
+            let _ = serde_json::to_writer(&mut *out, scalar);
         }
     }
+}
+
+fn write_entries<'a>(entries: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut Vec<u8>) {
+    for (position, (key, value)) in entries.enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        out.push(b':');
+        write_canonical(value, out);
+    }
+}
+
+/// The text of bytes written from `str`s and serde_json: always UTF-8, so
+/// the buffer becomes the string without a copy.
+fn into_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
 }
 
 #[cfg(test)]
@@ -185,6 +201,17 @@ mod tests {
             Message::tool(ToolResult::success("a", "t", "2")),
         ];
         assert!(!is_sendable(&messages));
+    }
+
+    #[test]
+    fn canonical_json_is_compact_sorted_and_escaped_like_serde_json() {
+        let value = json!({"b": "line\nbreak \"quoted\" é", "a": [1, 2.5, null, false], "c\u{1}": {"z": 1, "y": {}}});
+        assert_eq!(
+            canonical_json(&value),
+            r#"{"a":[1,2.5,null,false],"b":"line\nbreak \"quoted\" é","c\u0001":{"y":{},"z":1}}"#
+        );
+        let sorted = json!({"a": 1, "b": {"c": "d"}});
+        assert_eq!(canonical_json(&sorted), sorted.to_string());
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use agent_core::{ChatRequest, ChatResponse, LlmError, StopReason, Usage};
-use metrics::Histogram;
+use metrics::{Histogram, Key, Label, Level, Metadata};
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -84,27 +84,47 @@ pub(crate) struct ChatMetrics {
     duration: Histogram,
 }
 
-impl ChatMetrics {
+/// The keys of a client's chat metrics, made once per agent, so that a run
+/// registers its histograms without building labels: nothing is allocated
+/// when no recorder is installed.
+#[derive(Debug)]
+pub(crate) struct ChatMetricKeys {
+    input_tokens: Key,
+    output_tokens: Key,
+    duration: Key,
+}
+
+/// What the `histogram!` macro would give a metric registered here.
+static METRIC_METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+impl ChatMetricKeys {
     pub(crate) fn new(provider: &str, model: &str) -> Self {
-        let token_usage = |token_type: &'static str| {
-            metrics::histogram!(
-                "gen_ai.client.token.usage",
-                "gen_ai.operation.name" => "chat",
-                "gen_ai.provider.name" => provider.to_owned(),
-                "gen_ai.request.model" => model.to_owned(),
-                "gen_ai.token.type" => token_type,
-            )
+        let labels = |token_type: Option<&'static str>| {
+            let mut labels = vec![
+                Label::new("gen_ai.operation.name", "chat"),
+                Label::new("gen_ai.provider.name", provider.to_owned()),
+                Label::new("gen_ai.request.model", model.to_owned()),
+            ];
+            labels.extend(token_type.map(|token_type| Label::new("gen_ai.token.type", token_type)));
+            labels
         };
         Self {
-            input_tokens: token_usage("input"),
-            output_tokens: token_usage("output"),
-            duration: metrics::histogram!(
-                "gen_ai.client.operation.duration",
-                "gen_ai.operation.name" => "chat",
-                "gen_ai.provider.name" => provider.to_owned(),
-                "gen_ai.request.model" => model.to_owned(),
-            ),
+            input_tokens: Key::from_parts("gen_ai.client.token.usage", labels(Some("input"))),
+            output_tokens: Key::from_parts("gen_ai.client.token.usage", labels(Some("output"))),
+            duration: Key::from_parts("gen_ai.client.operation.duration", labels(None)),
         }
+    }
+}
+
+impl ChatMetrics {
+    /// The histograms of `keys` in the recorder in use (the local one, else
+    /// the global one, else none).
+    pub(crate) fn new(keys: &ChatMetricKeys) -> Self {
+        metrics::with_recorder(|recorder| Self {
+            input_tokens: recorder.register_histogram(&keys.input_tokens, &METRIC_METADATA),
+            output_tokens: recorder.register_histogram(&keys.output_tokens, &METRIC_METADATA),
+            duration: recorder.register_histogram(&keys.duration, &METRIC_METADATA),
+        })
     }
 }
 

@@ -158,7 +158,7 @@ impl SceneRouter {
             .instrument(span.clone())
             .await;
         let elapsed = started.elapsed();
-        let metrics = telemetry::ChatMetrics::new(client.provider(), client.model());
+        let metrics = telemetry::ChatMetrics::new(&telemetry::ChatMetricKeys::new(client.provider(), client.model()));
         telemetry::record_chat(
             &span,
             &metrics,
