@@ -38,6 +38,7 @@
 
 pub mod canonical;
 mod events;
+pub mod loopback;
 pub mod mcp_deps;
 pub mod mocks;
 pub mod response;

@@ -25,6 +25,7 @@ use agent_http::{AuthHeader, HttpClient, HttpConfig, SecretString};
 use agent_provider_openai::mapper::{RequestOptions, build_request_body, parse_response};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::Agent;
+use agent_testing::loopback::{CannedServer, json_response};
 use agent_tools::{Json, Registry, ToolSet, TypedTool};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -32,7 +33,7 @@ use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 
 #[global_allocator]
@@ -49,76 +50,18 @@ const ANSWER_RESPONSE: &str = r#"{"id":"chatcmpl-B9MBtDw1aAfQ3gbsjT0qlNqDcTnD1",
 
 // ---------------------------------------------------------------- mock server
 
-fn http_response(body: &str) -> Vec<u8> {
-    format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
-}
-
-/// Serves keep-alive HTTP/1.1: a request whose body holds a tool result gets
-/// the final answer, any other the tool call. No allocation per request.
-async fn serve(listener: TcpListener, tool_call: Arc<Vec<u8>>, answer: Arc<Vec<u8>>) {
-    loop {
-        let Ok((socket, _)) = listener.accept().await else {
-            return;
-        };
-        let _ = socket.set_nodelay(true);
-        tokio::spawn(connection(socket, Arc::clone(&tool_call), Arc::clone(&answer)));
-    }
-}
-
-async fn connection(mut socket: TcpStream, tool_call: Arc<Vec<u8>>, answer: Arc<Vec<u8>>) {
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut filled = 0;
-    loop {
-        // Read until the end of the headers, then until the end of the body.
-        let (head_end, body_len) = loop {
-            if let Some(end) = find(&buffer[..filled], b"\r\n\r\n") {
-                break (end + 4, content_length(&buffer[..end]));
-            }
-            match socket.read(&mut buffer[filled..]).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => filled += n,
-            }
-        };
-        let total = head_end + body_len;
-        assert!(total <= buffer.len(), "request larger than the bench buffer");
-        while filled < total {
-            match socket.read(&mut buffer[filled..]).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => filled += n,
-            }
-        }
-        let body = &buffer[head_end..total];
-        let reply = if find(body, br#""role":"tool""#).is_some() {
-            &answer
-        } else {
-            &tool_call
-        };
-        if socket.write_all(reply).await.is_err() {
-            return;
-        }
-        buffer.copy_within(total..filled, 0);
-        filled -= total;
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|window| window == needle)
-}
-
-fn content_length(head: &[u8]) -> usize {
-    head.split(|&b| b == b'\n')
-        .find_map(|line| {
-            let colon = line.iter().position(|&b| b == b':')?;
-            if !line[..colon].eq_ignore_ascii_case(b"content-length") {
-                return None;
-            }
-            std::str::from_utf8(&line[colon + 1..]).ok()?.trim().parse().ok()
-        })
-        .unwrap_or(0)
+/// The loopback server both sides talk to: a request whose body holds a
+/// tool result gets the final answer, any other the tool call. It allocates
+/// nothing per request.
+fn start_server(runtime: &Runtime) -> SocketAddr {
+    runtime
+        .block_on(CannedServer::start(
+            json_response(TOOL_CALL_RESPONSE),
+            json_response(ANSWER_RESPONSE),
+            br#""role":"tool""#,
+        ))
+        .unwrap_or_else(|error| panic!("{error}"))
+        .address()
 }
 
 // ---------------------------------------------------------------- the tool
@@ -301,7 +244,7 @@ async fn raw_requests(address: SocketAddr, count: usize) -> usize {
     )
     .into_bytes();
     request.extend_from_slice(body);
-    let expected = http_response(TOOL_CALL_RESPONSE).len();
+    let expected = json_response(TOOL_CALL_RESPONSE).len();
     let mut buffer = vec![0u8; 64 * 1024];
     let region = Region::new(GLOBAL);
     for _ in 0..count {
@@ -484,15 +427,7 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap_or_else(|error| panic!("{error}"));
-    let listener = runtime
-        .block_on(TcpListener::bind("127.0.0.1:0"))
-        .unwrap_or_else(|error| panic!("{error}"));
-    let address = listener.local_addr().unwrap_or_else(|error| panic!("{error}"));
-    runtime.spawn(serve(
-        listener,
-        Arc::new(http_response(TOOL_CALL_RESPONSE)),
-        Arc::new(http_response(ANSWER_RESPONSE)),
-    ));
+    let address = start_server(&runtime);
 
     let agent = agentry(address);
     let tools = Value::Array(
@@ -541,15 +476,7 @@ fn profile(mode: &str) {
         .enable_all()
         .build()
         .unwrap_or_else(|error| panic!("{error}"));
-    let listener = runtime
-        .block_on(TcpListener::bind("127.0.0.1:0"))
-        .unwrap_or_else(|error| panic!("{error}"));
-    let address = listener.local_addr().unwrap_or_else(|error| panic!("{error}"));
-    runtime.spawn(serve(
-        listener,
-        Arc::new(http_response(TOOL_CALL_RESPONSE)),
-        Arc::new(http_response(ANSWER_RESPONSE)),
-    ));
+    let address = start_server(&runtime);
     let context = ToolContext::new();
     let agent = match mode {
         "runner" => {
