@@ -26,7 +26,7 @@ pub(crate) async fn execute(
     let span = telemetry::tool_span(tool, context.call_id.as_deref());
     let recorded = span.clone();
     async move {
-        let (outcome, provider, attributes, known) = match registry.resolve(tool) {
+        let (outcome, provider, attributes, known, entry) = match registry.resolve(tool) {
             Resolved::Found {
                 provider,
                 provider_name,
@@ -43,13 +43,14 @@ pub(crate) async fn execute(
                     timeout: registry.timeout(),
                 };
                 let (outcome, attributes) = call.run().await;
-                (outcome, Some(provider_name), attributes, true)
+                (outcome, Some(provider_name), attributes, true, Some(entry))
             }
             Resolved::Disabled => (
                 Err(ToolError::Disabled { name: tool.to_owned() }),
                 None,
                 Vec::new(),
                 true,
+                None,
             ),
             Resolved::Unknown { available } => (
                 Err(ToolError::UnknownTool {
@@ -59,6 +60,7 @@ pub(crate) async fn execute(
                 None,
                 Vec::new(),
                 false,
+                None,
             ),
         };
         let duration = started.elapsed();
@@ -70,6 +72,7 @@ pub(crate) async fn execute(
             duration,
             &attributes,
             known,
+            entry.as_ref().map(|entry| &entry.metric_keys),
         );
         ToolExecution {
             outcome,

@@ -57,6 +57,8 @@ struct ProviderEntry {
 pub(crate) struct ToolEntry {
     pub(crate) definition: ToolDefinition,
     pub(crate) validator: Result<ArgumentValidator, SchemaError>,
+    /// Its metrics' keys, labelled with its name and its provider's.
+    pub(crate) metric_keys: crate::telemetry::ToolMetricKeys,
 }
 
 /// What the enabled providers offer, rebuilt on every change.
@@ -226,7 +228,12 @@ impl Registry {
                         "tool input schema does not compile; calls to this tool will fail"
                     );
                 }
-                Arc::new(ToolEntry { definition, validator })
+                let metric_keys = crate::telemetry::ToolMetricKeys::new(&definition.name, &name);
+                Arc::new(ToolEntry {
+                    definition,
+                    validator,
+                    metric_keys,
+                })
             })
             .collect();
 

@@ -23,6 +23,7 @@ use std::fmt;
 use std::time::Duration;
 
 use agent_core::{ToolError, ToolOutput};
+use metrics::{Key, Label, Level, Metadata};
 use serde_json::Value;
 use tracing::Span;
 use tracing::field::Empty;
@@ -116,6 +117,7 @@ pub(crate) fn started(tool: &str, provider: &str, attributes: &[(String, Value)]
 
 /// Records the outcome on the span, emits the completed event and updates
 /// the metrics.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn completed(
     span: &Span,
     tool: &str,
@@ -124,6 +126,7 @@ pub(crate) fn completed(
     duration: Duration,
     attributes: &[(String, Value)],
     known_tool: bool,
+    keys: Option<&ToolMetricKeys>,
 ) {
     let error = outcome.as_ref().err().map(error_type);
     let duration_ms = duration.as_secs_f64() * 1000.0;
@@ -166,21 +169,62 @@ pub(crate) fn completed(
         }
     }
 
-    let tool_label = if known_tool {
-        tool.to_owned()
-    } else {
-        UNKNOWN_TOOL_LABEL.to_owned()
-    };
-    let provider_label = provider.unwrap_or(NO_PROVIDER_LABEL).to_owned();
-    let outcome_label = if error.is_some() { "error" } else { "ok" };
-    metrics::counter!(
-        TOOL_EXECUTIONS,
-        "tool" => tool_label.clone(),
-        "provider" => provider_label,
-        "outcome" => outcome_label
-    )
-    .increment(1);
-    metrics::histogram!(TOOL_DURATION, "tool" => tool_label).record(duration.as_secs_f64());
+    let failed = error.is_some();
+    match keys {
+        Some(keys) => keys.record(failed, duration),
+        None => ToolMetricKeys::new(
+            if known_tool { tool } else { UNKNOWN_TOOL_LABEL },
+            provider.unwrap_or(NO_PROVIDER_LABEL),
+        )
+        .record(failed, duration),
+    }
+}
+
+/// The keys of one tool's metrics: made when the tool is registered, so a
+/// call records without building labels, and allocates nothing for them
+/// when no recorder is installed.
+#[derive(Debug)]
+pub(crate) struct ToolMetricKeys {
+    ok: Key,
+    error: Key,
+    duration: Key,
+}
+
+/// What the `counter!` and `histogram!` macros would give a metric
+/// registered here.
+static METRIC_METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+impl ToolMetricKeys {
+    /// The keys of `tool` of `provider` (their labels).
+    pub(crate) fn new(tool: &str, provider: &str) -> Self {
+        let executions = |outcome: &'static str| {
+            Key::from_parts(
+                TOOL_EXECUTIONS,
+                vec![
+                    Label::new("tool", tool.to_owned()),
+                    Label::new("provider", provider.to_owned()),
+                    Label::new("outcome", outcome),
+                ],
+            )
+        };
+        Self {
+            ok: executions("ok"),
+            error: executions("error"),
+            duration: Key::from_parts(TOOL_DURATION, vec![Label::new("tool", tool.to_owned())]),
+        }
+    }
+
+    /// Counts one execution and records its duration, in the recorder in
+    /// use (the local one, else the global one, else none).
+    fn record(&self, failed: bool, duration: Duration) {
+        metrics::with_recorder(|recorder| {
+            let executions = if failed { &self.error } else { &self.ok };
+            recorder.register_counter(executions, &METRIC_METADATA).increment(1);
+            recorder
+                .register_histogram(&self.duration, &METRIC_METADATA)
+                .record(duration.as_secs_f64());
+        });
+    }
 }
 
 /// Hook attributes rendered as one compact JSON object (`{"key":value}`),

@@ -19,12 +19,12 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-/// The most allocations a turn may make: 205 measured on 2026-12-02 (this
+/// The most allocations a turn may make: 200 measured on 2026-12-02 (this
 /// test's scenario, a test build; the bench's, in release, made 254 before
-/// that day's changes and 218 after). The aim is under 150. A change that
+/// that day's changes and 213 after). The aim is under 150. A change that
 /// adds allocations to every turn fails here: lower the figure as the turn
 /// gets leaner, raise it only for a reason worth the cost.
-const MAX_ALLOCATIONS_PER_TURN: f64 = 210.0;
+const MAX_ALLOCATIONS_PER_TURN: f64 = 205.0;
 
 /// Turns counted, after the warm-up.
 const TURNS: usize = 200;
