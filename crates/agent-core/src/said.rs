@@ -51,20 +51,19 @@ impl UserWords {
         Self::closed(words)
     }
 
-    /// `words` (normalised after a leading space) with the one trailing
-    /// space every word is matched against.
+    /// `words` (normalised after a leading space), closed.
     fn closed(mut words: String) -> Self {
-        if !words.ends_with(' ') {
-            words.push(' ');
-        }
+        close(&mut words);
         Self(Arc::from(words))
     }
 
     /// Whether the user wrote `phrase` as whole words, ignoring case,
     /// punctuation and spacing. An empty phrase is never said.
     pub fn contains(&self, phrase: &str) -> bool {
-        let needle = Self::from_text(phrase);
-        needle.0.len() > 2 && self.0.contains(&*needle.0)
+        let mut needle = String::from(" ");
+        normalise_into(phrase, &mut needle);
+        close(&mut needle);
+        needle.len() > 2 && self.0.contains(&needle)
     }
 
     /// The normalised words, space-separated.
@@ -91,6 +90,14 @@ fn normalise_into(text: &str, out: &mut String) {
             }
         }
         previous = Some(ch);
+    }
+}
+
+/// Ends normalised `words` with the one space every word is matched
+/// against.
+fn close(words: &mut String) {
+    if !words.ends_with(' ') {
+        words.push(' ');
     }
 }
 

@@ -26,7 +26,7 @@ pub(crate) async fn execute(
     let span = telemetry::tool_span(tool, context.call_id.as_deref());
     let recorded = span.clone();
     async move {
-        let (outcome, provider, attributes, known, entry) = match registry.resolve(tool) {
+        let (outcome, provider, attributes, keys) = match registry.resolve(tool) {
             Resolved::Found {
                 provider,
                 provider_name,
@@ -43,14 +43,13 @@ pub(crate) async fn execute(
                     timeout: registry.timeout(),
                 };
                 let (outcome, attributes) = call.run().await;
-                (outcome, Some(provider_name), attributes, true, Some(entry))
+                (outcome, Some(provider_name), attributes, MetricKeys::Registered(entry))
             }
             Resolved::Disabled => (
                 Err(ToolError::Disabled { name: tool.to_owned() }),
                 None,
                 Vec::new(),
-                true,
-                None,
+                MetricKeys::Made(telemetry::ToolMetricKeys::unregistered(tool, true)),
             ),
             Resolved::Unknown { available } => (
                 Err(ToolError::UnknownTool {
@@ -59,21 +58,11 @@ pub(crate) async fn execute(
                 }),
                 None,
                 Vec::new(),
-                false,
-                None,
+                MetricKeys::Made(telemetry::ToolMetricKeys::unregistered(tool, false)),
             ),
         };
         let duration = started.elapsed();
-        telemetry::completed(
-            &recorded,
-            tool,
-            provider.as_deref(),
-            &outcome,
-            duration,
-            &attributes,
-            known,
-            entry.as_ref().map(|entry| &entry.metric_keys),
-        );
+        telemetry::completed(&recorded, tool, &outcome, duration, &attributes, keys.get());
         ToolExecution {
             outcome,
             duration,
@@ -83,6 +72,22 @@ pub(crate) async fn execute(
     }
     .instrument(span)
     .await
+}
+
+/// The metric keys a call is recorded under: its tool's, made at
+/// registration, or made for a call no enabled provider answered.
+enum MetricKeys {
+    Registered(Arc<ToolEntry>),
+    Made(telemetry::ToolMetricKeys),
+}
+
+impl MetricKeys {
+    fn get(&self) -> &telemetry::ToolMetricKeys {
+        match self {
+            Self::Registered(entry) => &entry.metric_keys,
+            Self::Made(keys) => keys,
+        }
+    }
 }
 
 /// A call to a tool an enabled provider has.

@@ -117,16 +117,13 @@ pub(crate) fn started(tool: &str, provider: &str, attributes: &[(String, Value)]
 
 /// Records the outcome on the span, emits the completed event and updates
 /// the metrics.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn completed(
     span: &Span,
     tool: &str,
-    provider: Option<&str>,
     outcome: &Result<ToolOutput, ToolError>,
     duration: Duration,
     attributes: &[(String, Value)],
-    known_tool: bool,
-    keys: Option<&ToolMetricKeys>,
+    keys: &ToolMetricKeys,
 ) {
     let error = outcome.as_ref().err().map(error_type);
     let duration_ms = duration.as_secs_f64() * 1000.0;
@@ -169,15 +166,7 @@ pub(crate) fn completed(
         }
     }
 
-    let failed = error.is_some();
-    match keys {
-        Some(keys) => keys.record(failed, duration),
-        None => ToolMetricKeys::new(
-            if known_tool { tool } else { UNKNOWN_TOOL_LABEL },
-            provider.unwrap_or(NO_PROVIDER_LABEL),
-        )
-        .record(failed, duration),
-    }
+    keys.record(error.is_some(), duration);
 }
 
 /// The keys of one tool's metrics: made when the tool is registered, so a
@@ -212,6 +201,13 @@ impl ToolMetricKeys {
             error: executions("error"),
             duration: Key::from_parts(TOOL_DURATION, vec![Label::new("tool", tool.to_owned())]),
         }
+    }
+
+    /// The keys of a call no enabled provider answered: labelled with no
+    /// provider, and with [`UNKNOWN_TOOL_LABEL`] unless a disabled provider
+    /// has the tool (`known`), so that made-up names cannot grow the label set.
+    pub(crate) fn unregistered(tool: &str, known: bool) -> Self {
+        Self::new(if known { tool } else { UNKNOWN_TOOL_LABEL }, NO_PROVIDER_LABEL)
     }
 
     /// Counts one execution and records its duration, in the recorder in

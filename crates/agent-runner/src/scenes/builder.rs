@@ -210,6 +210,7 @@ impl SceneRouterBuilder {
         };
         Ok(SceneRouter {
             inner: Arc::new(Inner {
+                chat_metric_keys: crate::telemetry::ChatMetricKeys::new(self.client.provider(), self.client.model()),
                 client: self.client,
                 scenes: self.scenes,
                 function_names,

@@ -53,6 +53,8 @@ pub(super) struct Inner {
     pub(super) catalog: Option<Arc<ModelCatalog>>,
     pub(super) routing: RoutingSettings,
     pub(super) native: bool,
+    /// The keys of the routing client's chat metrics, made once.
+    pub(super) chat_metric_keys: telemetry::ChatMetricKeys,
 }
 
 impl std::fmt::Debug for SceneRouter {
@@ -158,7 +160,7 @@ impl SceneRouter {
             .instrument(span.clone())
             .await;
         let elapsed = started.elapsed();
-        let metrics = telemetry::ChatMetrics::new(&telemetry::ChatMetricKeys::new(client.provider(), client.model()));
+        let metrics = telemetry::ChatMetrics::new(&inner.chat_metric_keys);
         telemetry::record_chat(
             &span,
             &metrics,
