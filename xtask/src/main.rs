@@ -1,9 +1,12 @@
 //! Project automation: `cargo xtask <command>`.
 //!
-//! - `ci`: formatting check, clippy with warnings denied, every test of
-//!   the workspace (then how many were skipped and why), and every program
-//!   of `examples/`; the same command CI runs (`.ci/run`).
+//! - `ci`: formatting check, clippy with warnings denied, each cargo
+//!   feature of agent-app and `agentry` checked alone (and the crate count
+//!   of an openai-only CLI), every test of the workspace (then how many
+//!   were skipped and why), and every program of `examples/`; the same
+//!   command CI runs (`.ci/run`).
 //! - `examples`: runs every program of `examples/` (the last step of `ci`).
+//! - `features`: the feature step of `ci` alone.
 //! - `eval-local [MODEL,MODEL] [off|on|both] [--only TEXT]`: the
 //!   tool-calling evaluation of the local models, without and/or with the
 //!   grammar (docs/local-models.md); `--only` runs the cases whose category
@@ -25,6 +28,7 @@
 //! runs with cargo, building llama.cpp only then.
 
 mod examples;
+mod features;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -50,10 +54,20 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("features") => {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+            match features::run(&cargo, &workspace_root()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("xtask features: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, all tests, examples\n  examples            run every program of examples/\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn\n  measure-cache [ROUNDS]\n                      time to first token of a follow-up `agentry run --session` turn, prompt cache on and off\n  measure-tools [MODEL]\n                      tokens each default tool costs in the local model's prompt",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, each feature alone, all tests, examples\n  examples            run every program of examples/\n  features            check each feature of agent-app and agentry alone, count an openai-only CLI's crates\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn\n  measure-cache [ROUNDS]\n                      time to first token of a follow-up `agentry run --session` turn, prompt cache on and off\n  measure-tools [MODEL]\n                      tokens each default tool costs in the local model's prompt",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS
@@ -84,6 +98,12 @@ fn ci() -> ExitCode {
         return ExitCode::FAILURE;
     }
     for (name, args) in steps {
+        if name == "test"
+            && let Err(error) = features::run(&cargo, &workspace_root())
+        {
+            eprintln!("xtask ci: step `features` failed: {error}");
+            return ExitCode::FAILURE;
+        }
         eprintln!("==> xtask ci: {name}: cargo {}", args.join(" "));
         let mut command = Command::new(&cargo);
         command.args(args);
@@ -121,13 +141,15 @@ fn ci() -> ExitCode {
 /// `<test>\t<reason>` (`agent_testing::skip::SKIP_LOG_ENV`).
 const SKIP_LOG_ENV: &str = "AGENTRY_SKIP_LOG";
 
+/// The workspace's folder (xtask's parent).
+fn workspace_root() -> PathBuf {
+    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask.parent().unwrap_or(xtask).to_path_buf()
+}
+
 /// `target/xtask-ci-skipped-tests.log` in the workspace.
 fn skip_log_path() -> PathBuf {
-    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
-    xtask
-        .parent()
-        .unwrap_or(xtask)
-        .join("target/xtask-ci-skipped-tests.log")
+    workspace_root().join("target/xtask-ci-skipped-tests.log")
 }
 
 /// Deletes the skip log of an earlier run and makes sure its folder exists.

@@ -2,7 +2,8 @@
 //!
 //! The loop ([`run_chat`]) works over two small abstractions, so it can be
 //! driven by a test as well as by a terminal: a [`LineReader`] (rustyline in
-//! the binary) and [`Interrupts`] (Ctrl-C in the binary). Ctrl-C during a
+//! the binary, or [`PlainLines`] in a build without the `line-editor`
+//! feature) and [`Interrupts`] (Ctrl-C in the binary). Ctrl-C during a
 //! run cancels it and keeps the conversation; a second Ctrl-C, or Ctrl-C
 //! twice at the prompt, or Ctrl-D, exits. A call of a tool that requires
 //! approval is shown and asked about (`[y/N]`) before the reply's tools run;
@@ -10,6 +11,7 @@
 
 use std::fmt::Write as _;
 use std::io;
+#[cfg(feature = "line-editor")]
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -77,12 +79,51 @@ impl Interrupts for NoInterrupts {
     }
 }
 
+/// Lines read as they come, with no editing or history: the reader of a
+/// build without the `line-editor` feature. The prompt is written to `out`
+/// before each line; the end of the input is Ctrl-D.
+#[derive(Debug)]
+pub struct PlainLines<R, W> {
+    input: R,
+    out: W,
+}
+
+impl PlainLines<io::StdinLock<'static>, io::Stdout> {
+    /// Lines of stdin, prompts on stdout.
+    pub fn stdio() -> Self {
+        Self::new(io::stdin().lock(), io::stdout())
+    }
+}
+
+impl<R: io::BufRead, W: io::Write> PlainLines<R, W> {
+    /// Lines of `input`, prompts on `out`.
+    pub fn new(input: R, out: W) -> Self {
+        Self { input, out }
+    }
+}
+
+impl<R: io::BufRead, W: io::Write> LineReader for PlainLines<R, W> {
+    fn read_line(&mut self, prompt: &str) -> io::Result<Input> {
+        self.out.write_all(prompt.as_bytes())?;
+        self.out.flush()?;
+        let mut line = String::new();
+        if self.input.read_line(&mut line)? == 0 {
+            return Ok(Input::Eof);
+        }
+        let end = line.trim_end_matches(['\n', '\r']).len();
+        line.truncate(end);
+        Ok(Input::Line(line))
+    }
+}
+
 /// The terminal's line editor, with history kept in a file.
+#[cfg(feature = "line-editor")]
 pub struct Rustyline {
     editor: rustyline::DefaultEditor,
     history: Option<PathBuf>,
 }
 
+#[cfg(feature = "line-editor")]
 impl std::fmt::Debug for Rustyline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rustyline")
@@ -91,6 +132,7 @@ impl std::fmt::Debug for Rustyline {
     }
 }
 
+#[cfg(feature = "line-editor")]
 impl Rustyline {
     /// An editor whose history is loaded from and saved to `history`.
     pub fn new(history: Option<PathBuf>) -> Result<Self, AppError> {
@@ -103,6 +145,7 @@ impl Rustyline {
     }
 }
 
+#[cfg(feature = "line-editor")]
 impl LineReader for Rustyline {
     fn read_line(&mut self, prompt: &str) -> io::Result<Input> {
         use rustyline::error::ReadlineError;
@@ -496,6 +539,16 @@ mod tests {
     }
 
     struct CountSaves(usize);
+
+    #[test]
+    fn plain_lines_prompt_then_read_each_line_until_the_end() {
+        let mut out = Vec::new();
+        let mut reader = PlainLines::new(&b"hello\r\n/exit\n"[..], &mut out);
+        assert_eq!(reader.read_line("you> ").ok(), Some(Input::Line("hello".to_owned())));
+        assert_eq!(reader.read_line("you> ").ok(), Some(Input::Line("/exit".to_owned())));
+        assert_eq!(reader.read_line("you> ").ok(), Some(Input::Eof));
+        assert_eq!(out, b"you> you> you> ");
+    }
 
     #[async_trait::async_trait]
     impl ChatSink for CountSaves {

@@ -36,21 +36,20 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agent_core::{AgentRunResult, StopCause};
+use agent_core::AgentRunResult;
 use agent_runner::ChatSession;
-use agent_travel_assistant::check_demo;
 use chrono::NaiveDate;
 use clap::{Args, Parser, Subcommand};
 
-use crate::assemble::{build_agent, catalog_for};
-use crate::chat::{ChatSink, CtrlC, Rustyline, Unsaved, cost_report, run_chat};
+use crate::assemble::build_agent;
+use crate::chat::{ChatSink, CtrlC, Unsaved, cost_report, run_chat};
 use crate::config::{Overrides, Settings};
 use crate::console::Console;
-use crate::demo::run_demo;
 use crate::env::Env;
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::providers::{Progress, build_client};
 use crate::sessions::{SessionStore, not_found};
+#[cfg(feature = "telemetry")]
 use crate::telemetry::Telemetry;
 use crate::tools::ToolBox;
 
@@ -356,12 +355,26 @@ pub fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// What is shut down before exit: the OTLP export, when there is one.
+#[cfg(feature = "telemetry")]
+type Export = Telemetry;
+/// Nothing is exported in a build without the `telemetry` feature.
+#[cfg(not(feature = "telemetry"))]
+#[derive(Debug)]
+struct Export;
+
+#[cfg(not(feature = "telemetry"))]
+impl Export {
+    #[expect(clippy::unused_self, reason = "the same call as the build with the OTLP export")]
+    fn shutdown(self) {}
+}
+
 /// Installs the tracing subscriber: the stderr log when `RUST_LOG` is set
 /// or `--verbose` is given, and, when the configuration has
 /// `[telemetry] otlp_endpoint`, the OTLP export of spans and a `metrics`
 /// recorder (returned, to be shut down before exit). A configuration that
 /// does not load is left to the command to report.
-fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
+fn init_tracing(cli: &Cli, env: &Env) -> Option<Export> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -397,13 +410,7 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
                 };
                 Settings::load(&overrides, env, &cwd).ok()
             })
-            .and_then(|settings| match Telemetry::start(&settings.config.telemetry) {
-                Ok(started) => started,
-                Err(error) => {
-                    eprintln!("warning: {error}; nothing is exported");
-                    None
-                }
-            }),
+            .and_then(|settings| start_export(&settings)),
     };
     let Some((telemetry, tracer)) = started else {
         if let Some(fmt) = fmt {
@@ -411,19 +418,69 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Telemetry> {
         }
         return None;
     };
+    Some(finish_tracing(fmt, telemetry, tracer))
+}
+
+/// The OTLP export `[telemetry]` asks for, started; a failure is a warning.
+#[cfg(feature = "telemetry")]
+fn start_export(settings: &Settings) -> Option<(Telemetry, opentelemetry_sdk::trace::Tracer)> {
+    match Telemetry::start(&settings.config.telemetry) {
+        Ok(started) => started,
+        Err(error) => {
+            eprintln!("warning: {error}; nothing is exported");
+            None
+        }
+    }
+}
+
+/// A build without the `telemetry` feature exports nothing, and says so
+/// when the configuration asks for an export.
+#[cfg(not(feature = "telemetry"))]
+fn start_export(settings: &Settings) -> Option<(Export, ())> {
+    if settings.config.telemetry.otlp_endpoint.is_some() {
+        eprintln!(
+            "warning: {}; nothing is exported",
+            crate::error::ConfigError::not_compiled("the OTLP export of `[telemetry]`", "telemetry")
+        );
+    }
+    None
+}
+
+/// The stderr log `fmt` (if any); there is no export to install.
+#[cfg(not(feature = "telemetry"))]
+fn finish_tracing<F>(fmt: Option<F>, export: Export, (): ()) -> Export
+where
+    F: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let _ = tracing_subscriber::registry().with(fmt).try_init();
+    export
+}
+
+/// The stderr log `fmt` (if any) and the OTLP export, installed together.
+#[cfg(feature = "telemetry")]
+fn finish_tracing<F>(fmt: Option<F>, telemetry: Telemetry, tracer: opentelemetry_sdk::trace::Tracer) -> Export
+where
+    F: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     // The exporter's own HTTP client logs through tracing too: never export those.
     let otel = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_filter(tracing_subscriber::EnvFilter::new(
             "info,llama-cpp-2=warn,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,opentelemetry_http=off,reqwest=off,hyper=off,hyper_util=off,h2=off",
         ));
-    if tracing_subscriber::registry().with(fmt).with(otel).try_init().is_err() {
-        return Some(telemetry);
-    }
-    if metrics::set_global_recorder(telemetry.recorder()).is_ok() {
+    if tracing_subscriber::registry().with(fmt).with(otel).try_init().is_ok()
+        && metrics::set_global_recorder(telemetry.recorder()).is_ok()
+    {
         agent_tools::telemetry::describe_metrics();
     }
-    Some(telemetry)
+    telemetry
 }
 
 /// Runs a parsed command; returns the exit status of a command that
@@ -507,7 +564,13 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, 
     let history_file = io::stdin()
         .is_terminal()
         .then(|| settings.home.join("chat_history.txt"));
-    let mut reader = Rustyline::new(history_file)?;
+    #[cfg(feature = "line-editor")]
+    let mut reader = crate::chat::Rustyline::new(history_file)?;
+    #[cfg(not(feature = "line-editor"))]
+    let mut reader = {
+        let _ = history_file;
+        crate::chat::PlainLines::stdio()
+    };
     let mut console = if quiet {
         Console::new(io::stdout())
     } else {
@@ -540,7 +603,21 @@ async fn chat(args: ChatArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, 
     Ok(EXIT_OK)
 }
 
+/// `agentry demo` in a build without the `demo` feature.
+#[cfg(not(feature = "demo"))]
+#[expect(clippy::unused_async, reason = "the same signature as the build with the demo")]
+async fn demo(_: DemoArgs, _: &Env, _: &Path, _: bool) -> Result<u8, AppError> {
+    Err(crate::error::ConfigError::not_compiled("`agentry demo`", "demo").into())
+}
+
+#[cfg(feature = "demo")]
 async fn demo(args: DemoArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
+    use agent_core::StopCause;
+    use agent_travel_assistant::check_demo;
+
+    use crate::assemble::catalog_for;
+    use crate::demo::run_demo;
+
     let settings = Settings::load(&args.provider.overrides(), env, cwd)?;
     let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
     let catalog = catalog_for(&settings, client.as_ref());

@@ -181,6 +181,13 @@ pub struct ToolSettings {
 #[serde(transparent)]
 pub struct RawTable(pub Dict);
 
+impl RawTable {
+    /// Whether the table has no key.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 impl fmt::Debug for RawTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_set().entries(self.0.keys()).finish()
@@ -190,7 +197,7 @@ impl fmt::Debug for RawTable {
 impl Default for ToolSettings {
     fn default() -> Self {
         Self {
-            enabled: vec!["math".to_owned(), "travel".to_owned()],
+            enabled: crate::tools::default_domains(),
             timeout_secs: None,
             max_result_bytes: agent_runner::DEFAULT_MAX_TOOL_RESULT_BYTES,
             require_approval: Vec::new(),
@@ -284,8 +291,13 @@ pub struct Config {
     #[serde(skip_serializing_if = "crate::scenes::SceneTables::is_empty")]
     pub scenes: crate::scenes::SceneTables,
     /// `[serve]`: API keys and limits of `agentry serve` (see [`crate::serve`]).
+    #[cfg(feature = "serve")]
     #[serde(skip_serializing_if = "crate::serve::ServeSettings::is_default")]
     pub serve: crate::serve::ServeSettings,
+    /// `[serve]`, unchecked: this build has no `agentry serve`.
+    #[cfg(not(feature = "serve"))]
+    #[serde(skip_serializing_if = "RawTable::is_empty")]
+    pub serve: RawTable,
     /// `[store]`: where `agentry serve` keeps sessions (see [`crate::serve`]).
     #[serde(skip_serializing_if = "crate::serve::StoreSettings::is_default")]
     pub store: crate::serve::StoreSettings,
@@ -305,7 +317,10 @@ impl Default for Config {
             telemetry: TelemetrySettings::default(),
             mcp: crate::mcp::McpSettings::default(),
             scenes: crate::scenes::SceneTables::default(),
+            #[cfg(feature = "serve")]
             serve: crate::serve::ServeSettings::default(),
+            #[cfg(not(feature = "serve"))]
+            serve: RawTable::default(),
             store: crate::serve::StoreSettings::default(),
         }
     }
@@ -479,9 +494,12 @@ impl Settings {
         }
         crate::mcp::validate(self)?;
         crate::scenes::validate(self)?;
+        #[cfg(feature = "serve")]
         crate::serve::api_keys(self)?;
         for name in &self.config.tools.enabled {
-            if tool_domain(name).is_none() && !self.config.mcp.has(name) {
+            if let Some(domain) = tool_domain(name) {
+                domain.check_compiled()?;
+            } else if !self.config.mcp.has(name) {
                 let mut available = tool_domain_names();
                 for server in self.config.mcp.servers.keys() {
                     available.push_str(", ");

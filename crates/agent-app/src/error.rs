@@ -87,6 +87,18 @@ pub enum ConfigError {
         /// The providers this build has.
         available: String,
     },
+    /// A part of agentry (a command, a tool domain, a table) whose cargo
+    /// feature is off in this build.
+    #[error(
+        "{what} is not compiled into this agentry: rebuild agent-app with the cargo feature `{feature}` \
+         (e.g. `cargo build -p agent-app --features {feature}`)"
+    )]
+    FeatureNotCompiled {
+        /// What was asked for, e.g. "`agentry serve`" or "tool domain `web`".
+        what: String,
+        /// The cargo feature that brings it in.
+        feature: &'static str,
+    },
     /// `tools.enabled` names a domain that does not exist.
     #[error("{origin}: unknown tool domain `{name}` in `tools.enabled`; available domains: {available}")]
     UnknownToolDomain {
@@ -168,8 +180,19 @@ pub enum AppError {
     },
     /// An MCP server could not be started, or serving MCP failed (exit 1;
     /// exit 2 for a bad `[mcp.servers.NAME]` table).
+    #[cfg(feature = "mcp")]
     #[error(transparent)]
     Mcp(#[from] agent_tools_mcp::McpError),
+}
+
+impl ConfigError {
+    /// `what` needs the cargo feature `feature`, which this build lacks.
+    pub fn not_compiled(what: impl Into<String>, feature: &'static str) -> Self {
+        Self::FeatureNotCompiled {
+            what: what.into(),
+            feature,
+        }
+    }
 }
 
 impl AppError {
@@ -177,7 +200,10 @@ impl AppError {
     /// configuration errors, 1 for everything else.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Config(_) | Self::Usage(_) | Self::Mcp(agent_tools_mcp::McpError::Config { .. }) => EXIT_USAGE,
+            Self::Config(_) | Self::Usage(_) => EXIT_USAGE,
+            #[cfg(feature = "mcp")]
+            Self::Mcp(agent_tools_mcp::McpError::Config { .. }) => EXIT_USAGE,
+            #[cfg(feature = "mcp")]
             Self::Mcp(_) => EXIT_FAILURE,
             Self::Llm(_) | Self::ModelFetch(_) | Self::Session(_) | Self::RunFailed(_) | Self::Io { .. } => {
                 EXIT_FAILURE
@@ -205,6 +231,17 @@ mod tests {
         assert_eq!(AppError::Usage("x".into()).exit_code(), EXIT_USAGE);
         assert_eq!(AppError::RunFailed("x".into()).exit_code(), EXIT_FAILURE);
         assert_eq!(AppError::from(LlmError::auth("no")).exit_code(), EXIT_FAILURE);
+    }
+
+    #[test]
+    fn a_part_left_out_of_the_build_names_its_feature_and_is_a_usage_error() {
+        let error = AppError::from(ConfigError::not_compiled("`agentry serve`", "serve"));
+        assert_eq!(error.exit_code(), EXIT_USAGE);
+        assert_eq!(
+            error.to_string(),
+            "`agentry serve` is not compiled into this agentry: rebuild agent-app with the cargo feature `serve` \
+             (e.g. `cargo build -p agent-app --features serve`)"
+        );
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod console;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod env;
 pub mod error;
@@ -64,6 +65,7 @@ mod runs;
 pub mod scenes;
 pub mod serve;
 pub mod sessions;
+#[cfg(feature = "telemetry")]
 pub mod telemetry;
 pub mod tools;
 pub mod trust;

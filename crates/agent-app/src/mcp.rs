@@ -22,15 +22,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_core::{ToolProvider, ToolRegistry};
+use agent_core::ToolProvider;
+#[cfg(feature = "mcp")]
 use agent_tools_mcp::{McpServer, McpServerConfig, McpToolProvider};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Overrides, RawTable, Settings};
+use crate::config::{RawTable, Settings};
 use crate::env::Env;
-use crate::error::{AppError, ConfigError, EXIT_OK};
-use crate::tools::{ToolBox, tool_domain};
+use crate::error::{AppError, ConfigError};
+use crate::tools::tool_domain;
 
 /// The `[mcp]` table. `Debug` shows server names and their keys only:
 /// `env` and `headers` may hold secrets.
@@ -84,14 +85,19 @@ pub(crate) fn validate(settings: &Settings) -> Result<(), ConfigError> {
                 "an MCP server name may only have letters, digits, `-` and `_` (it is a tool domain name)".to_owned(),
             ));
         }
-        let config = server_config(settings, name)?;
-        config.transport(name).map_err(|error| invalid(error.to_string()))?;
+        // Without the `mcp` feature the table is checked when the domain is
+        // enabled: building it says which feature to build with.
+        #[cfg(feature = "mcp")]
+        server_config(settings, name)?
+            .transport(name)
+            .map_err(|error| invalid(error.to_string()))?;
     }
     Ok(())
 }
 
 /// The `[mcp.servers.NAME]` table of server `name` (the defaults when there
 /// is none), its `cwd` resolved against the file it came from.
+#[cfg(feature = "mcp")]
 pub fn server_config(settings: &Settings, name: &str) -> Result<McpServerConfig, ConfigError> {
     let key = key(name);
     let mut config: McpServerConfig = settings.table(&key)?.unwrap_or_default();
@@ -103,14 +109,26 @@ pub fn server_config(settings: &Settings, name: &str) -> Result<McpServerConfig,
 
 /// Starts (or connects to) the configured server `name` and lists its
 /// tools: the domain `name`. Its connection runs on the current runtime.
+#[cfg_attr(
+    not(feature = "mcp"),
+    expect(clippy::unused_async, reason = "the same signature as the build with MCP")
+)]
 pub(crate) async fn build_domain(
     name: &str,
     settings: &Settings,
     env: &Env,
 ) -> Result<Arc<dyn ToolProvider>, AppError> {
-    let config = server_config(settings, name)?;
-    let provider = McpToolProvider::connect(name, &config, |var| env.get(var)).await?;
-    Ok(Arc::new(provider))
+    #[cfg(feature = "mcp")]
+    {
+        let config = server_config(settings, name)?;
+        let provider = McpToolProvider::connect(name, &config, |var| env.get(var)).await?;
+        Ok(Arc::new(provider))
+    }
+    #[cfg(not(feature = "mcp"))]
+    {
+        let _ = (settings, env);
+        Err(ConfigError::not_compiled(format!("the MCP server `[{}]`", key(name)), "mcp").into())
+    }
 }
 
 /// `agentry mcp`.
@@ -126,7 +144,13 @@ pub struct McpArgs {
 
 /// Serves the enabled tools over stdio until the client disconnects.
 /// Nothing but MCP messages goes to stdout.
+#[cfg(feature = "mcp")]
 pub(crate) async fn serve(args: &McpArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
+    use agent_core::ToolRegistry;
+
+    use crate::config::Overrides;
+    use crate::tools::ToolBox;
+
     let overrides = Overrides {
         config: args.config.clone(),
         tools: args.tools.as_ref().map(|tools| {
@@ -146,5 +170,12 @@ pub(crate) async fn serve(args: &McpArgs, env: &Env, cwd: &Path) -> Result<u8, A
         .with_implementation("agentry", env!("CARGO_PKG_VERSION"))
         .serve_stdio()
         .await?;
-    Ok(EXIT_OK)
+    Ok(crate::error::EXIT_OK)
+}
+
+/// `agentry mcp` in a build without the `mcp` feature.
+#[cfg(not(feature = "mcp"))]
+#[expect(clippy::unused_async, reason = "the same signature as the build with MCP")]
+pub(crate) async fn serve(_: &McpArgs, _: &Env, _: &Path) -> Result<u8, AppError> {
+    Err(ConfigError::not_compiled("`agentry mcp`", "mcp").into())
 }

@@ -23,34 +23,36 @@
 //!
 //! `POST /v1/runs` answers with the `run --json` object. With `[scenes]`,
 //! each prompt goes to the scene the router picks, as in `run` and `chat`.
+//!
+//! The server comes with the cargo feature `serve`, a PostgreSQL store with
+//! `postgres`, and the default SQLite store with `sqlite`; in a build
+//! without `serve`, `[serve]` is read as an unchecked table and
+//! `agentry serve` says which feature to build with.
 
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+#[cfg(feature = "serve")]
+use std::{num::NonZeroU32, sync::Arc, time::Duration};
 
+#[cfg(feature = "serve")]
 use agent_core::ConversationStore;
+#[cfg(feature = "serve")]
 use agent_server::{
     ApiKeys, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_ENDED_RUNS_PER_KEY, DEFAULT_MAX_RUNS_PER_KEY, DEFAULT_MAX_SESSIONS_PER_KEY,
     DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE, Server,
 };
-use agent_store_postgres::PostgresStore;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::assemble::build_agent;
 use crate::cli::AgentShape;
+#[cfg(feature = "serve")]
 use crate::config::Settings;
 use crate::env::Env;
 use crate::error::{AppError, ConfigError};
-use crate::output::RunOutput;
-use crate::providers::{Progress, build_client};
-use crate::sessions::open_sqlite;
-use crate::tools::ToolBox;
 
 /// The `[serve]` table.
+#[cfg(feature = "serve")]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServeSettings {
@@ -80,6 +82,7 @@ pub struct ServeSettings {
     pub max_sessions_per_key: usize,
 }
 
+#[cfg(feature = "serve")]
 impl Default for ServeSettings {
     fn default() -> Self {
         Self {
@@ -98,6 +101,7 @@ impl Default for ServeSettings {
     }
 }
 
+#[cfg(feature = "serve")]
 impl ServeSettings {
     /// Whether the table is the default one (not written out then).
     pub fn is_default(&self) -> bool {
@@ -118,6 +122,7 @@ pub struct ServeArgs {
 }
 
 /// The configured keys, or the error naming `serve.api_keys`.
+#[cfg(feature = "serve")]
 pub(crate) fn api_keys(settings: &Settings) -> Result<ApiKeys, ConfigError> {
     ApiKeys::from_hashes(&settings.config.serve.api_keys).map_err(|error| ConfigError::InvalidValue {
         origin: settings.origin("serve.api_keys"),
@@ -128,7 +133,13 @@ pub(crate) fn api_keys(settings: &Settings) -> Result<ApiKeys, ConfigError> {
 
 /// Serves the agent of `run` until Ctrl-C or SIGTERM; the requests in flight
 /// finish first. `quiet` hides the model's download and load progress.
+#[cfg(feature = "serve")]
 pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
+    use crate::assemble::build_agent;
+    use crate::output::RunOutput;
+    use crate::providers::{Progress, build_client};
+    use crate::tools::ToolBox;
+
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let keys = api_keys(&settings)?;
     if keys.is_empty() {
@@ -182,6 +193,13 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -
         .await
         .map_err(|error| AppError::io("serving HTTP", error))?;
     Ok(crate::error::EXIT_OK)
+}
+
+/// `agentry serve` in a build without the `serve` feature.
+#[cfg(not(feature = "serve"))]
+#[expect(clippy::unused_async, reason = "the same signature as the build with the server")]
+pub(crate) async fn serve(_: ServeArgs, _: &Env, _: &Path, _: bool) -> Result<u8, AppError> {
+    Err(ConfigError::not_compiled("`agentry serve`", "serve").into())
 }
 
 /// The `[store]` table.
@@ -247,22 +265,20 @@ fn redact_user_info(url: &str) -> String {
 }
 
 /// The configured session store of `serve`.
+#[cfg(feature = "serve")]
 async fn open_store(settings: &Settings, env: &Env) -> Result<Arc<dyn ConversationStore>, AppError> {
+    use crate::sessions::open_sqlite;
+
     let url = settings.config.store.url.as_deref().map(str::trim);
     match url {
         None | Some("") => {
             let path = env.agentry_home().join("serve").join("sessions.db");
-            Ok(Arc::new(open_sqlite(path).await?))
+            open_sqlite(path).await
         }
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            let store = PostgresStore::connect(url).await.map_err(|error| {
-                AppError::Session(format!("opening the session store {} failed: {error}", redact_url(url)))
-            })?;
-            Ok(Arc::new(store))
-        }
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => open_postgres(url).await,
         Some(url) if url.starts_with("sqlite:") => {
             let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
-            Ok(Arc::new(open_sqlite(path.into()).await?))
+            open_sqlite(path.into()).await
         }
         Some(other) => Err(ConfigError::InvalidValue {
             origin: settings.origin("store.url"),
@@ -276,7 +292,28 @@ async fn open_store(settings: &Settings, env: &Env) -> Result<Arc<dyn Conversati
     }
 }
 
+/// The PostgreSQL store at `url`.
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &str) -> Result<Arc<dyn ConversationStore>, AppError> {
+    let store = agent_store_postgres::PostgresStore::connect(url)
+        .await
+        .map_err(|error| AppError::Session(format!("opening the session store {} failed: {error}", redact_url(url))))?;
+    Ok(Arc::new(store))
+}
+
+/// A PostgreSQL store in a build without the `postgres` feature.
+#[cfg(all(feature = "serve", not(feature = "postgres")))]
+#[expect(clippy::unused_async, reason = "the same signature as the build with PostgreSQL")]
+async fn open_postgres(_: &str) -> Result<Arc<dyn ConversationStore>, AppError> {
+    Err(ConfigError::not_compiled(
+        "a PostgreSQL session store (`[store] url = \"postgres://...\"`)",
+        "postgres",
+    )
+    .into())
+}
+
 /// Completes on Ctrl-C or SIGTERM.
+#[cfg(feature = "serve")]
 async fn shutdown_signal() {
     #[cfg(unix)]
     {

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use agent_core::{ToolDefinition, ToolProvider};
 use agent_tools::Registry;
+#[cfg(feature = "sql")]
 use agent_tools_sql::{SqlConfig, SqlTools};
-use agent_tools_travel::TravelTools;
+#[cfg(feature = "web")]
 use agent_tools_web::{WebConfig, WebTools};
 use serde::Serialize;
 
@@ -16,13 +17,18 @@ use crate::env::Env;
 use crate::error::{AppError, ConfigError};
 
 /// A built-in tool domain: its name in `[tools] enabled`, what it offers,
-/// and how it is built from the settings (its `[tools.NAME]` table).
+/// and how it is built from the settings (its `[tools.NAME]` table). A
+/// domain of a cargo feature that is off is still known, so that naming it
+/// says which feature to build with.
 pub struct ToolDomain {
     /// The name in `[tools] enabled`.
     pub name: &'static str,
     /// One line on what it offers.
     pub summary: &'static str,
-    build: BuildDomain,
+    /// The cargo feature of agent-app that brings it in (none: always there).
+    pub feature: Option<&'static str>,
+    /// How it is built; none when its feature is off in this build.
+    build: Option<BuildDomain>,
 }
 
 /// How a built-in domain is built from the settings.
@@ -33,7 +39,36 @@ impl std::fmt::Debug for ToolDomain {
         f.debug_struct("ToolDomain")
             .field("name", &self.name)
             .field("summary", &self.summary)
+            .field("feature", &self.feature)
+            .field("compiled", &self.is_compiled())
             .finish_non_exhaustive()
+    }
+}
+
+impl ToolDomain {
+    /// Whether this build has the domain.
+    pub fn is_compiled(&self) -> bool {
+        self.build.is_some()
+    }
+
+    /// The domain built from `settings`, or which feature it needs.
+    fn build(&self, settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
+        match (self.build, self.feature) {
+            (Some(build), _) => build(settings, env),
+            (None, feature) => Err(self.not_compiled(feature.unwrap_or(self.name)).into()),
+        }
+    }
+
+    fn not_compiled(&self, feature: &'static str) -> ConfigError {
+        ConfigError::not_compiled(format!("the tool domain `{}`", self.name), feature)
+    }
+
+    /// An error when the domain is known but its feature is off.
+    pub(crate) fn check_compiled(&self) -> Result<(), ConfigError> {
+        match self.feature {
+            Some(feature) if !self.is_compiled() => Err(self.not_compiled(feature)),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -42,34 +77,58 @@ pub const TOOL_DOMAINS: &[ToolDomain] = &[
     ToolDomain {
         name: "math",
         summary: "calculator and arithmetic",
-        build: |_, _| Ok(Arc::new(agent_tools_math::tool_set())),
+        feature: None,
+        build: Some(|_, _| Ok(Arc::new(agent_tools_math::tool_set()))),
     },
     ToolDomain {
         name: "travel",
         summary: "weather, flight prices, currency exchange (simulated demo data)",
-        build: |_, _| Ok(Arc::new(TravelTools::new().tool_set())),
+        feature: Some("demo"),
+        #[cfg(feature = "demo")]
+        build: Some(|_, _| Ok(Arc::new(agent_tools_travel::TravelTools::new().tool_set()))),
+        #[cfg(not(feature = "demo"))]
+        build: None,
     },
     ToolDomain {
         name: "sql",
         summary: "read-only SQL over a SQLite file ([tools.sql] path)",
-        build: build_sql,
+        feature: Some("sql"),
+        #[cfg(feature = "sql")]
+        build: Some(build_sql),
+        #[cfg(not(feature = "sql"))]
+        build: None,
     },
     ToolDomain {
         name: "web",
         summary: "guarded page fetching, and web search when [tools.web.search] is set",
-        build: build_web,
+        feature: Some("web"),
+        #[cfg(feature = "web")]
+        build: Some(build_web),
+        #[cfg(not(feature = "web"))]
+        build: None,
     },
 ];
 
-/// The built-in domain called `name`.
+/// The domains enabled when `[tools] enabled` is not set: math and the
+/// travel demo's, those of them this build has.
+pub fn default_domains() -> Vec<String> {
+    ["math", "travel"]
+        .into_iter()
+        .filter(|name| tool_domain(name).is_some_and(ToolDomain::is_compiled))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The built-in domain called `name`, whether this build has it or not.
 pub fn tool_domain(name: &str) -> Option<&'static ToolDomain> {
     TOOL_DOMAINS.iter().find(|domain| domain.name == name)
 }
 
-/// The built-in domains' names, comma-separated.
+/// The names of the built-in domains this build has, comma-separated.
 pub fn tool_domain_names() -> String {
     TOOL_DOMAINS
         .iter()
+        .filter(|domain| domain.is_compiled())
         .map(|domain| domain.name)
         .collect::<Vec<_>>()
         .join(", ")
@@ -257,7 +316,7 @@ fn first_sentence(text: &str) -> &str {
 
 async fn build_domain(domain: &str, settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
     if let Some(built_in) = tool_domain(domain) {
-        return (built_in.build)(settings, env);
+        return built_in.build(settings, env);
     }
     if settings.config.mcp.has(domain) {
         return crate::mcp::build_domain(domain, settings, env).await;
@@ -270,6 +329,7 @@ async fn build_domain(domain: &str, settings: &Settings, env: &Env) -> Result<Ar
     .into())
 }
 
+#[cfg(feature = "sql")]
 fn build_sql(settings: &Settings, _: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
     let Some(mut config) = settings.tool_table::<SqlConfig>("sql")? else {
         return Err(ConfigError::MissingKey {
@@ -287,6 +347,7 @@ fn build_sql(settings: &Settings, _: &Env) -> Result<Arc<dyn ToolProvider>, AppE
     Ok(Arc::new(tools.tool_set()))
 }
 
+#[cfg(feature = "web")]
 fn build_web(settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
     let config = settings.tool_table::<WebConfig>("web")?.unwrap_or_default();
     let tools = WebTools::with_env(&config, |name| env.get(name)).map_err(|error| ConfigError::Tool {
@@ -308,6 +369,7 @@ mod tests {
         Settings::load(&Overrides::default(), &Env::default(), dir).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    #[cfg(feature = "demo")]
     #[tokio::test]
     async fn the_default_domains_are_math_and_travel() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -324,6 +386,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "sql")]
     #[tokio::test]
     async fn sql_without_a_table_says_what_to_add() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -350,6 +413,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "web")]
     #[tokio::test]
     async fn web_is_built_from_its_table() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -375,5 +439,36 @@ mod tests {
         .map(|e| e.to_string())
         .unwrap_or_default();
         assert!(error.contains("tools.web.max_redirects"), "{error}");
+    }
+
+    #[test]
+    fn every_domain_of_this_build_is_compiled_and_the_others_name_their_feature() {
+        assert_eq!(
+            tool_domain("web").map(ToolDomain::is_compiled),
+            Some(cfg!(feature = "web"))
+        );
+        assert_eq!(
+            tool_domain("sql").map(ToolDomain::is_compiled),
+            Some(cfg!(feature = "sql"))
+        );
+        assert_eq!(
+            tool_domain("travel").map(ToolDomain::is_compiled),
+            Some(cfg!(feature = "demo"))
+        );
+        assert_eq!(default_domains().contains(&"travel".to_owned()), cfg!(feature = "demo"));
+        assert!(default_domains().contains(&"math".to_owned()));
+        for domain in TOOL_DOMAINS {
+            let listed = tool_domain_names().split(", ").any(|name| name == domain.name);
+            assert_eq!(listed, domain.is_compiled(), "{}", domain.name);
+            match domain.check_compiled() {
+                Ok(()) => assert!(domain.is_compiled(), "{}", domain.name),
+                Err(error) => assert!(
+                    error
+                        .to_string()
+                        .contains(&format!("`{}`", domain.feature.unwrap_or_default())),
+                    "{error}"
+                ),
+            }
+        }
     }
 }

@@ -3,6 +3,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::path::Path;
 
+#[cfg(feature = "sqlite")]
 use fs4::{FileExt, TryLockError};
 
 use super::validate_name;
@@ -24,6 +25,9 @@ impl SessionLock {
     /// until the returned guard is dropped. When another process holds it,
     /// `wait` decides: block until it is free (after calling `on_wait`
     /// once), or fail with an error saying the session is in use.
+    ///
+    /// File locks come with the `sqlite` feature (the session store on
+    /// disk); without it this fails with the error naming the feature.
     pub fn acquire(dir: &Path, name: &str, wait: bool, on_wait: impl FnOnce()) -> Result<Self, AppError> {
         validate_name(name)?;
         create_private_dir(dir)?;
@@ -31,6 +35,11 @@ impl SessionLock {
         let file = owner_only(OpenOptions::new().read(true).write(true).create(true).truncate(false))
             .open(&path)
             .map_err(|error| AppError::io(format!("opening {}", path.display()), error))?;
+        Self::lock(file, &path, name, wait, on_wait)
+    }
+
+    #[cfg(feature = "sqlite")]
+    fn lock(file: File, path: &Path, name: &str, wait: bool, on_wait: impl FnOnce()) -> Result<Self, AppError> {
         match FileExt::try_lock(&file) {
             Ok(()) => return Ok(Self { _file: file }),
             Err(TryLockError::WouldBlock) if !wait => {
@@ -45,6 +54,11 @@ impl SessionLock {
         }
         FileExt::lock(&file).map_err(|error| AppError::io(format!("locking {}", path.display()), error))?;
         Ok(Self { _file: file })
+    }
+
+    #[cfg(not(feature = "sqlite"))]
+    fn lock(_: File, _: &Path, _: &str, _: bool, _: impl FnOnce()) -> Result<Self, AppError> {
+        Err(crate::error::ConfigError::not_compiled("session locks (the SQLite session store)", "sqlite").into())
     }
 }
 

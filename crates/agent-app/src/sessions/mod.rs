@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_core::{AgentRunResult, Conversation, ConversationStore, Message, StoreError};
+#[cfg(feature = "sqlite")]
 use agent_store_sqlite::SqliteStore;
 
 pub use import::{IMPORTED_DIR, ImportReport, import_json_sessions};
@@ -56,7 +57,7 @@ impl SessionStore {
         let dir = dir.into();
         lock::create_private_dir(&dir)?;
         let conversations = open_sqlite(dir.join(DATABASE_FILE)).await?;
-        Self::with_store(dir, Arc::new(conversations)).await
+        Self::with_store(dir, conversations).await
     }
 
     /// The sessions of `dir` kept in `conversations` (e.g. an in-memory
@@ -175,14 +176,30 @@ impl SessionStore {
 
 /// The SQLite store at `path`, opened off the async runtime (opening
 /// creates and migrates the file, which blocks).
-pub(crate) async fn open_sqlite(path: PathBuf) -> Result<SqliteStore, AppError> {
-    let shown = path.display().to_string();
-    let failed =
-        |error: &dyn std::fmt::Display| AppError::Session(format!("opening the session store {shown} failed: {error}"));
-    tokio::task::spawn_blocking(move || SqliteStore::open(path))
-        .await
-        .map_err(|error| failed(&error))?
-        .map_err(|error| failed(&error))
+/// The SQLite store of the file `path`, opened on a blocking thread; in a
+/// build without the `sqlite` feature, the error naming it.
+#[cfg_attr(
+    not(feature = "sqlite"),
+    allow(clippy::unused_async, reason = "the same signature as the build with SQLite")
+)]
+pub(crate) async fn open_sqlite(path: PathBuf) -> Result<Arc<dyn ConversationStore>, AppError> {
+    #[cfg(feature = "sqlite")]
+    {
+        let shown = path.display().to_string();
+        let failed = |error: &dyn std::fmt::Display| {
+            AppError::Session(format!("opening the session store {shown} failed: {error}"))
+        };
+        let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
+            .await
+            .map_err(|error| failed(&error))?
+            .map_err(|error| failed(&error))?;
+        Ok(Arc::new(store))
+    }
+    #[cfg(not(feature = "sqlite"))]
+    {
+        let _ = path;
+        Err(crate::error::ConfigError::not_compiled("stored sessions (the SQLite session store)", "sqlite").into())
+    }
 }
 
 /// A store error as the CLI reports it.

@@ -1,0 +1,166 @@
+//! The `features` step of `cargo xtask ci`: every cargo feature of the
+//! crates that have optional parts (agent-app, the `agentry` facade) builds
+//! on its own (`cargo check --no-default-features --features F`), and an
+//! openai-only `agentry` stays under [`MAX_OPENAI_ONLY_CRATES`] crates.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+/// The crates whose features are checked one by one, with their manifests.
+const CRATES: &[(&str, &str)] = &[
+    ("agent-app", "crates/agent-app/Cargo.toml"),
+    ("agentry", "crates/agentry/Cargo.toml"),
+];
+
+/// Features that are not a part of their own: the default set, the facade's
+/// everything-bundle, and the facade's marker set by every provider.
+const NOT_PARTS: &[&str] = &["default", "full", "any-provider"];
+
+/// The most crates `agent-app --no-default-features --features openai` may
+/// pull in (normal dependencies, counted by name, the crate itself included).
+pub const MAX_OPENAI_ONLY_CRATES: usize = 219;
+
+/// Checks each feature alone, then the openai-only crate count.
+pub fn run(cargo: &str, workspace: &Path) -> Result<(), String> {
+    for (package, manifest) in CRATES {
+        let text = std::fs::read_to_string(workspace.join(manifest))
+            .map_err(|error| format!("reading {manifest}: {error}"))?;
+        let mut sets = vec![String::new()];
+        sets.extend(
+            feature_names(&text)
+                .into_iter()
+                .filter(|name| !NOT_PARTS.contains(&name.as_str())),
+        );
+        for features in sets {
+            let mut args = vec!["check", "--quiet", "-p", package, "--no-default-features"];
+            if !features.is_empty() {
+                args.extend(["--features", features.as_str()]);
+            }
+            let shown = if features.is_empty() {
+                "(none)"
+            } else {
+                features.as_str()
+            };
+            eprintln!("==> xtask ci: features: {package} with {shown}");
+            let status = Command::new(cargo)
+                .args(&args)
+                .current_dir(workspace)
+                .status()
+                .map_err(|error| format!("could not start cargo: {error}"))?;
+            if !status.success() {
+                return Err(format!("`cargo {}` failed ({status})", args.join(" ")));
+            }
+        }
+    }
+    let count = openai_only_crates(cargo, workspace)?;
+    eprintln!(
+        "xtask ci: features: agent-app --no-default-features --features openai pulls {count} crates (at most \
+         {MAX_OPENAI_ONLY_CRATES})"
+    );
+    if count > MAX_OPENAI_ONLY_CRATES {
+        return Err(format!(
+            "an openai-only agent-app pulls {count} crates, more than {MAX_OPENAI_ONLY_CRATES}: a new dependency \
+             belongs behind a feature"
+        ));
+    }
+    Ok(())
+}
+
+/// The crates an openai-only agent-app depends on, by name.
+fn openai_only_crates(cargo: &str, workspace: &Path) -> Result<usize, String> {
+    let args = [
+        "tree",
+        "-p",
+        "agent-app",
+        "--no-default-features",
+        "--features",
+        "openai",
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+    ];
+    let output = Command::new(cargo)
+        .args(args)
+        .current_dir(workspace)
+        .output()
+        .map_err(|error| format!("could not start cargo tree: {error}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`cargo {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(crate_names(&String::from_utf8_lossy(&output.stdout)).len())
+}
+
+/// The distinct crate names of `cargo tree --prefix none` output.
+fn crate_names(tree: &str) -> BTreeSet<&str> {
+    tree.lines().filter_map(|line| line.split_whitespace().next()).collect()
+}
+
+/// The names of a manifest's `[features]` table (`name = [...]` lines, a
+/// value of several lines included).
+fn feature_names(manifest: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_features = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') && !line.starts_with("[\"") && line.ends_with(']') && !line.contains('=') {
+            in_features = line == "[features]";
+            continue;
+        }
+        if !in_features || line.starts_with('#') {
+            continue;
+        }
+        if let Some((name, _)) = line.split_once('=') {
+            let name = name.trim();
+            if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_feature_table_is_read_with_its_multi_line_values() {
+        let manifest = "[package]\nname = \"x\"\n\n[features]\n# comment\ndefault = [\n    \"a\", \"b\",\n]\na = \
+                        [\"dep:x\"]\nb-c = []\n\n[dependencies]\nx = { version = \"1\", optional = true }\n";
+        assert_eq!(feature_names(manifest), ["default", "a", "b-c"]);
+    }
+
+    #[test]
+    fn the_apps_manifest_has_a_feature_for_each_heavy_part() {
+        let manifest = include_str!("../../crates/agent-app/Cargo.toml");
+        let names = feature_names(manifest);
+        for part in [
+            "serve",
+            "postgres",
+            "sqlite",
+            "mcp",
+            "web",
+            "sql",
+            "demo",
+            "openai",
+            "anthropic",
+            "gemini",
+            "ollama",
+            "llama",
+        ] {
+            assert!(names.iter().any(|name| name == part), "{part} in {names:?}");
+        }
+    }
+
+    #[test]
+    fn crates_are_counted_once_by_name() {
+        let tree = "agent-app v0.1.0 (/w/crates/agent-app)\nserde v1.0.1\nserde v1.0.1 (*)\nsyn v1.0.0\nsyn v2.0.0\n";
+        assert_eq!(crate_names(tree).len(), 3);
+    }
+}
