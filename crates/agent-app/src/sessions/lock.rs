@@ -58,7 +58,7 @@ impl SessionLock {
 
     #[cfg(not(feature = "sqlite"))]
     fn lock(_: File, _: &Path, _: &str, _: bool, _: impl FnOnce()) -> Result<Self, AppError> {
-        Err(crate::error::ConfigError::not_compiled("session locks (the SQLite session store)", "sqlite").into())
+        Err(crate::error::ConfigError::not_compiled("the session lock of the SQLite session store", "sqlite").into())
     }
 }
 

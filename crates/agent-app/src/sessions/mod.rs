@@ -198,7 +198,11 @@ pub(crate) async fn open_sqlite(path: PathBuf) -> Result<Arc<dyn ConversationSto
     #[cfg(not(feature = "sqlite"))]
     {
         let _ = path;
-        Err(crate::error::ConfigError::not_compiled("stored sessions (the SQLite session store)", "sqlite").into())
+        Err(crate::error::ConfigError::not_compiled(
+            "the SQLite session store (`--session`, `agentry sessions`)",
+            "sqlite",
+        )
+        .into())
     }
 }
 
