@@ -13,9 +13,12 @@ const CRATES: &[(&str, &str)] = &[
     ("agentry", "crates/agentry/Cargo.toml"),
 ];
 
-/// Features that are not a part of their own: the default set, the facade's
-/// everything-bundle, and the facade's marker set by every provider.
-const NOT_PARTS: &[&str] = &["default", "full", "any-provider"];
+/// Features that are not checked alone: the default set, the facade's
+/// everything-bundle, the facade's marker set by every provider, and
+/// `llama`, whose crate builds llama.cpp again for every new feature set of
+/// its dependencies (about 6 minutes on 2 cores); the workspace's build and
+/// clippy, which have it, cover it.
+const NOT_ALONE: &[&str] = &["default", "full", "any-provider", "llama"];
 
 /// The most crates `agent-app --no-default-features --features openai` may
 /// pull in (normal dependencies, counted by name, the crate itself included).
@@ -30,7 +33,7 @@ pub fn run(cargo: &str, workspace: &Path) -> Result<(), String> {
         sets.extend(
             feature_names(&text)
                 .into_iter()
-                .filter(|name| !NOT_PARTS.contains(&name.as_str())),
+                .filter(|name| !NOT_ALONE.contains(&name.as_str())),
         );
         for features in sets {
             let mut args = vec!["check", "--quiet", "-p", package, "--no-default-features"];
