@@ -349,25 +349,22 @@ pub fn main() -> ExitCode {
     // Do not wait for a model download or a tool still running on a
     // blocking thread after a cancelled run.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    #[cfg(feature = "telemetry")]
     if let Some(telemetry) = telemetry {
         telemetry.shutdown();
     }
+    // Without the `telemetry` feature there is no export to shut down.
+    #[cfg(not(feature = "telemetry"))]
+    let _ = telemetry;
     ExitCode::from(code)
 }
 
-/// What is shut down before exit: the OTLP export, when there is one.
+/// What is shut down before exit: the OTLP export, when there is one (a
+/// build without the `telemetry` feature has none).
 #[cfg(feature = "telemetry")]
 type Export = Telemetry;
-/// Nothing is exported in a build without the `telemetry` feature.
 #[cfg(not(feature = "telemetry"))]
-#[derive(Debug)]
-struct Export;
-
-#[cfg(not(feature = "telemetry"))]
-impl Export {
-    #[expect(clippy::unused_self, reason = "the same call as the build with the OTLP export")]
-    fn shutdown(self) {}
-}
+type Export = ();
 
 /// Installs the tracing subscriber: the stderr log when `RUST_LOG` is set
 /// or `--verbose` is given, and, when the configuration has
@@ -399,26 +396,31 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Export> {
         Command::Serve(args) => args.agent.provider.config.clone(),
         Command::Tools(_) | Command::Sessions(_) | Command::Trust(_) => None,
     };
-    let started = match &cli.command {
+    let settings = match &cli.command {
         Command::Tools(_) | Command::Sessions(_) | Command::Trust(_) => None,
-        _ => std::env::current_dir()
-            .ok()
-            .and_then(|cwd| {
-                let overrides = Overrides {
-                    config,
-                    ..Overrides::default()
-                };
-                Settings::load(&overrides, env, &cwd).ok()
-            })
-            .and_then(|settings| start_export(&settings)),
+        _ => std::env::current_dir().ok().and_then(|cwd| {
+            let overrides = Overrides {
+                config,
+                ..Overrides::default()
+            };
+            Settings::load(&overrides, env, &cwd).ok()
+        }),
     };
-    let Some((telemetry, tracer)) = started else {
-        if let Some(fmt) = fmt {
-            let _ = tracing_subscriber::registry().with(fmt).try_init();
-        }
-        return None;
-    };
-    Some(finish_tracing(fmt, telemetry, tracer))
+    #[cfg(feature = "telemetry")]
+    if let Some((telemetry, tracer)) = settings.and_then(|settings| start_export(&settings)) {
+        return Some(install_with_export(fmt, telemetry, tracer));
+    }
+    #[cfg(not(feature = "telemetry"))]
+    if settings.is_some_and(|settings| settings.config.telemetry.otlp_endpoint.is_some()) {
+        eprintln!(
+            "warning: {}; nothing is exported",
+            crate::error::ConfigError::not_compiled("the OTLP export of `[telemetry]`", "telemetry")
+        );
+    }
+    if let Some(fmt) = fmt {
+        let _ = tracing_subscriber::registry().with(fmt).try_init();
+    }
+    None
 }
 
 /// The OTLP export `[telemetry]` asks for, started; a failure is a warning.
@@ -433,35 +435,9 @@ fn start_export(settings: &Settings) -> Option<(Telemetry, opentelemetry_sdk::tr
     }
 }
 
-/// A build without the `telemetry` feature exports nothing, and says so
-/// when the configuration asks for an export.
-#[cfg(not(feature = "telemetry"))]
-fn start_export(settings: &Settings) -> Option<(Export, ())> {
-    if settings.config.telemetry.otlp_endpoint.is_some() {
-        eprintln!(
-            "warning: {}; nothing is exported",
-            crate::error::ConfigError::not_compiled("the OTLP export of `[telemetry]`", "telemetry")
-        );
-    }
-    None
-}
-
-/// The stderr log `fmt` (if any); there is no export to install.
-#[cfg(not(feature = "telemetry"))]
-fn finish_tracing<F>(fmt: Option<F>, export: Export, (): ()) -> Export
-where
-    F: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
-{
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-
-    let _ = tracing_subscriber::registry().with(fmt).try_init();
-    export
-}
-
 /// The stderr log `fmt` (if any) and the OTLP export, installed together.
 #[cfg(feature = "telemetry")]
-fn finish_tracing<F>(fmt: Option<F>, telemetry: Telemetry, tracer: opentelemetry_sdk::trace::Tracer) -> Export
+fn install_with_export<F>(fmt: Option<F>, telemetry: Telemetry, tracer: opentelemetry_sdk::trace::Tracer) -> Telemetry
 where
     F: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
 {

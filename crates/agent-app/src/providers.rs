@@ -520,6 +520,13 @@ mod llama {
 mod tests {
     use super::*;
 
+    #[cfg(all(
+        feature = "llama",
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "ollama"
+    ))]
     #[test]
     fn names_round_trip_and_features_are_named() {
         for kind in ProviderKind::ALL {

@@ -376,9 +376,6 @@ pub(crate) async fn run(
 mod tests {
     use std::path::Path;
 
-    use agent_testing::{ScriptedClient, response};
-    use serde_json::json;
-
     use super::*;
     use crate::config::Overrides;
     use crate::env::Env;
@@ -435,8 +432,12 @@ mod tests {
         assert!(message.contains("no scenes"), "{message}");
     }
 
+    #[cfg(feature = "demo")]
     #[tokio::test]
     async fn the_router_uses_the_enabled_domains_and_reports_bad_tools_as_configuration() {
+        use agent_testing::{ScriptedClient, response};
+        use serde_json::json;
+
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("weather.md"), "You forecast for {{home}}.").unwrap_or_else(|e| panic!("{e}"));
         let settings = settings(SCENES, dir.path()).unwrap_or_else(|e| panic!("{e}"));

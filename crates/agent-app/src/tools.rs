@@ -51,23 +51,26 @@ impl ToolDomain {
         self.build.is_some()
     }
 
-    /// The domain built from `settings`, or which feature it needs.
+    /// The domain built from `settings`, or the error naming its feature.
     fn build(&self, settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
-        match (self.build, self.feature) {
-            (Some(build), _) => build(settings, env),
-            (None, feature) => Err(self.not_compiled(feature.unwrap_or(self.name)).into()),
-        }
+        let Some(build) = self.build else {
+            return Err(self.not_compiled().into());
+        };
+        build(settings, env)
     }
 
-    fn not_compiled(&self, feature: &'static str) -> ConfigError {
+    /// The error naming the feature a domain of another build needs.
+    fn not_compiled(&self) -> ConfigError {
+        let feature = self.feature.unwrap_or(self.name);
         ConfigError::not_compiled(format!("the tool domain `{}`", self.name), feature)
     }
 
     /// An error when the domain is known but its feature is off.
     pub(crate) fn check_compiled(&self) -> Result<(), ConfigError> {
-        match self.feature {
-            Some(feature) if !self.is_compiled() => Err(self.not_compiled(feature)),
-            _ => Ok(()),
+        if self.is_compiled() {
+            Ok(())
+        } else {
+            Err(self.not_compiled())
         }
     }
 }
@@ -359,14 +362,12 @@ fn build_web(settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, Ap
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-    use crate::config::Overrides;
 
-    fn settings(toml: &str, dir: &Path) -> Settings {
+    #[cfg(any(feature = "demo", feature = "sql", feature = "web"))]
+    fn settings(toml: &str, dir: &std::path::Path) -> Settings {
         std::fs::write(dir.join("agentry.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
-        Settings::load(&Overrides::default(), &Env::default(), dir).unwrap_or_else(|e| panic!("{e}"))
+        Settings::load(&crate::config::Overrides::default(), &Env::default(), dir).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[cfg(feature = "demo")]

@@ -80,7 +80,7 @@ fn owner_only(options: &mut OpenOptions) -> &mut OpenOptions {
     options
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "sqlite"))]
 mod tests {
     use super::*;
 

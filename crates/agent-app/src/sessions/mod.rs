@@ -362,6 +362,7 @@ mod tests {
         assert_eq!(shown.messages[..4], old[..]);
     }
 
+    #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn reset_empties_and_delete_removes_a_session() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
