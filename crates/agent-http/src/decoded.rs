@@ -91,7 +91,14 @@ where
             }
             match Pin::new(&mut this.inner).poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
+                Poll::Ready(Some(Err(error))) => {
+                    // The connection broke: what arrived of the item it cut
+                    // goes out first, as at the end of a whole body, so the
+                    // mapper can say what the cut item was (a tool call).
+                    this.decoder.finish(&mut this.scratch);
+                    this.failure = Some(error);
+                    this.input_done = true;
+                }
                 Poll::Ready(Some(Ok(chunk))) => this.decoder.push(&chunk, &mut this.scratch),
                 Poll::Ready(None) => {
                     this.input_done = true;
@@ -99,10 +106,39 @@ where
                 }
             }
             this.ready.extend(this.scratch.drain(..));
-            if let Some(error) = this.decoder.error() {
+            if let Some(error) = this.decoder.error()
+                && this.failure.is_none()
+            {
                 this.failure = Some(error);
                 this.input_done = true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::ndjson::NdjsonDecoder;
+
+    #[tokio::test]
+    async fn a_broken_connection_hands_on_the_part_of_the_item_it_cut_then_the_error() {
+        let chunks: Vec<Result<Bytes, LlmError>> = vec![
+            Ok(Bytes::from_static(b"{\"a\":1}\n{\"b\":")),
+            Err(LlmError::transport("reset")),
+            Ok(Bytes::from_static(b"never read\n")),
+        ];
+        let items: Vec<Result<String, LlmError>> = Decoded::new(futures::stream::iter(chunks), NdjsonDecoder::new())
+            .collect()
+            .await;
+        assert_eq!(items.len(), 3, "{items:?}");
+        assert_eq!(items[0].as_deref().ok(), Some("{\"a\":1}"));
+        assert_eq!(items[1].as_deref().ok(), Some("{\"b\":"));
+        assert_eq!(
+            items[2].as_ref().err().map(|error| error.message.as_str()),
+            Some("reset")
+        );
     }
 }

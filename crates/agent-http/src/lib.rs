@@ -6,7 +6,8 @@
 //! classification of failures into [`LlmError`](agent_core::LlmError)s that
 //! keep the provider's own message and request id; incremental [SSE](sse)
 //! and [NDJSON](ndjson) decoders; prompt cancellation; and
-//! [`SecretString`], which keeps API keys out of logs.
+//! [`SecretString`], which keeps API keys out of logs; and [`ApiKeyConfig`]
+//! with [`KeyRule`], the one way every provider finds its key.
 //!
 //! ## Retries
 //!
@@ -60,6 +61,7 @@ mod config;
 mod decoded;
 pub mod error;
 mod http_error;
+mod key;
 mod lenient;
 mod mapped;
 pub mod ndjson;
@@ -72,7 +74,8 @@ pub use client::{AuthHeader, ByteStream, HttpClient};
 pub use config::HttpConfig;
 pub use decoded::{ChunkDecoder, Decoded};
 pub use http_error::HttpError;
+pub use key::{ApiKeyConfig, KeyRule};
 pub use lenient::LenientStr;
-pub use mapped::{EventMapper, map_events};
+pub use mapped::{EventMapper, decode_body, map_events};
 pub use redirect::same_origin_only;
 pub use secret::SecretString;

@@ -5,7 +5,9 @@
 use std::collections::VecDeque;
 
 use agent_core::{CancellationToken, EventStream, LlmError, LlmErrorKind, StreamEvent};
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
+
+use crate::ChunkDecoder;
 
 /// A provider's pure stream mapper, as [`map_events`] drives it.
 pub trait EventMapper: Send + 'static {
@@ -29,6 +31,36 @@ pub trait EventMapper: Send + 'static {
 
     /// What a stream that stops here lacks, added to transport errors.
     fn truncation_message(&self) -> String;
+}
+
+/// Decodes a whole body at once, fed in `pieces`, the way a client's
+/// stream does (framing by `decoder`, each item's text to `mapper`, then
+/// the end of the body), appending the events to `events`: for tests and
+/// benchmarks of a provider's pure decoding. `items` is scratch space, kept
+/// by the caller so a benchmark reuses it. The first error ends it.
+pub fn decode_body<'p, D, M>(
+    decoder: &mut D,
+    mapper: &mut M,
+    pieces: impl IntoIterator<Item = &'p [u8]>,
+    items: &mut Vec<D::Item>,
+    events: &mut Vec<StreamEvent>,
+) -> Result<(), LlmError>
+where
+    D: ChunkDecoder,
+    D::Item: AsRef<str>,
+    M: EventMapper,
+{
+    for piece in pieces {
+        decoder.push(piece, items);
+        for item in items.drain(..) {
+            mapper.push(item.as_ref(), events)?;
+        }
+    }
+    decoder.finish(items);
+    for item in items.drain(..) {
+        mapper.push(item.as_ref(), events)?;
+    }
+    mapper.finish(events)
 }
 
 /// Maps `items` (the decoded body) with `mapper` into the event stream a
@@ -68,6 +100,20 @@ where
     S: Stream<Item = Result<String, LlmError>> + Unpin,
     M: EventMapper,
 {
+    /// `error` of an item that may be the part of one a broken connection
+    /// cut (the decoder hands that part on before the transport error):
+    /// when the transport error is next, it leads, and the mapper's words
+    /// on the cut item follow.
+    fn after_broken_connection(&mut self, error: LlmError) -> LlmError {
+        match self.items.next().now_or_never() {
+            Some(Some(Err(mut transport))) if transport.kind != LlmErrorKind::Cancelled => {
+                transport.message = format!("{}; {}", transport.message, error.message);
+                transport
+            }
+            _ => error,
+        }
+    }
+
     async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Self)> {
         loop {
             if let Some(event) = self.ready.pop_front() {
@@ -77,7 +123,10 @@ where
                 return None;
             }
             let outcome = match self.items.next().await {
-                Some(Ok(data)) => self.mapper.push(&data, &mut self.scratch),
+                Some(Ok(data)) => self
+                    .mapper
+                    .push(&data, &mut self.scratch)
+                    .map_err(|error| self.after_broken_connection(error)),
                 Some(Err(_)) if self.mapper.is_complete() && !self.cancel.is_cancelled() => {
                     // The reply was whole before the connection broke.
                     self.done = true;
@@ -198,6 +247,48 @@ mod tests {
         assert_eq!(error.message, "reset; no stop yet");
         let events = run(vec![Ok("a")], &CancellationToken::new()).await;
         assert_eq!(events[1].as_ref().expect_err("an error").message, "cut short");
+    }
+
+    #[tokio::test]
+    async fn an_item_cut_by_a_broken_connection_is_named_after_the_transport_error() {
+        let events = run(
+            vec![Ok("a"), Ok("bad"), Err(LlmError::transport("reset"))],
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(events.len(), 2, "{events:?}");
+        let error = events[1].as_ref().expect_err("an error");
+        assert_eq!(error.kind, LlmErrorKind::Transport);
+        assert_eq!(error.message, "reset; bad item");
+        assert_eq!(error.provider.as_deref(), Some("testprov"));
+    }
+
+    #[test]
+    fn a_whole_body_decodes_in_any_pieces_and_stops_at_the_first_error() {
+        let mut events = Vec::new();
+        let pieces: [&[u8]; 3] = [b"a\nb", b"\nst", b"op\n"];
+        decode_body(
+            &mut crate::ndjson::NdjsonDecoder::new(),
+            &mut Lines::default(),
+            pieces,
+            &mut Vec::new(),
+            &mut events,
+        )
+        .expect("a whole body");
+        assert_eq!(events.len(), 3, "{events:?}");
+        assert!(matches!(events.last(), Some(StreamEvent::Stop { .. })));
+
+        let mut events = Vec::new();
+        let error = decode_body(
+            &mut crate::ndjson::NdjsonDecoder::new(),
+            &mut Lines::default(),
+            [b"a\nbad\nb\n".as_slice()],
+            &mut Vec::new(),
+            &mut events,
+        )
+        .expect_err("a bad item");
+        assert_eq!(error.message, "bad item");
+        assert_eq!(events.len(), 2, "nothing after the bad item: {events:?}");
     }
 
     #[tokio::test]

@@ -31,6 +31,13 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+impl AsRef<str> for SseEvent {
+    /// The event's `data`.
+    fn as_ref(&self) -> &str {
+        &self.data
+    }
+}
+
 impl SseEvent {
     /// Whether this is the end marker `data: [DONE]`.
     pub fn is_done(&self) -> bool {

@@ -18,6 +18,9 @@
 //! - [`store_contract`]: the checks every
 //!   [`ConversationStore`](agent_core::ConversationStore) passes, for a
 //!   store's own tests.
+//! - `http_contract` (feature `http-contract`): the checks every remote
+//!   provider's HTTP client passes against a local mock server, written as
+//!   tests by `http_contract_tests!`.
 //!
 //! ```
 //! use agent_core::{ChatRequest, LlmClient, Message, CancellationToken};
@@ -38,6 +41,8 @@
 
 pub mod canonical;
 mod events;
+#[cfg(feature = "http-contract")]
+pub mod http_contract;
 pub mod loopback;
 pub mod mcp_deps;
 pub mod mocks;

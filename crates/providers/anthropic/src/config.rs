@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use agent_core::{Capabilities, LlmError};
-use agent_http::{HttpConfig, SecretString};
+use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
 use crate::mapper::{DEFAULT_MAX_TOKENS, RequestOptions};
@@ -48,10 +48,10 @@ pub struct AnthropicConfig {
     /// (`https://api.anthropic.com`); `/v1/messages` is appended. A trailing
     /// slash, or a trailing `/v1`, is tolerated.
     pub base_url: String,
-    /// The API key itself. Prefer `api_key_env`.
-    pub api_key: Option<SecretString>,
-    /// The environment variable holding the key (default `ANTHROPIC_API_KEY`).
-    pub api_key_env: Option<String>,
+    /// `api_key`, or `api_key_env` naming the variable holding it (default
+    /// `ANTHROPIC_API_KEY`), in the same table.
+    #[serde(flatten)]
+    pub key: ApiKeyConfig,
     /// The `anthropic-version` header.
     pub anthropic_version: String,
     /// Beta features to enable, sent joined in one `anthropic-beta` header.
@@ -87,8 +87,7 @@ impl Default for AnthropicConfig {
         Self {
             model: DEFAULT_MODEL.to_owned(),
             base_url: DEFAULT_BASE_URL.to_owned(),
-            api_key: None,
-            api_key_env: None,
+            key: ApiKeyConfig::default(),
             anthropic_version: DEFAULT_ANTHROPIC_VERSION.to_owned(),
             beta: Vec::new(),
             headers: BTreeMap::new(),
@@ -110,16 +109,20 @@ impl AnthropicConfig {
 
     /// Sets the key directly.
     pub fn with_api_key(mut self, key: impl Into<SecretString>) -> Self {
-        self.api_key = Some(key.into());
+        self.key.api_key = Some(key.into());
         self
     }
 
+    /// How the key is looked up: `ANTHROPIC_API_KEY` unless `api_key_env` names another.
+    pub const KEY_RULE: KeyRule<'static> =
+        KeyRule::required("providers.anthropic", PROVIDER_NAME, &[DEFAULT_API_KEY_ENV]);
+
     /// The environment variable the key is read from.
     pub fn api_key_env_name(&self) -> &str {
-        self.api_key_env
-            .as_deref()
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
+        self.key
+            .env_names(&Self::KEY_RULE)
+            .first()
+            .copied()
             .unwrap_or(DEFAULT_API_KEY_ENV)
     }
 
@@ -127,34 +130,13 @@ impl AnthropicConfig {
     /// `api_key_env` looked up with `env` (pass `|name| std::env::var(name).ok()`).
     /// A missing key is an authentication error naming the variable to set.
     pub fn resolve_api_key(&self, env: impl Fn(&str) -> Option<String>) -> Result<SecretString, LlmError> {
-        if let Some(key) = self.api_key.as_ref().filter(|key| !key.is_empty()) {
-            return Ok(key.clone());
-        }
-        let name = self.api_key_env_name();
-        env(name)
-            .map(|value| value.trim().to_owned())
-            .filter(|value| !value.is_empty())
-            .map(SecretString::new)
-            .ok_or_else(|| {
-                LlmError::auth(format!(
-                    "no API key: set the {name} environment variable (or `api_key` in [providers.anthropic])"
-                ))
-                .with_provider(PROVIDER_NAME)
-            })
+        self.key.require(&Self::KEY_RULE, env)
     }
 
     /// The hint added to authentication failures: which environment
     /// variable (or config key) to set.
     pub fn auth_hint(&self) -> String {
-        let name = self.api_key_env_name();
-        if self.api_key.is_some() {
-            format!(
-                "the key from `api_key` in [providers.anthropic] was rejected: fix it, or remove it and set the \
-                 {name} environment variable"
-            )
-        } else {
-            format!("set the {name} environment variable to a valid key (or `api_key` in [providers.anthropic])")
-        }
+        self.key.auth_hint(&Self::KEY_RULE)
     }
 
     /// The full Messages URL: `base_url` + `/v1/messages`.

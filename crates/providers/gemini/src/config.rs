@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use agent_core::{Capabilities, LlmError};
-use agent_http::{HttpConfig, SecretString};
+use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
 use crate::mapper::{RequestOptions, endpoint_path};
@@ -57,11 +57,10 @@ pub struct GeminiConfig {
     /// The API version path segment (`v1beta`, the default, has every
     /// feature used here; `v1` lacks some).
     pub api_version: String,
-    /// The API key itself. Prefer `api_key_env`.
-    pub api_key: Option<SecretString>,
-    /// The environment variable holding the key. Default: `GEMINI_API_KEY`,
-    /// falling back to `GOOGLE_API_KEY`.
-    pub api_key_env: Option<String>,
+    /// `api_key`, or `api_key_env` naming the variable holding it (default
+    /// `GEMINI_API_KEY`, then `GOOGLE_API_KEY`), in the same table.
+    #[serde(flatten)]
+    pub key: ApiKeyConfig,
     /// `thinkingConfig.thinkingBudget` (tokens; 0 turns thinking off where
     /// the model allows it, -1 lets the model decide).
     pub thinking_budget: Option<i32>,
@@ -84,8 +83,7 @@ impl Default for GeminiConfig {
             model: DEFAULT_MODEL.to_owned(),
             base_url: None,
             api_version: DEFAULT_API_VERSION.to_owned(),
-            api_key: None,
-            api_key_env: None,
+            key: ApiKeyConfig::default(),
             thinking_budget: None,
             thinking_level: None,
             include_thoughts: None,
@@ -106,7 +104,7 @@ impl GeminiConfig {
 
     /// Sets the key directly.
     pub fn with_api_key(mut self, key: impl Into<SecretString>) -> Self {
-        self.api_key = Some(key.into());
+        self.key.api_key = Some(key.into());
         self
     }
 
@@ -116,18 +114,18 @@ impl GeminiConfig {
         self
     }
 
+    /// How the key is looked up: `GEMINI_API_KEY`, then `GOOGLE_API_KEY` (as
+    /// Google's SDKs do), unless `api_key_env` names another variable.
+    pub const KEY_RULE: KeyRule<'static> = KeyRule::required(
+        "providers.gemini",
+        PROVIDER_NAME,
+        &[GEMINI_API_KEY_ENV, GOOGLE_API_KEY_ENV],
+    );
+
     /// The environment variables the key is looked up in, in order:
     /// `api_key_env` alone when set, else `GEMINI_API_KEY` then `GOOGLE_API_KEY`.
     pub fn api_key_env_names(&self) -> Vec<&str> {
-        match self
-            .api_key_env
-            .as_deref()
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
-        {
-            Some(name) => vec![name],
-            None => vec![GEMINI_API_KEY_ENV, GOOGLE_API_KEY_ENV],
-        }
+        self.key.env_names(&Self::KEY_RULE)
     }
 
     /// The key: `api_key` if set, otherwise the first of
@@ -135,43 +133,12 @@ impl GeminiConfig {
     /// (pass `|name| std::env::var(name).ok()`). A missing key is an
     /// authentication error naming the variables to set.
     pub fn resolve_api_key(&self, env: impl Fn(&str) -> Option<String>) -> Result<SecretString, LlmError> {
-        if let Some(key) = self.api_key.as_ref().filter(|key| !key.is_empty()) {
-            return Ok(key.clone());
-        }
-        let names = self.api_key_env_names();
-        for name in &names {
-            if let Some(value) = env(name)
-                .map(|value| value.trim().to_owned())
-                .filter(|value| !value.is_empty())
-            {
-                return Ok(SecretString::new(value));
-            }
-        }
-        let listed = match names.as_slice() {
-            [first, rest @ ..] if !rest.is_empty() => format!("{first} (or {})", rest.join(", ")),
-            _ => names.join(", "),
-        };
-        Err(LlmError::auth(format!(
-            "no API key: set the {listed} environment variable (or `api_key` in [providers.gemini])"
-        ))
-        .with_provider(PROVIDER_NAME))
+        self.key.require(&Self::KEY_RULE, env)
     }
 
     /// The hint added to authentication failures: what to set.
     pub fn auth_hint(&self) -> String {
-        let names = self.api_key_env_names();
-        if self.api_key.is_some() {
-            format!(
-                "the key from `api_key` in [providers.gemini] was rejected: fix it, or remove it and set the {} \
-                 environment variable",
-                names[0]
-            )
-        } else {
-            format!(
-                "set the {} environment variable to a valid key (or `api_key` in [providers.gemini])",
-                names[0]
-            )
-        }
+        self.key.auth_hint(&Self::KEY_RULE)
     }
 
     /// The base URL without a trailing slash.
@@ -287,7 +254,10 @@ mod tests {
             error.message
         );
         let custom = GeminiConfig {
-            api_key_env: Some("MY_KEY".into()),
+            key: ApiKeyConfig {
+                api_key: None,
+                api_key_env: Some("MY_KEY".into()),
+            },
             ..GeminiConfig::default()
         };
         assert_eq!(custom.api_key_env_names(), ["MY_KEY"]);

@@ -5,8 +5,9 @@
 //! `StreamMapper` into `StreamEvent`s.
 
 use agent_core::StreamEvent;
+use agent_http::decode_body;
 use agent_http::ndjson::NdjsonDecoder;
-use agent_provider_ollama::mapper::{EventMapper, StreamMapper};
+use agent_provider_ollama::mapper::StreamMapper;
 use agent_testing::require_wire;
 use agent_testing::wire::Wire;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -34,23 +35,14 @@ fn recorded_stream(wire: &Wire) -> Vec<u8> {
 }
 
 fn decode(input: &[u8], lines: &mut Vec<String>, events: &mut Vec<StreamEvent>) -> usize {
-    let mut decoder = NdjsonDecoder::new();
-    let mut mapper = StreamMapper::new();
-    for piece in input.chunks(4096) {
-        decoder.push(piece, lines);
-        for line in lines.drain(..) {
-            if let Err(error) = mapper.push(&line, events) {
-                panic!("{error}");
-            }
-        }
-    }
-    decoder.finish(lines);
-    for line in lines.drain(..) {
-        if let Err(error) = mapper.push(&line, events) {
-            panic!("{error}");
-        }
-    }
-    if let Err(error) = mapper.finish(events) {
+    let pieces = input.chunks(4096);
+    if let Err(error) = decode_body(
+        &mut NdjsonDecoder::new(),
+        &mut StreamMapper::new(),
+        pieces,
+        lines,
+        events,
+    ) {
         panic!("{error}");
     }
     events.len()

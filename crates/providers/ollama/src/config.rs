@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use agent_core::{Capabilities, LlmError};
-use agent_http::{HttpConfig, SecretString};
+use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -50,11 +50,11 @@ pub struct OllamaConfig {
     /// `host:port` or a URL), else [`DEFAULT_OLLAMA_URL`].
     pub base_url: Option<String>,
     /// A key for servers behind an authenticating proxy or Ollama's hosted
-    /// API, sent as `Authorization: Bearer`. Prefer `api_key_env`.
-    pub api_key: Option<SecretString>,
-    /// The environment variable holding such a key (none by default: a
-    /// local Ollama needs no key).
-    pub api_key_env: Option<String>,
+    /// API, sent as `Authorization: Bearer`: `api_key`, or `api_key_env`
+    /// naming the variable holding it, in the same table (none by default:
+    /// a local Ollama needs no key).
+    #[serde(flatten)]
+    pub key: ApiKeyConfig,
     /// The context window Ollama allocates (`options.num_ctx`); Ollama's own
     /// default (often 2048 or 4096) cuts long tool conversations short.
     pub num_ctx: Option<u32>,
@@ -81,8 +81,7 @@ impl Default for OllamaConfig {
         Self {
             model: DEFAULT_MODEL.to_owned(),
             base_url: None,
-            api_key: None,
-            api_key_env: None,
+            key: ApiKeyConfig::default(),
             num_ctx: None,
             keep_alive: None,
             think: None,
@@ -126,37 +125,19 @@ impl OllamaConfig {
         Ok(format!("{}/api/chat", self.server_url(env)?))
     }
 
+    /// How the key is looked up: only when `api_key` or `api_key_env` is set.
+    pub const KEY_RULE: KeyRule<'static> = KeyRule::optional("providers.ollama", "ollama");
+
     /// The key, if one is configured: `api_key`, else the variable named by
     /// `api_key_env`. A named variable that is unset is an authentication
     /// error naming it.
     pub fn resolve_api_key(&self, env: impl Fn(&str) -> Option<String>) -> Result<Option<SecretString>, LlmError> {
-        if let Some(key) = self.api_key.as_ref().filter(|key| !key.is_empty()) {
-            return Ok(Some(key.clone()));
-        }
-        let Some(name) = self.api_key_env.as_deref().filter(|name| !name.is_empty()) else {
-            return Ok(None);
-        };
-        match env(name)
-            .map(|value| value.trim().to_owned())
-            .filter(|value| !value.is_empty())
-        {
-            Some(value) => Ok(Some(SecretString::new(value))),
-            None => Err(LlmError::auth(format!(
-                "no API key: set the {name} environment variable (named by `api_key_env` in [providers.ollama])"
-            ))
-            .with_provider("ollama")),
-        }
+        self.key.resolve(&Self::KEY_RULE, env)
     }
 
     /// The hint added to authentication failures.
     pub fn auth_hint(&self) -> String {
-        match (self.api_key.is_some(), self.api_key_env.as_deref()) {
-            (true, _) => "the key from `api_key` in [providers.ollama] was rejected".to_owned(),
-            (false, Some(name)) => format!("set the {name} environment variable to a valid key"),
-            (false, None) => "this server wants a key: set `api_key_env` (the variable holding it) or `api_key` in \
-                              [providers.ollama]"
-                .to_owned(),
-        }
+        self.key.auth_hint(&Self::KEY_RULE)
     }
 
     /// The mapper options these settings give.
@@ -267,7 +248,10 @@ mod tests {
     #[test]
     fn a_named_key_variable_that_is_unset_is_an_auth_error_naming_it() {
         let config = OllamaConfig {
-            api_key_env: Some("OLLAMA_API_KEY".into()),
+            key: ApiKeyConfig {
+                api_key: None,
+                api_key_env: Some("OLLAMA_API_KEY".into()),
+            },
             ..OllamaConfig::default()
         };
         let error = config.resolve_api_key(|_| None).unwrap_err();

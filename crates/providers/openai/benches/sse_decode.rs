@@ -5,8 +5,9 @@
 //! `StreamMapper` into `StreamEvent`s.
 
 use agent_core::StreamEvent;
+use agent_http::decode_body;
 use agent_http::sse::SseDecoder;
-use agent_provider_openai::mapper::{EventMapper, StreamMapper};
+use agent_provider_openai::mapper::StreamMapper;
 use agent_testing::require_wire;
 use agent_testing::wire::{Wire, repeated_sse_stream};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -17,23 +18,8 @@ fn recorded_stream(wire: &Wire) -> Vec<u8> {
 }
 
 fn decode(input: &[u8], frames: &mut Vec<agent_http::sse::SseEvent>, events: &mut Vec<StreamEvent>) -> usize {
-    let mut decoder = SseDecoder::new();
-    let mut mapper = StreamMapper::new();
-    for piece in input.chunks(4096) {
-        decoder.push(piece, frames);
-        for frame in frames.drain(..) {
-            if let Err(error) = mapper.push(&frame.data, events) {
-                panic!("{error}");
-            }
-        }
-    }
-    decoder.finish(frames);
-    for frame in frames.drain(..) {
-        if let Err(error) = mapper.push(&frame.data, events) {
-            panic!("{error}");
-        }
-    }
-    if let Err(error) = mapper.finish(events) {
+    let pieces = input.chunks(4096);
+    if let Err(error) = decode_body(&mut SseDecoder::new(), &mut StreamMapper::new(), pieces, frames, events) {
         panic!("{error}");
     }
     events.len()

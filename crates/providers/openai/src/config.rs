@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use agent_core::{Capabilities, LlmError};
-use agent_http::{HttpConfig, SecretString};
+use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
 use crate::mapper::{MaxTokensField, RequestOptions, SystemRole};
@@ -40,6 +40,24 @@ impl Variant {
             Self::OpenAi => Some("OPENAI_API_KEY"),
             Self::Azure => Some("AZURE_OPENAI_API_KEY"),
             Self::Compatible => None,
+        }
+    }
+
+    /// The default key variables of this variant, as a slice.
+    fn default_api_key_envs(self) -> &'static [&'static str] {
+        match self {
+            Self::OpenAi => &["OPENAI_API_KEY"],
+            Self::Azure => &["AZURE_OPENAI_API_KEY"],
+            Self::Compatible => &[],
+        }
+    }
+
+    /// The config table of this variant as errors name it: `providers.openai`.
+    pub fn table_path(self) -> &'static str {
+        match self {
+            Self::OpenAi => "providers.openai",
+            Self::Azure => "providers.azure-openai",
+            Self::Compatible => "providers.openai-compatible",
         }
     }
 
@@ -99,11 +117,11 @@ pub struct OpenAiConfig {
     /// [`Variant::Azure`] it replaces `endpoint` when set (so a CLI
     /// `--base-url` works for every variant).
     pub base_url: Option<String>,
-    /// The API key itself. Prefer `api_key_env`.
-    pub api_key: Option<SecretString>,
-    /// The environment variable holding the key (default `OPENAI_API_KEY`,
-    /// `AZURE_OPENAI_API_KEY` for Azure, none for compatible servers).
-    pub api_key_env: Option<String>,
+    /// `api_key`, or `api_key_env` naming the variable holding it (default
+    /// `OPENAI_API_KEY`, `AZURE_OPENAI_API_KEY` for Azure, none for
+    /// compatible servers), in the same table.
+    #[serde(flatten)]
+    pub key: ApiKeyConfig,
     /// Azure: the resource endpoint, e.g. `https://my-resource.openai.azure.com`.
     pub endpoint: Option<String>,
     /// Azure: the deployment name (defaults to `model`).
@@ -146,8 +164,7 @@ impl Default for OpenAiConfig {
             variant: Variant::OpenAi,
             model: DEFAULT_MODEL.to_owned(),
             base_url: None,
-            api_key: None,
-            api_key_env: None,
+            key: ApiKeyConfig::default(),
             endpoint: None,
             deployment: None,
             api_version: DEFAULT_AZURE_API_VERSION.to_owned(),
@@ -223,16 +240,22 @@ impl OpenAiConfig {
 
     /// Sets the key directly.
     pub fn with_api_key(mut self, key: impl Into<SecretString>) -> Self {
-        self.api_key = Some(key.into());
+        self.key.api_key = Some(key.into());
         self
+    }
+
+    /// How the key is looked up for this variant and provider name.
+    pub fn key_rule(&self) -> KeyRule<'_> {
+        let table = self.variant.table_path();
+        match self.variant.default_api_key_env() {
+            Some(_) => KeyRule::required(table, self.provider_name(), self.variant.default_api_key_envs()),
+            None => KeyRule::optional(table, self.provider_name()),
+        }
     }
 
     /// The environment variable the key is read from, if any.
     pub fn api_key_env_name(&self) -> Option<&str> {
-        self.api_key_env
-            .as_deref()
-            .filter(|name| !name.is_empty())
-            .or(self.variant.default_api_key_env())
+        self.key.env_names(&self.key_rule()).first().copied()
     }
 
     /// The key: `api_key` if set, otherwise the variable named by
@@ -243,43 +266,13 @@ impl OpenAiConfig {
     /// `api_key_env` is set explicitly, is an authentication error that
     /// names the variable to set.
     pub fn resolve_api_key(&self, env: impl Fn(&str) -> Option<String>) -> Result<Option<SecretString>, LlmError> {
-        if let Some(key) = self.api_key.as_ref().filter(|key| !key.is_empty()) {
-            return Ok(Some(key.clone()));
-        }
-        let Some(name) = self.api_key_env_name() else {
-            return Ok(None);
-        };
-        match env(name)
-            .map(|value| value.trim().to_owned())
-            .filter(|value| !value.is_empty())
-        {
-            Some(value) => Ok(Some(SecretString::new(value))),
-            None => Err(LlmError::auth(format!(
-                "no API key: set the {name} environment variable (or `api_key` in [providers.{}])",
-                self.variant.table_name()
-            ))
-            .with_provider(self.provider_name())),
-        }
+        self.key.resolve(&self.key_rule(), env)
     }
 
     /// The hint added to authentication failures: which environment
     /// variable (or config key) to set.
     pub fn auth_hint(&self) -> String {
-        let table = self.variant.table_name();
-        match (self.api_key.is_some(), self.api_key_env_name()) {
-            (true, Some(name)) => format!(
-                "the key from `api_key` in [providers.{table}] was rejected: fix it, or remove it and set the {name} \
-                 environment variable"
-            ),
-            (true, None) => format!("the key from `api_key` in [providers.{table}] was rejected"),
-            (false, Some(name)) => {
-                format!("set the {name} environment variable to a valid key (or `api_key` in [providers.{table}])")
-            }
-            (false, None) => format!(
-                "this server wants an API key: set `api_key_env` to the name of the environment variable holding \
-                 it (or `api_key`) in [providers.{table}]"
-            ),
-        }
+        self.key.auth_hint(&self.key_rule())
     }
 
     /// The name reported as the provider.
@@ -449,7 +442,7 @@ mod tests {
         let local = OpenAiConfig::compatible("http://localhost:8000/v1", "qwen");
         assert!(matches!(local.resolve_api_key(no_env), Ok(None)));
         let mut keyed = local.clone();
-        keyed.api_key_env = Some("GROQ_API_KEY".into());
+        keyed.key.api_key_env = Some("GROQ_API_KEY".into());
         assert!(
             keyed
                 .resolve_api_key(no_env)

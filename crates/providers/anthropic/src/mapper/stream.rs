@@ -246,6 +246,15 @@ impl EventMapper for StreamMapper {
             return Ok(());
         }
         let event: WireEvent<'_> = serde_json::from_str(data).map_err(|error| {
+            if error.is_eof() {
+                // The body ended (or the connection broke) inside this event.
+                return LlmError::decode(format!(
+                    "event {} was cut after {} bytes; {}",
+                    self.events + 1,
+                    data.len(),
+                    self.truncation_message()
+                ));
+            }
             LlmError::decode(format!(
                 "a stream event is not a Messages API event ({error}); it starts with {:?}",
                 snippet(data.as_bytes())

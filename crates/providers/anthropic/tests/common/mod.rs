@@ -12,7 +12,7 @@ use agent_core::{
     ToolCall, ToolResult,
 };
 use agent_provider_anthropic::RequestOptions;
-use agent_provider_anthropic::mapper::{EventMapper, StreamMapper, build_request_body};
+use agent_provider_anthropic::mapper::{StreamMapper, build_request_body};
 use serde_json::{Value, json};
 
 pub const MODEL: &str = "claude-sonnet-4-5";
@@ -104,21 +104,14 @@ pub fn exchanges(path: &Path) -> Vec<Value> {
 /// Decodes a whole SSE body, fed in the given pieces, through the SSE
 /// framing and the [`StreamMapper`].
 pub fn decode_sse(pieces: &[&[u8]]) -> Result<Vec<StreamEvent>, LlmError> {
-    let mut decoder = agent_http::sse::SseDecoder::new();
-    let mut mapper = StreamMapper::new();
-    let mut frames = Vec::new();
     let mut events = Vec::new();
-    for piece in pieces {
-        decoder.push(piece, &mut frames);
-        for frame in frames.drain(..) {
-            mapper.push(&frame.data, &mut events)?;
-        }
-    }
-    decoder.finish(&mut frames);
-    for frame in frames.drain(..) {
-        mapper.push(&frame.data, &mut events)?;
-    }
-    mapper.finish(&mut events)?;
+    agent_http::decode_body(
+        &mut agent_http::sse::SseDecoder::new(),
+        &mut StreamMapper::new(),
+        pieces.iter().copied(),
+        &mut Vec::new(),
+        &mut events,
+    )?;
     Ok(events)
 }
 

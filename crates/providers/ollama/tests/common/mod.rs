@@ -7,7 +7,7 @@
 
 use agent_core::{ChatRequest, ChatResponse, LlmError, StreamAccumulator, StreamEvent};
 use agent_http::ndjson::NdjsonDecoder;
-use agent_provider_ollama::mapper::{EventMapper, StreamMapper, build_request_body};
+use agent_provider_ollama::mapper::{StreamMapper, build_request_body};
 use agent_provider_ollama::{KeepAlive, RequestOptions, Think};
 use serde_json::{Value, json};
 
@@ -44,21 +44,14 @@ pub fn body_json(request: &ChatRequest, options: &RequestOptions) -> Value {
 /// Decodes a whole NDJSON body, fed in the given pieces, through the line
 /// splitter and the [`StreamMapper`], as the client does.
 pub fn decode_ndjson(pieces: &[&[u8]]) -> Result<Vec<StreamEvent>, LlmError> {
-    let mut decoder = NdjsonDecoder::new();
-    let mut mapper = StreamMapper::new();
-    let mut lines = Vec::new();
     let mut events = Vec::new();
-    for piece in pieces {
-        decoder.push(piece, &mut lines);
-        for line in lines.drain(..) {
-            mapper.push(&line, &mut events)?;
-        }
-    }
-    decoder.finish(&mut lines);
-    for line in lines.drain(..) {
-        mapper.push(&line, &mut events)?;
-    }
-    mapper.finish(&mut events)?;
+    agent_http::decode_body(
+        &mut NdjsonDecoder::new(),
+        &mut StreamMapper::new(),
+        pieces.iter().copied(),
+        &mut Vec::new(),
+        &mut events,
+    )?;
     Ok(events)
 }
 

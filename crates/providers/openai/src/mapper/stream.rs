@@ -220,6 +220,15 @@ impl EventMapper for StreamMapper {
             return Ok(());
         }
         let chunk: WireChunk<'_> = serde_json::from_str(data).map_err(|error| {
+            if error.is_eof() {
+                // The body ended (or the connection broke) inside this chunk.
+                return LlmError::decode(format!(
+                    "chunk {} was cut after {} bytes; {}",
+                    self.chunks + 1,
+                    data.len(),
+                    self.truncation_message()
+                ));
+            }
             LlmError::decode(format!(
                 "a stream chunk is not a Chat Completions chunk ({error}); it starts with {:?}",
                 snippet(data.as_bytes())

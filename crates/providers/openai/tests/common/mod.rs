@@ -59,21 +59,14 @@ pub fn body_json(request: &ChatRequest, options: &RequestOptions) -> Value {
 /// Decodes a whole SSE body, fed in the given pieces, through the SSE
 /// framing and the [`StreamMapper`](agent_provider_openai::mapper::StreamMapper).
 pub fn decode_sse(pieces: &[&[u8]]) -> Result<Vec<agent_core::StreamEvent>, agent_core::LlmError> {
-    let mut decoder = agent_http::sse::SseDecoder::new();
-    let mut mapper = agent_provider_openai::mapper::StreamMapper::new();
-    let mut frames = Vec::new();
     let mut events = Vec::new();
-    for piece in pieces {
-        decoder.push(piece, &mut frames);
-        for frame in frames.drain(..) {
-            mapper.push(&frame.data, &mut events)?;
-        }
-    }
-    decoder.finish(&mut frames);
-    for frame in frames.drain(..) {
-        mapper.push(&frame.data, &mut events)?;
-    }
-    mapper.finish(&mut events)?;
+    agent_http::decode_body(
+        &mut agent_http::sse::SseDecoder::new(),
+        &mut agent_provider_openai::mapper::StreamMapper::new(),
+        pieces.iter().copied(),
+        &mut Vec::new(),
+        &mut events,
+    )?;
     Ok(events)
 }
 
