@@ -4,7 +4,9 @@
 //! replies, the [`LlmClient`] trait every provider implements, the tool traits
 //! ([`ToolProvider`], [`ToolRegistry`]), run events and records, the
 //! [`ModelCatalog`] that prices [`Usage`], and the [`ConversationStore`] port
-//! (with [`InMemoryStore`]; `agent-store-sqlite` persists). No I/O happens here.
+//! (implemented by `agent-store`'s `InMemoryStore`, `agent-store-sqlite` and
+//! `agent-store-postgres`). Data and contracts only: no I/O and no
+//! algorithms (those live in the crates that use them).
 //!
 //! ```
 //! use agent_core::{ChatRequest, Message, ModelCatalog, ModelInfo, Pricing, Usage};
@@ -31,11 +33,9 @@ mod delegated;
 mod error;
 mod event;
 mod grounding;
-mod memory_store;
 mod message;
 mod request;
 mod run;
-mod said;
 mod store;
 mod stream;
 mod tool;
@@ -49,17 +49,14 @@ pub use delegated::{DelegatedUsage, UsageSink};
 pub use error::{LlmError, LlmErrorKind};
 pub use event::AgentEvent;
 pub use grounding::{GroundingAction, GroundingFault, GroundingRecord};
-pub use memory_store::InMemoryStore;
 pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
 pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};
 pub use run::{
     AgentRunResult, CallPurpose, CompactionRecord, CompactionTrigger, ModelCallRecord, StopCause, ToolCallRecord,
 };
-pub use said::UserWords;
 pub use store::{
-    Conversation, ConversationMeta, ConversationStore, EncodedMessage, EncodedTurn, LOST_RESULT,
-    MAX_CONVERSATION_NAME_LEN, StoreError, TurnMeta, close_tool_calls, compaction_cut, context_with_summary,
-    count_user_messages, imported_meta, make_sendable, utc_now, utc_timestamp, validate_conversation_name,
+    Conversation, ConversationMeta, ConversationStore, LOST_RESULT, MAX_CONVERSATION_NAME_LEN, StoreError, TurnMeta,
+    validate_conversation_name,
 };
 pub use stream::{ModelProgress, StreamAccumulator, StreamEvent, response_to_events};
 pub use tool::{

@@ -12,7 +12,8 @@
 //! separate them. A caller may still append an assistant message whose tool
 //! calls have no results yet (for instance to record the calls before running
 //! slow tools) and then die before appending the results. Every
-//! implementation therefore passes what it loads through [`make_sendable`]:
+//! implementation therefore passes what it loads through `make_sendable`
+//! (in `agent-store`, with the other helpers implementations share):
 //! each tool call left without a result gets an error result saying
 //! [`LOST_RESULT`], inserted right after the results that did arrive, and a
 //! tool result that answers no call of the assistant message before it is
@@ -41,7 +42,7 @@
 //!
 //! The cut must leave a valid conversation: the first message kept may not
 //! be a tool result (it would be separated from its call), and the replaced
-//! messages may not include one that [`make_sendable`] added or left out
+//! messages may not include one that `make_sendable` added or left out
 //! (the summary would stand for messages that are not the stored ones).
 //! Every refusal is a [`StoreError::Conflict`] saying why.
 //!
@@ -57,25 +58,17 @@
 //! checkpoint in the same atomic operation: a crash never leaves both the
 //! stored turn and a checkpoint that would run it again.
 
-mod compaction;
-mod encoded;
-mod sendable;
-
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use self::compaction::{compaction_cut, context_with_summary};
-pub use self::encoded::{EncodedMessage, EncodedTurn};
-pub use self::sendable::{close_tool_calls, make_sendable};
 use crate::{Message, Usage};
 
 /// The longest conversation name, in bytes.
 pub const MAX_CONVERSATION_NAME_LEN: usize = 64;
 
-/// The content of the error result [`make_sendable`] gives a tool call whose
-/// result was never stored.
+/// The content of the error result a load gives a tool call whose result
+/// was never stored: every store repairs what it loads so that each tool
+/// call has a result (`agent_store::make_sendable`).
 pub const LOST_RESULT: &str = "The result was lost: the process ended before the tool finished.";
 
 /// What is known about a stored conversation, without its messages.
@@ -99,7 +92,7 @@ pub struct ConversationMeta {
     /// Estimated cost of every turn whose price was known, in USD.
     #[serde(default)]
     pub cost_usd: f64,
-    /// Messages stored (before any repair by [`make_sendable`]), including
+    /// Messages stored (before any repair on load), including
     /// those a summary hides from the context
     /// ([`ConversationStore::compact`]).
     #[serde(default)]
@@ -117,7 +110,7 @@ pub struct ConversationMeta {
 
 impl ConversationMeta {
     /// The metadata of a new, empty conversation created at `now`
-    /// (a timestamp from [`utc_timestamp`]).
+    /// (RFC 3339, UTC, milliseconds: `agent_store::utc_now`).
     pub fn new(name: impl Into<String>, now: impl Into<String>) -> Self {
         let now = now.into();
         Self {
@@ -133,24 +126,6 @@ impl ConversationMeta {
             has_checkpoint: false,
         }
     }
-
-    /// Adds one appended turn (`messages` and `delta`) to the totals, sets
-    /// `updated_at` to `now` and clears `has_checkpoint` (an appended turn
-    /// ends the run its checkpoint belongs to).
-    pub fn record_turn(&mut self, messages: &[Message], delta: &TurnMeta, now: impl Into<String>) {
-        self.message_count += messages.len() as u64;
-        self.user_turns += count_user_messages(messages);
-        if let Some(provider) = &delta.provider {
-            provider.clone_into(&mut self.provider);
-        }
-        if let Some(model) = &delta.model {
-            model.clone_into(&mut self.model);
-        }
-        self.usage += delta.usage;
-        self.cost_usd += delta.cost_usd;
-        self.updated_at = now.into();
-        self.has_checkpoint = false;
-    }
 }
 
 /// A stored conversation, ready to continue: its context
@@ -165,7 +140,7 @@ pub struct Conversation {
     /// the summary (a [`Message::System`]) and the summarised messages are
     /// left out.
     pub messages: Vec<Message>,
-    /// How many messages [`make_sendable`] added or left out when loading;
+    /// How many messages the repair on load added or left out;
     /// 0 for a conversation whose every tool call got its result.
     #[serde(default)]
     pub repairs: usize,
@@ -308,8 +283,10 @@ pub trait ConversationStore: Send + Sync {
     /// The context of the conversation called `name`, what its next run
     /// sends: the summary (when its oldest messages were
     /// [compacted](Self::compact)) followed by the messages stored after the
-    /// summarised ones, made sendable ([`make_sendable`]). `None` when there
-    /// is no such conversation.
+    /// summarised ones, made sendable (each tool call has a result, a
+    /// [`LOST_RESULT`] error when its own was never stored; a result that
+    /// answers no call is left out). `None` when there is no such
+    /// conversation.
     async fn load(&self, name: &str) -> Result<Option<Conversation>, StoreError>;
 
     /// Every stored message of `name`, in order and without any summary,
@@ -348,7 +325,7 @@ pub trait ConversationStore: Send + Sync {
     /// `summary` is empty or blank, `replaced` is 0 or more than the
     /// context's length, the first message left would be a tool result
     /// (separated from its call), or one of the replaced messages was added
-    /// or left out by [`make_sendable`] (see [`compaction_cut`]); a
+    /// or left out by the repair on load (`agent_store::compaction_cut`); a
     /// [`StoreError::NotFound`] when `name` does not exist. `replaced`
     /// counts the messages of the current context: compact right after
     /// loading, while no other run changes the conversation.
@@ -427,68 +404,9 @@ pub fn validate_conversation_name(name: &str) -> Result<(), StoreError> {
     })
 }
 
-/// The metadata [`ConversationStore::import`] stores for `conversation`:
-/// its own, with the message counts recomputed and no checkpoint. Checks the
-/// name, and refuses (a [`StoreError::Conflict`]) a compacted context, whose
-/// summarised messages are not in it.
-pub fn imported_meta(conversation: &Conversation) -> Result<ConversationMeta, StoreError> {
-    let name = conversation.meta.name.as_str();
-    validate_conversation_name(name)?;
-    if conversation.summarised != 0 {
-        return Err(StoreError::conflict(
-            name,
-            format!(
-                "cannot import a compacted context: its summary stands for {} messages that are not in it; \
-                 import the conversation's transcript instead",
-                conversation.summarised
-            ),
-        ));
-    }
-    let mut meta = conversation.meta.clone();
-    meta.message_count = conversation.messages.len() as u64;
-    meta.user_turns = count_user_messages(&conversation.messages);
-    meta.has_checkpoint = false;
-    Ok(meta)
-}
-
-/// How many of `messages` are user messages.
-pub fn count_user_messages(messages: &[Message]) -> u64 {
-    messages
-        .iter()
-        .filter(|message| matches!(message, Message::User { .. }))
-        .count() as u64
-}
-
-/// `time` as RFC 3339 in UTC with milliseconds (`2026-01-31T12:00:00.000Z`),
-/// the timestamp format of [`ConversationMeta`]. Such timestamps sort
-/// chronologically as text. Times before 1970 are written as 1970.
-pub fn utc_timestamp(time: SystemTime) -> String {
-    let time = time.max(UNIX_EPOCH);
-    chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// The [`utc_timestamp`] of now: what stores write as `created_at` and
-/// `updated_at`.
-pub fn utc_now() -> String {
-    utc_timestamp(SystemTime::now())
-}
-
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
-
-    #[test]
-    fn timestamps_are_rfc3339_utc_with_milliseconds() {
-        assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let time = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
-        assert_eq!(utc_timestamp(time), "2023-11-14T22:13:20.123Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(utc_timestamp(leap), "2000-02-29T00:00:00.000Z");
-        let end_of_year = UNIX_EPOCH + Duration::from_secs(1_767_225_599);
-        assert_eq!(utc_timestamp(end_of_year), "2025-12-31T23:59:59.000Z");
-    }
 
     #[test]
     fn names_are_safe_file_names() {
@@ -505,23 +423,5 @@ mod tests {
             message.as_deref(),
             Some("invalid conversation name \"a b\": ' ' is not allowed; use letters, digits, '-', '_' or '.'")
         );
-    }
-
-    #[test]
-    fn record_turn_adds_totals_and_keeps_unnamed_provider() {
-        let mut meta = ConversationMeta::new("trip", "t0");
-        meta.has_checkpoint = true;
-        meta.record_turn(
-            &[Message::user("hi"), Message::assistant("hello")],
-            &TurnMeta::new("openai", "gpt-4o-mini", Usage::new(10, 2), 0.5),
-            "t1",
-        );
-        meta.record_turn(&[Message::user("again")], &TurnMeta::default(), "t2");
-        assert_eq!((meta.message_count, meta.user_turns), (3, 2));
-        assert_eq!((meta.provider.as_str(), meta.model.as_str()), ("openai", "gpt-4o-mini"));
-        assert_eq!(meta.usage, Usage::new(10, 2));
-        assert!((meta.cost_usd - 0.5).abs() < f64::EPSILON);
-        assert_eq!((meta.created_at.as_str(), meta.updated_at.as_str()), ("t0", "t2"));
-        assert!(!meta.has_checkpoint, "a turn ends the run its checkpoint belongs to");
     }
 }

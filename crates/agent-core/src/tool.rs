@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{ToolApprover, UserWords};
+use crate::ToolApprover;
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -200,10 +200,15 @@ pub struct ToolContext {
     /// The id of the tool call being executed (the runner sets it for each
     /// call; it is recorded as `gen_ai.tool.call.id`).
     pub call_id: Option<String>,
-    /// What the user has written in the conversation, for tools that check
-    /// an argument came from the user ([`user_said`](Self::user_said)). The
-    /// runner fills it from the conversation when it is unset.
-    pub user_words: Option<UserWords>,
+    /// The user's own words in the conversation, for tools that check that
+    /// an argument came from the user (`agent_tools::UserWords` matches
+    /// phrases against it): the text of every user message, joined with
+    /// newlines, leaving out the user messages the runner writes on the
+    /// user's behalf in text tool-call protocols (`<tool_response>` blocks,
+    /// ReAct `Observation:` lines). The runner fills it from the
+    /// conversation when it is unset; `None` means the conversation is not
+    /// known.
+    pub user_text: Option<Arc<str>>,
     /// Who decides, while the run waits, on calls of tools that require
     /// approval; without one such a run pauses
     /// ([`StopCause::AwaitingApproval`](crate::StopCause::AwaitingApproval)).
@@ -222,7 +227,7 @@ impl std::fmt::Debug for ToolContext {
             .field("attributes", &self.attributes)
             .field("cancel", &self.cancel)
             .field("call_id", &self.call_id)
-            .field("user_words", &self.user_words)
+            .field("user_text", &self.user_text)
             .field("approver", &self.approver.as_ref().map(|_| "set"))
             .field("usage_sink", &self.usage_sink)
             .finish()
@@ -265,9 +270,10 @@ impl ToolContext {
         self
     }
 
-    /// Uses these words as what the user has said.
-    pub fn with_user_words(mut self, words: UserWords) -> Self {
-        self.user_words = Some(words);
+    /// Uses `text` as what the user has written in the conversation
+    /// ([`user_text`](Self::user_text)).
+    pub fn with_user_text(mut self, text: impl Into<Arc<str>>) -> Self {
+        self.user_text = Some(text.into());
         self
     }
 
@@ -285,13 +291,6 @@ impl ToolContext {
         if let Some(sink) = &self.usage_sink {
             sink.report(crate::DelegatedUsage::new(usage, cost_usd));
         }
-    }
-
-    /// Whether the user wrote `phrase` in this conversation (whole words,
-    /// ignoring case and punctuation); `None` when the context does not know
-    /// the conversation, so a tool cannot tell.
-    pub fn user_said(&self, phrase: &str) -> Option<bool> {
-        self.user_words.as_ref().map(|words| words.contains(phrase))
     }
 
     /// The roles of `required` the caller does not hold.

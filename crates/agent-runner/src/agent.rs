@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agent_core::{
     AgentEvent, AgentRunResult, ChatRequest, LlmClient, LlmError, Message, ModelCatalog, RegistryError, StopCause,
-    ToolChoice, ToolContext, ToolProvider, ToolRegistry, UserWords,
+    ToolChoice, ToolContext, ToolProvider, ToolRegistry,
 };
 use agent_tools::TypedTool;
 use futures::Stream;
@@ -247,7 +247,7 @@ impl Agent {
         // tools' and the model's work), never the caller's.
         let context = ToolContext {
             cancel: context.cancel.child_token(),
-            user_words: user_words(context, &state),
+            user_text: user_text(context, &state),
             ..context.clone()
         };
         let deadline = state.start_deadline();
@@ -316,10 +316,10 @@ impl Agent {
         let agent = self.clone();
         let cancel = context.cancel.child_token();
         let (sender, events) = event_channel(cancel.clone().drop_guard());
-        let user_words = user_words(&context, &state);
+        let user_text = user_text(&context, &state);
         let context = ToolContext {
             cancel,
-            user_words,
+            user_text,
             ..context
         };
         tokio::spawn(async move {
@@ -800,11 +800,61 @@ impl AgentBuilder {
     }
 }
 
-/// The caller's user words, else the conversation's: what tools may check
-/// their arguments against.
-fn user_words(context: &ToolContext, state: &RunState) -> Option<UserWords> {
+/// The caller's user text, else the conversation's: what tools may check
+/// their arguments against ([`ToolContext::user_text`]).
+fn user_text(context: &ToolContext, state: &RunState) -> Option<Arc<str>> {
     context
-        .user_words
+        .user_text
         .clone()
-        .or_else(|| Some(UserWords::from_messages(&state.request().messages)))
+        .or_else(|| Some(users_own_text(&state.request().messages)))
+}
+
+/// The text of the user messages of `messages`, joined with newlines,
+/// leaving out the ones the runner writes on the user's behalf in text
+/// protocols (`<tool_response>` blocks, ReAct `Observation:` lines).
+fn users_own_text(messages: &[Message]) -> Arc<str> {
+    let users_own = || {
+        messages.iter().filter_map(|message| match message {
+            Message::User { content } if !written_by_the_runner(content) => Some(content.as_str()),
+            _ => None,
+        })
+    };
+    let mut text = String::with_capacity(users_own().map(|content| content.len() + 1).sum());
+    for content in users_own() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(content);
+    }
+    Arc::from(text)
+}
+
+/// Whether a user message is one the runner wrote: a tool response of a
+/// text protocol or a ReAct observation.
+fn written_by_the_runner(content: &str) -> bool {
+    let trimmed = content.trim_start();
+    trimmed.starts_with("<tool_response") || trimmed.starts_with("Observation:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_the_user_wrote_counts() {
+        let messages = [
+            Message::user("Weather in Tokyo?"),
+            Message::assistant("Which city: Paris or Oslo?"),
+            Message::user("<tool_response name=\"get_weather\">\n{\"location\": \"Rome\"}\n</tool_response>"),
+            Message::user("Observation: Berlin is sunny"),
+            Message::user("and Lima"),
+        ];
+        let text = users_own_text(&messages);
+        assert_eq!(&*text, "Weather in Tokyo?\nand Lima");
+        let words = agent_tools::UserWords::from_text(&text);
+        assert!(words.contains("tokyo") && words.contains("lima"));
+        for other in ["paris", "oslo", "rome", "berlin"] {
+            assert!(!words.contains(other), "{other}");
+        }
+    }
 }

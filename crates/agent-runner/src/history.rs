@@ -29,7 +29,7 @@ pub fn cap_tool_result(content: String, max: usize) -> String {
 /// call of the preceding assistant message are dropped. Idempotent; returns
 /// whether anything changed.
 pub fn repair_history(messages: &mut Vec<Message>) -> bool {
-    !is_sendable(messages) && agent_core::close_tool_calls(messages, INTERRUPTED_RESULT) > 0
+    !is_sendable(messages) && agent_store::close_tool_calls(messages, INTERRUPTED_RESULT) > 0
 }
 
 /// Whether every tool call is answered right after its assistant message and

@@ -177,7 +177,8 @@ pub async fn store_turn(
 
 #[cfg(test)]
 mod tests {
-    use agent_core::{InMemoryStore, Message, ToolContext};
+    use agent_core::{Message, ToolContext};
+    use agent_store::InMemoryStore;
 
     use crate::RunState;
     use agent_testing::{ScriptedClient, response};

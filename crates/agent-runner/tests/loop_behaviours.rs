@@ -859,7 +859,7 @@ async fn tools_are_told_what_the_user_said_in_the_conversation() {
         "said",
         "Did the user say it?",
         |args: Args, context: agent_core::ToolContext| {
-            let said = context.user_said(&args.city);
+            let said = agent_tools::UserWords::of(&context).map(|words| words.contains(&args.city));
             async move { Ok::<_, agent_core::ToolError>(Json(json!({ "said": said }))) }
         },
     );

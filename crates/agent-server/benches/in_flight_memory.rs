@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_core::{CancellationToken, Capabilities, ChatRequest, ChatResponse, InMemoryStore, LlmClient, LlmError};
+use agent_core::{CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError};
 use agent_runner::Agent;
 use agent_server::{ApiKeys, Server, hash_key};
+use agent_store::InMemoryStore;
 use async_trait::async_trait;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;

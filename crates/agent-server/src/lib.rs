@@ -80,8 +80,9 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{AgentRunResult, ConversationStore, InMemoryStore};
+use agent_core::{AgentRunResult, ConversationStore};
 use agent_runner::{Agent, SceneRouter};
+use agent_store::InMemoryStore;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};

@@ -169,7 +169,7 @@ fn owner_and_id(name: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
-    use agent_core::InMemoryStore;
+    use agent_store::InMemoryStore;
 
     use super::*;
 

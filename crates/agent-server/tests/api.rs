@@ -6,8 +6,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{ConversationStore, InMemoryStore, Message, ToolContext};
+use agent_core::{ConversationStore, Message, ToolContext};
 use agent_runner::{Agent, RunCheckpoints, StoreCheckpoints};
+use agent_store::InMemoryStore;
 use agent_testing::{ScriptedClient, response};
 use agent_tools::{NoArgs, TypedTool};
 use common::{KEY, OTHER_KEY, json_of, start};

@@ -7,8 +7,9 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{ConversationStore, InMemoryStore, Message, ToolContext};
+use agent_core::{ConversationStore, Message, ToolContext};
 use agent_runner::{Agent, RunCheckpoints, StoreCheckpoints};
+use agent_store::InMemoryStore;
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use agent_tools::{NoArgs, TypedTool};
 use common::{KEY, json_of, start};

@@ -5,7 +5,8 @@ mod common;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_core::{Conversation, ConversationMeta, ConversationStore, InMemoryStore, Message, StoreError, TurnMeta};
+use agent_core::{Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta};
+use agent_store::InMemoryStore;
 use async_trait::async_trait;
 use common::{KEY, OTHER_KEY, answering, json_of, start};
 use reqwest::StatusCode;

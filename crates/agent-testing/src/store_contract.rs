@@ -20,7 +20,7 @@
 //! The whole contract, on the in-memory store:
 //!
 //! ```
-//! use agent_core::InMemoryStore;
+//! use agent_store::InMemoryStore;
 //! use agent_testing::store_contract;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -48,8 +48,9 @@ use std::collections::HashSet;
 
 use agent_core::{
     AssistantMessage, ConversationMeta, ConversationStore, LOST_RESULT, Message, ReasoningBlock, StoreError, ToolCall,
-    ToolResult, TurnMeta, Usage, make_sendable,
+    ToolResult, TurnMeta, Usage,
 };
+use agent_store::make_sendable;
 use serde_json::{Value, json};
 
 /// A turn of every kind of message: text, parallel tool calls with

@@ -3,9 +3,10 @@
 //! The tool side of Agentry: [`Registry`], the implementation of
 //! [`agent_core::ToolRegistry`]; typed tools ([`TypedTool`], [`Tool`])
 //! whose input schema is generated from a Rust type with `schemars`; the
-//! [`ToolSet`] provider that tool-domain crates build on; and argument
+//! [`ToolSet`] provider that tool-domain crates build on; argument
 //! validation against JSON Schema with messages a model can act on
-//! ([`ArgumentValidator`]).
+//! ([`ArgumentValidator`]); and [`UserWords`], for tools that check that an
+//! argument came from what the user wrote.
 //!
 //! Every call through [`Registry`] takes the same path, which providers
 //! cannot bypass: resolve the tool among enabled providers, check the
@@ -83,11 +84,13 @@ mod registry;
 pub mod telemetry;
 mod toolset;
 mod typed;
+mod user_words;
 mod validate;
 
 pub use registry::{Registry, RegistryBuilder};
 pub use toolset::{CompletionAttributesFn, RequireRoles, SpanAttributesFn, ToolSet};
 pub use typed::{IntoToolOutput, Json, NoArgs, Tool, TypedTool, tool_schema};
+pub use user_words::UserWords;
 pub use validate::{ArgumentValidator, SchemaError};
 
 /// The tool types of `agent-core`, re-exported for tool crates.

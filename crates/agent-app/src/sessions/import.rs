@@ -11,7 +11,8 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use agent_core::{Conversation, ConversationMeta, ConversationStore, StoreError, count_user_messages};
+use agent_core::{Conversation, ConversationMeta, ConversationStore, StoreError};
+use agent_store::count_user_messages;
 
 use super::{Session, store_error};
 use crate::error::AppError;

@@ -239,7 +239,7 @@ pub fn validate_name(name: &str) -> Result<(), AppError> {
 
 #[cfg(test)]
 mod tests {
-    use agent_core::InMemoryStore;
+    use agent_store::InMemoryStore;
     use serde_json::json;
 
     use super::*;

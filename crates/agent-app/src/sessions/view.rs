@@ -36,7 +36,7 @@ pub struct Session {
 impl Session {
     /// Number of user turns.
     pub fn turns(&self) -> usize {
-        usize::try_from(agent_core::count_user_messages(&self.messages)).unwrap_or(usize::MAX)
+        usize::try_from(agent_store::count_user_messages(&self.messages)).unwrap_or(usize::MAX)
     }
 
     /// The conversation as people read it.

@@ -172,7 +172,7 @@ pub fn assert_fits(request: &ChatRequest, window: u64) {
     assert_eq!(estimate_tokens(request), chars(request) as u64 / 4);
     assert!(is_sendable(&request.messages), "{:#?}", request.messages);
     let mut closed = request.messages.clone();
-    assert_eq!(agent_core::close_tool_calls(&mut closed, "lost"), 0);
+    assert_eq!(agent_store::close_tool_calls(&mut closed, "lost"), 0);
 }
 
 /// The parts of the summary template around `{{conversation}}`.

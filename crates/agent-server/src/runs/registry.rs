@@ -14,7 +14,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use agent_core::{AgentEvent, AgentRunResult, CancellationToken, utc_now};
+use agent_core::{AgentEvent, AgentRunResult, CancellationToken};
+use agent_store::utc_now;
 use futures::{Stream, stream};
 use tokio::sync::watch;
 

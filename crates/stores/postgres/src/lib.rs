@@ -21,7 +21,7 @@
 //!   in separate turns and die in between, [`load`](ConversationStore::load)
 //!   gives each call without a result an error result saying
 //!   [`LOST_RESULT`](agent_core::LOST_RESULT) (see
-//!   [`make_sendable`](agent_core::make_sendable)); the rows stay as they
+//!   [`make_sendable`](agent_store::make_sendable)); the rows stay as they
 //!   are, so every load shows the same conversation.
 //! - **Consistent reads.** [`load`](ConversationStore::load) and
 //!   [`transcript`](ConversationStore::transcript) read from one snapshot
@@ -111,9 +111,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use agent_core::{
-    Conversation, ConversationMeta, ConversationStore, EncodedMessage, EncodedTurn, Message, StoreError, TurnMeta,
-    imported_meta, utc_now, validate_conversation_name,
+    Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta, validate_conversation_name,
 };
+use agent_store::{EncodedMessage, EncodedTurn, imported_meta, utc_now};
 use async_trait::async_trait;
 pub use sqlx_postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 

@@ -6,7 +6,8 @@
 //! each reads the row as the previous one committed it. Writers of
 //! different conversations do not wait for each other.
 
-use agent_core::{ConversationMeta, EncodedMessage, EncodedTurn, StoreError, Usage};
+use agent_core::{ConversationMeta, StoreError, Usage};
+use agent_store::{EncodedMessage, EncodedTurn};
 use sqlx_core::query::query;
 use sqlx_core::row::Row;
 use sqlx_postgres::{PgConnection, PgPool, PgRow};

@@ -3,9 +3,8 @@
 //! conversation is current and hides the messages with `seq` below its
 //! `summarised`. Superseded summaries stay, as every message does.
 
-use agent_core::{
-    Conversation, ConversationMeta, Message, StoreError, compaction_cut, context_with_summary, make_sendable,
-};
+use agent_core::{Conversation, ConversationMeta, Message, StoreError};
+use agent_store::{compaction_cut, context_with_summary, make_sendable};
 use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use crate::db;

@@ -12,7 +12,7 @@
 //!   in separate turns and die in between, [`load`](ConversationStore::load)
 //!   gives each call without a result an error result saying
 //!   [`LOST_RESULT`](agent_core::LOST_RESULT) (see
-//!   [`make_sendable`](agent_core::make_sendable)); the rows stay as they
+//!   [`make_sendable`](agent_store::make_sendable)); the rows stay as they
 //!   are, so every load shows the same conversation.
 //! - **Compaction keeps everything.** [`compact`](ConversationStore::compact)
 //!   stores a summary in place of the oldest messages of the context, in one
@@ -89,9 +89,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agent_core::{
-    Conversation, ConversationMeta, ConversationStore, EncodedMessage, EncodedTurn, Message, StoreError, TurnMeta,
-    imported_meta, utc_now, validate_conversation_name,
+    Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta, validate_conversation_name,
 };
+use agent_store::{EncodedMessage, EncodedTurn, imported_meta, utc_now};
 use async_trait::async_trait;
 use rusqlite::Connection;
 

@@ -3,7 +3,8 @@
 //! write lock first (waiting up to the busy timeout), so concurrent writers
 //! from any process are serialised and never interleave.
 
-use agent_core::{ConversationMeta, EncodedMessage, EncodedTurn, StoreError, Usage};
+use agent_core::{ConversationMeta, StoreError, Usage};
+use agent_store::{EncodedMessage, EncodedTurn};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use crate::db;

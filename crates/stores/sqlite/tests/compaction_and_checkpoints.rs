@@ -4,7 +4,8 @@
 //! append that fails half way).
 #![allow(clippy::unwrap_used)]
 
-use agent_core::{ConversationStore, InMemoryStore, Message, StoreError, TurnMeta, Usage};
+use agent_core::{ConversationStore, Message, StoreError, TurnMeta, Usage};
+use agent_store::InMemoryStore;
 use agent_store_sqlite::SqliteStore;
 use agent_testing::store_contract::{
     check_checkpoints, check_compaction, check_compaction_of_a_repaired_conversation, rich_turn, summary,

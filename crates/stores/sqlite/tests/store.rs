@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use agent_core::{
-    AssistantMessage, ConversationStore, InMemoryStore, LOST_RESULT, Message, StoreError, ToolCall, ToolResult,
-    TurnMeta, Usage,
+    AssistantMessage, ConversationStore, LOST_RESULT, Message, StoreError, ToolCall, ToolResult, TurnMeta, Usage,
 };
 use agent_runner::history::is_sendable;
+use agent_store::InMemoryStore;
 use agent_store_sqlite::SqliteStore;
 use agent_testing::store_contract::{check_contract, rich_turn};
 use common::temp_store;

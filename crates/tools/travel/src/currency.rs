@@ -1,7 +1,8 @@
 //! `get_currency_exchange`: conversion between ~20 currencies at fixed,
 //! plausible demo rates.
 
-use agent_core::{ToolError, UserWords};
+use agent_core::ToolError;
+use agent_tools::UserWords;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

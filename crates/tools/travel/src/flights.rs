@@ -2,7 +2,8 @@
 //! distance, varied by airline, stops, how far ahead the date is and the
 //! day of the week; stable for the same route and date.
 
-use agent_core::{ToolError, UserWords};
+use agent_core::ToolError;
+use agent_tools::UserWords;
 use chrono::{Datelike, NaiveDate, Weekday};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

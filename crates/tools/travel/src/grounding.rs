@@ -2,11 +2,13 @@
 //! mentioned was made up by the model (small models fill a missing city
 //! with one from an example, or today's date for a flight), so the tools
 //! refuse it and tell the model to ask. The check uses the conversation the
-//! runner hands the tools ([`ToolContext::user_words`](agent_core::ToolContext::user_words)); without it, or with
+//! runner hands the tools ([`ToolContext::user_text`](agent_core::ToolContext::user_text), matched
+//! as [`UserWords`]); without it, or with
 //! the check switched off ([`TravelTools::checking_user_named`](crate::TravelTools::checking_user_named)),
 //! every argument is taken as given.
 
-use agent_core::{ToolError, UserWords};
+use agent_core::ToolError;
+use agent_tools::UserWords;
 
 use crate::countries::COUNTRIES;
 use crate::missing::ask_back;
@@ -171,12 +173,12 @@ fn looks_like_a_numeric_date(word: &str) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use agent_core::{Message, UserWords};
+    use agent_tools::UserWords;
 
     use super::*;
 
     fn context(said: &str) -> UserWords {
-        UserWords::from_messages(&[Message::user(said)])
+        UserWords::from_text(said)
     }
 
     fn place(query: &str) -> Place {

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use agent_core::{ToolContext, ToolError, UserWords};
-use agent_tools::{Json, ToolSet, TypedTool};
+use agent_core::{ToolContext, ToolError};
+use agent_tools::{Json, ToolSet, TypedTool, UserWords};
 use chrono::NaiveDate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -149,7 +149,7 @@ impl TravelTools {
                  If the user has not said which city, do not call this tool: ask them. One call per city. \
                  Example: {\"location\": \"Tokyo\", \"units\": \"celsius\"}."
                     .to_owned(),
-                |tools, args: WeatherArgs, context| weather(&args, tools.today(), tools.said(context)),
+                |tools, args: WeatherArgs, context| weather(&args, tools.today(), tools.said(context).as_ref()),
             ),
         )
         .tool(
@@ -162,7 +162,7 @@ impl TravelTools {
                  result gives it as YYYY-MM-DD. If the user has not said a city or the date, ask them instead of \
                  calling. Example: {\"origin\": \"NYC\", \"destination\": \"London\", \"date\": \"June 15\"}."
                     .to_owned(),
-                |tools, args: FlightArgs, context| flight_prices(&args, tools.today(), tools.said(context)),
+                |tools, args: FlightArgs, context| flight_prices(&args, tools.today(), tools.said(context).as_ref()),
             ),
         )
         .tool(self.tool(
@@ -173,7 +173,7 @@ impl TravelTools {
                  {}. Example: {{\"from\": \"USD\", \"to\": \"EUR\", \"amount\": 100}}.",
                 codes.join(", ")
             ),
-            |tools, args: ExchangeArgs, context| exchange(&args, tools.said(context)),
+            |tools, args: ExchangeArgs, context| exchange(&args, tools.said(context).as_ref()),
         ))
         .tool(
             self.tool(
@@ -192,8 +192,12 @@ impl TravelTools {
 
     /// What the user said, when these tools check arguments against it
     /// (see [`checking_user_named`](Self::checking_user_named)).
-    fn said<'a>(&self, context: &'a ToolContext) -> Option<&'a UserWords> {
-        context.user_words.as_ref().filter(|_| self.check_user_named)
+    fn said(&self, context: &ToolContext) -> Option<UserWords> {
+        if self.check_user_named {
+            UserWords::of(context)
+        } else {
+            None
+        }
     }
 
     /// A typed tool running `run` synchronously on a clone of these tools.

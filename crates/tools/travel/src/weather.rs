@@ -1,7 +1,8 @@
 //! `get_weather`: plausible current weather from a city's rough climate,
 //! the season of today's date, and a stable hash of the place and date.
 
-use agent_core::{ToolError, UserWords};
+use agent_core::ToolError;
+use agent_tools::UserWords;
 use chrono::{Datelike, NaiveDate};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

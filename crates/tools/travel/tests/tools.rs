@@ -586,10 +586,8 @@ async fn execute(registry: &Registry, tool: &str, arguments: Value, context: &To
 
 #[tokio::test]
 async fn places_and_dates_the_user_never_mentioned_are_refused() {
-    let conversation = [agent_core::Message::user(
-        "What's the weather in my favorite city? And a flight from NYC to Paris?",
-    )];
-    let context = ToolContext::new().with_user_words(agent_core::UserWords::from_messages(&conversation));
+    let context =
+        ToolContext::new().with_user_text("What's the weather in my favorite city? And a flight from NYC to Paris?");
     let run = |registry, tool, arguments| execute(registry, tool, arguments, &context);
     let registry = registry_on("2030-06-01");
     let error = run(&registry, "get_weather", json!({"location": "Tokyo"}))

@@ -3,12 +3,10 @@
 
 use std::collections::HashSet;
 
-use crate::{Message, ToolResult};
-
-use super::LOST_RESULT;
+use agent_core::{LOST_RESULT, Message, ToolResult};
 
 /// Makes `messages` sendable, as every
-/// [`ConversationStore::load`](crate::ConversationStore::load) does:
+/// [`ConversationStore::load`](agent_core::ConversationStore::load) does:
 /// each tool call of an assistant message gets a result among the tool
 /// messages directly after it (an error result saying [`LOST_RESULT`],
 /// placed after the results that exist, when it has none), and tool results
@@ -80,7 +78,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{AssistantMessage, ToolCall};
+    use agent_core::{AssistantMessage, ToolCall};
 
     fn calls(ids: &[&str]) -> Message {
         Message::Assistant(AssistantMessage::with_tool_calls(

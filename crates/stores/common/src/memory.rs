@@ -7,10 +7,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::store::{
-    compaction_cut, context_with_summary, imported_meta, make_sendable, utc_now, validate_conversation_name,
+use agent_core::{
+    Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta, validate_conversation_name,
 };
-use crate::{Conversation, ConversationMeta, ConversationStore, Message, StoreError, TurnMeta};
+
+use crate::{compaction_cut, context_with_summary, imported_meta, make_sendable, record_turn, utc_now};
 
 /// Conversations kept in this process's memory and lost when it ends.
 ///
@@ -20,7 +21,8 @@ use crate::{Conversation, ConversationMeta, ConversationStore, Message, StoreErr
 /// `Arc<InMemoryStore>`.
 ///
 /// ```
-/// use agent_core::{ConversationStore, InMemoryStore, Message, TurnMeta, Usage};
+/// use agent_core::{ConversationStore, Message, TurnMeta, Usage};
+/// use agent_store::InMemoryStore;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), agent_core::StoreError> {
@@ -151,7 +153,7 @@ impl ConversationStore for InMemoryStore {
 
     async fn append(&self, name: &str, turn: &[Message], delta: &TurnMeta) -> Result<ConversationMeta, StoreError> {
         self.update(name, |stored| {
-            stored.meta.record_turn(turn, delta, utc_now());
+            record_turn(&mut stored.meta, turn, delta, utc_now());
             stored.messages.extend_from_slice(turn);
             stored.checkpoint = None;
             Ok(stored.meta.clone())
@@ -222,7 +224,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{AssistantMessage, ToolCall, ToolResult, Usage};
+    use agent_core::{AssistantMessage, ToolCall, ToolResult, Usage};
 
     #[tokio::test]
     async fn create_append_load_list_delete() {
@@ -267,7 +269,7 @@ mod tests {
         assert_eq!(loaded.repairs, 1);
         assert_eq!(
             loaded.messages[2],
-            Message::tool(ToolResult::error("c1", "lookup", crate::LOST_RESULT))
+            Message::tool(ToolResult::error("c1", "lookup", agent_core::LOST_RESULT))
         );
         assert_eq!(loaded.meta.message_count, 2, "the repair is not stored");
         assert_eq!(store.load("crash").await.unwrap().unwrap(), loaded, "deterministic");

@@ -1,9 +1,11 @@
 //! Compaction for store implementations: the context a summary leaves, and
 //! where a new summary cuts the stored messages.
 
-use crate::{Message, StoreError, make_sendable};
+use agent_core::{Message, StoreError};
 
-/// The context [`ConversationStore::load`](crate::ConversationStore::load)
+use crate::make_sendable;
+
+/// The context [`ConversationStore::load`](agent_core::ConversationStore::load)
 /// returns: `summary` (when there is one) as a [`Message::System`], then
 /// `rows`, the messages stored after the summarised ones, all made sendable
 /// ([`make_sendable`]). Returns the messages and how many were added or left
@@ -22,7 +24,7 @@ pub fn context_with_summary(summary: Option<&str>, rows: Vec<Message>) -> (Vec<M
     (messages, repairs)
 }
 
-/// Where [`ConversationStore::compact`](crate::ConversationStore::compact)
+/// Where [`ConversationStore::compact`](agent_core::ConversationStore::compact)
 /// cuts: how many of `rows` a summary replacing the first `replaced`
 /// messages of the current context hides, in addition to the stored
 /// messages an existing summary hides already.
@@ -107,7 +109,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{AssistantMessage, ToolCall, ToolResult};
+    use agent_core::{AssistantMessage, ToolCall, ToolResult};
 
     fn call(id: &str) -> Message {
         Message::Assistant(AssistantMessage::with_tool_calls(

@@ -3,7 +3,9 @@
 //! PostgreSQL stores write these; loading decodes the JSON back into the
 //! same [`Message`]s.
 
-use crate::{Message, Role, StoreError, TurnMeta, Usage, count_user_messages};
+use agent_core::{Message, Role, StoreError, TurnMeta, Usage};
+
+use crate::count_user_messages;
 
 /// A message ready to be stored: its role and its JSON text.
 #[derive(Debug, Clone, PartialEq)]
