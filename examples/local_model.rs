@@ -40,7 +40,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .temperature(0.0)
         .build();
 
-    let mut events = agent.prompt_stream("What is 1234 * 5678?");
+    let mut events = agent.run("What is 1234 * 5678?").stream();
     let mut finished = None;
     while let Some(event) = events.next().await {
         match event {

@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ))
         .build();
 
-    let mut events = agent.prompt_stream("How many words in 'the quick brown fox jumps'?");
+    let mut events = agent.run("How many words in 'the quick brown fox jumps'?").stream();
     let mut deltas = 0;
     let mut finished = None;
     while let Some(event) = events.next().await {

@@ -49,7 +49,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .system_prompt("You are terse. Use the calculator for arithmetic.")
         .tools_from(Arc::new(agentry::math::tool_set()))
         .build();
-    let result = agent.prompt(QUESTION).await?;
+    let result = agent.run(QUESTION).await?;
     for call in &result.tool_calls {
         println!("tool {}({}) -> {}", call.name, call.arguments, call.result);
     }

@@ -73,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(get_weather())
         .build();
 
-    let result = agent.prompt("What's the weather in Paris?").await?;
+    let result = agent.run("What's the weather in Paris?").await?;
     for call in &result.tool_calls {
         println!("tool {}({}) -> {}", call.name, call.arguments, call.result);
     }

@@ -13,7 +13,7 @@ use agent_app::config::{Overrides, Settings};
 use agent_app::env::Env;
 use agent_app::providers::{Progress, build_client};
 use agent_app::{assemble, tools::ToolBox};
-use agent_core::{Message, StopCause, ToolContext};
+use agent_core::{Message, StopCause};
 
 const TURNS: u32 = 30;
 const PLACES: [&str; 5] = [
@@ -77,7 +77,7 @@ fn thirty_turns_fit_a_4096_token_context_by_compaction() {
                 turn + 11,
                 turn + 3
             );
-            let result = agent.run(history, prompt.as_str(), &ToolContext::new()).await;
+            let result = agent.run(prompt.as_str()).history(history).await;
             let result = match result {
                 Ok(result) => result,
                 Err(error) => panic!("turn {turn} failed: {error}"),

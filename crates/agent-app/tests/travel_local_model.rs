@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 
 use agent_core::{
@@ -67,11 +68,11 @@ fn a_city_the_user_never_named_is_asked_for_not_looked_up() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(client) = model() else { return };
     let result = runtime()
-        .block_on(agent(Arc::new(client)).run(
-            Vec::new(),
-            "What's the weather in my favorite city?",
-            &ToolContext::new(),
-        ))
+        .block_on(
+            agent(Arc::new(client))
+                .run("What's the weather in my favorite city?")
+                .into_future(),
+        )
         .unwrap();
     eprintln!("{:#?}\n{}", result.tool_calls, result.response);
     let looked_up: Vec<_> = result.tool_calls.iter().filter(|call| !call.is_error).collect();
@@ -127,7 +128,7 @@ fn an_invented_argument_is_refused_and_the_run_completes() {
         done: Mutex::new(false),
     });
     let result = runtime()
-        .block_on(agent(client.clone()).run(Vec::new(), "What's the weather in Tokyo?", &ToolContext::new()))
+        .block_on(agent(client.clone()).run("What's the weather in Tokyo?").into_future())
         .unwrap();
     eprintln!("{:#?}\n{}", result.tool_calls, result.response);
     assert!(
@@ -207,7 +208,7 @@ fn a_follow_up_that_needs_a_tool_is_answered_with_the_call() {
     let agent = agent_on(Arc::new(LlamaClient::load(LlamaConfig::default()).unwrap()), today);
     let result = runtime.block_on(async {
         let history = demo_history(&agent).await;
-        agent.run(history, "It's June 15", &ToolContext::new()).await.unwrap()
+        agent.run("It's June 15").history(history).await.unwrap()
     });
     eprintln!("{:#?}\n{}", result.tool_calls, result.response);
     let flight = result
@@ -227,7 +228,7 @@ fn a_message_that_needs_no_tool_gets_no_call() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(client) = model() else { return };
     let result = runtime()
-        .block_on(agent(Arc::new(client)).run(Vec::new(), "What do you do?", &ToolContext::new()))
+        .block_on(agent(Arc::new(client)).run("What do you do?").into_future())
         .unwrap();
     eprintln!("{:#?}\n{}", result.tool_calls, result.response);
     assert!(result.tool_calls.is_empty(), "{:?}", result.tool_calls);
@@ -248,9 +249,7 @@ fn the_forced_answer_after_the_limit_is_not_a_call() {
     }
     let agent = agent_limited(Arc::new(LlamaClient::load(LlamaConfig::default()).unwrap()), today(), 1);
     let prompt = "Tell me the weather in Australia, Belarus, Caribbean, Denmark, Egypt, France, Greece and Hungary";
-    let result = runtime()
-        .block_on(agent.run(Vec::new(), prompt, &ToolContext::new()))
-        .unwrap();
+    let result = runtime().block_on(agent.run(prompt).into_future()).unwrap();
     eprintln!("{:#?}\n{}", result.tool_calls, result.response);
     assert_eq!(result.stop_reason, StopCause::MaxIterations);
     assert!(!result.tool_calls.is_empty(), "no round of calls before the limit");

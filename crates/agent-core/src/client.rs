@@ -70,3 +70,29 @@ impl Stream for ReplayStream {
         Poll::Ready(self.0.next().map(Ok))
     }
 }
+
+/// A model client as an agent takes it: any [`LlmClient`] by value, or one
+/// already shared (`Arc<dyn LlmClient>`, `Arc<C>`), so the same client can
+/// serve several agents without being wrapped twice.
+pub trait IntoLlmClient {
+    /// The client, shared.
+    fn into_llm_client(self) -> std::sync::Arc<dyn LlmClient>;
+}
+
+impl<C: LlmClient + 'static> IntoLlmClient for C {
+    fn into_llm_client(self) -> std::sync::Arc<dyn LlmClient> {
+        std::sync::Arc::new(self)
+    }
+}
+
+impl IntoLlmClient for std::sync::Arc<dyn LlmClient> {
+    fn into_llm_client(self) -> std::sync::Arc<dyn LlmClient> {
+        self
+    }
+}
+
+impl<C: LlmClient + 'static> IntoLlmClient for std::sync::Arc<C> {
+    fn into_llm_client(self) -> std::sync::Arc<dyn LlmClient> {
+        self
+    }
+}

@@ -44,7 +44,7 @@ mod usage;
 pub use answered::AnsweredCalls;
 pub use approval::{ApprovalDecision, ToolApprover};
 pub use catalog::{ModelCatalog, ModelInfo, Pricing};
-pub use client::{Capabilities, EventStream, LlmClient};
+pub use client::{Capabilities, EventStream, IntoLlmClient, LlmClient};
 pub use delegated::{DelegatedUsage, UsageSink};
 pub use error::{LlmError, LlmErrorKind};
 pub use event::AgentEvent;

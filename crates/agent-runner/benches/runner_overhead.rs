@@ -89,7 +89,7 @@ fn bench(c: &mut Criterion) {
     let context = ToolContext::new();
     c.bench_function("runner_overhead/tool_call_then_answer", |b| {
         b.to_async(&runtime).iter(|| async {
-            let result = agent.run(Vec::new(), "What's the weather in Tokyo?", &context).await;
+            let result = agent.run("What's the weather in Tokyo?").context(context.clone()).await;
             assert!(result.is_ok_and(|r| r.tool_calls.len() == 1));
         });
     });

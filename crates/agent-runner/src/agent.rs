@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, ChatRequest, LlmClient, LlmError, Message, ModelCatalog, RegistryError, StopCause,
-    ToolChoice, ToolContext, ToolProvider, ToolRegistry,
+    AgentEvent, AgentRunResult, ChatRequest, IntoLlmClient, LlmClient, LlmError, Message, ModelCatalog, RegistryError,
+    StopCause, StoreError, ToolChoice, ToolContext, ToolProvider, ToolRegistry,
 };
 use agent_tools::TypedTool;
 use futures::Stream;
@@ -16,6 +16,7 @@ use crate::assemble::ToolAssembly;
 use crate::cache::ToolResultCache;
 use crate::config::{AgentConfig, InvalidConfig, RequestOptions};
 use crate::driver::{Driver, deadline_instant};
+use crate::request::RunRequest;
 use crate::state::RunState;
 use crate::step::RunIdentity;
 use crate::{Budget, ContextPolicy, Protocol, RunCheckpoints, RunConfig, ToolProtocol, prompts};
@@ -26,12 +27,33 @@ pub const REACT_STOP_SEQUENCES: &[&str] = &["\nObservation:"];
 /// A run that ended in failure. The partial record is kept: nothing of the
 /// conversation or of the tool results is lost.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("agent run failed: {}", result.stop_detail.as_deref().unwrap_or("unknown error"))]
 pub struct RunError {
     /// Everything the run produced before it failed.
     pub result: Box<AgentRunResult>,
     /// The model error behind the failure, when there was one.
     pub source_error: Option<LlmError>,
+    /// The store error of a run's [session](RunRequest::session) that
+    /// could not be loaded, or whose turn could not be stored (the run's
+    /// record is kept whole either way).
+    pub store_error: Option<Box<StoreError>>,
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.store_error, self.result.stop_reason) {
+            (Some(error), StopCause::Error) => write!(
+                f,
+                "agent run failed: {} ({error})",
+                self.result.stop_detail.as_deref().unwrap_or("unknown error")
+            ),
+            (Some(error), _) => write!(f, "the run's turn could not be stored: {error}"),
+            (None, _) => write!(
+                f,
+                "agent run failed: {}",
+                self.result.stop_detail.as_deref().unwrap_or("unknown error")
+            ),
+        }
+    }
 }
 
 /// Why [`AgentBuilder::try_build`] refused to build.
@@ -82,9 +104,10 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// Starts configuring an agent that talks to `client`.
-    pub fn builder(client: Arc<dyn LlmClient>) -> AgentBuilder {
-        AgentBuilder::new(client)
+    /// Starts configuring an agent that talks to `client`: any
+    /// [`LlmClient`] by value, or an `Arc` of one shared with other agents.
+    pub fn builder(client: impl IntoLlmClient) -> AgentBuilder {
+        AgentBuilder::new(client.into_llm_client())
     }
 
     /// The agent's name.
@@ -121,6 +144,16 @@ impl Agent {
     /// [`AgentRunResult::messages`], or empty) followed by `user_message`.
     /// Drive it with [`resume`](Self::resume), or step it yourself.
     pub fn start(&self, history: Vec<Message>, user_message: impl Into<String>) -> RunState {
+        self.start_with(history, user_message.into(), None)
+    }
+
+    /// [`start`](Self::start) with `config` instead of the agent's policies.
+    pub(crate) fn start_with(
+        &self,
+        history: Vec<Message>,
+        user_message: String,
+        config: Option<RunConfig>,
+    ) -> RunState {
         let inner = &self.inner;
         let mut messages = history;
         messages.push(Message::user(user_message));
@@ -171,7 +204,7 @@ impl Agent {
         };
         let info = inner.catalog.as_ref().and_then(|catalog| catalog.get(&identity.model));
         let pricing = info.map(|info| info.pricing);
-        let mut config = inner.config.run.clone();
+        let mut config = config.unwrap_or_else(|| inner.config.run.clone());
         if config.context.window_tokens.is_none() {
             config.context.window_tokens = info.and_then(|info| info.context_window);
         }
@@ -190,94 +223,78 @@ impl Agent {
             .store(state.calibration().to_bits(), Ordering::Relaxed);
     }
 
-    /// Runs one user turn to the end. `context` says who is asking and
-    /// carries the cancellation token.
+    /// A run of `prompt` as the next user turn: await the [`RunRequest`]
+    /// for the whole run, or [`stream`](RunRequest::stream) it for its
+    /// events. Chain [`history`](RunRequest::history),
+    /// [`session`](RunRequest::session), [`context`](RunRequest::context),
+    /// [`cancel_token`](RunRequest::cancel_token),
+    /// [`options`](RunRequest::options) on it first.
     ///
-    /// A cancelled run or one that hit a limit is a successful result with the
-    /// matching [`StopCause`]; a failed one is a [`RunError`] that keeps the
-    /// partial record.
-    pub async fn run(
-        &self,
-        history: Vec<Message>,
-        user_message: impl Into<String>,
-        context: &ToolContext,
-    ) -> Result<AgentRunResult, RunError> {
-        self.resume(self.start(history, user_message), context).await
+    /// A cancelled run or one that hit a limit is a successful result with
+    /// the matching [`StopCause`]; a failed one is a [`RunError`] that keeps
+    /// the partial record.
+    pub fn run(&self, prompt: impl Into<String>) -> RunRequest {
+        RunRequest::prompt(self, prompt.into())
     }
 
-    /// Runs `user_message` as the first turn of a new conversation, for an
-    /// anonymous caller (a default [`ToolContext`]): the shortcut for
-    /// `agent.run(Vec::new(), user_message, &ToolContext::new())`.
-    /// Continue the conversation with [`run`](Self::run) and the result's
-    /// [`messages`](AgentRunResult::messages).
+    /// A run that drives `state` (saved, read back or hand-stepped) on to
+    /// its end, as [`run`](Self::run) does a new prompt. A state read back
+    /// from storage is first held to this agent's
+    /// [policy](Self::resume_policy) (see [`restore`](Self::restore)); one
+    /// that is not this agent's run is refused: a failed run that did
+    /// nothing.
+    pub fn resume(&self, state: RunState) -> RunRequest {
+        RunRequest::state(self, state)
+    }
+
+    /// Runs `user_message` as the first turn of a new conversation.
+    #[deprecated(since = "0.2.0", note = "use `agent.run(prompt).await`")]
     pub async fn prompt(&self, user_message: impl Into<String>) -> Result<AgentRunResult, RunError> {
-        self.run(Vec::new(), user_message, &ToolContext::new()).await
+        self.run(user_message).await
     }
 
-    /// [`prompt`](Self::prompt) as a stream of [`AgentEvent`]s: the
-    /// shortcut for `agent.run_stream(Vec::new(), user_message, ToolContext::new())`.
+    /// [`prompt`](Self::prompt) as a stream of [`AgentEvent`]s.
+    #[deprecated(since = "0.2.0", note = "use `agent.run(prompt).stream()`")]
     pub fn prompt_stream(
         &self,
         user_message: impl Into<String>,
     ) -> impl Stream<Item = AgentEvent> + Send + Unpin + 'static {
-        self.run_stream(Vec::new(), user_message, ToolContext::new())
+        self.run(user_message).stream()
     }
 
-    /// Drives a run from a saved or hand-stepped state to the end. A state
-    /// read back from storage is first held to this agent's
-    /// [policy](Self::resume_policy) (see [`restore`](Self::restore)); one
-    /// that is not this agent's run is refused: a failed run that did
-    /// nothing.
-    pub async fn resume(&self, state: RunState, context: &ToolContext) -> Result<AgentRunResult, RunError> {
-        self.resume_with_checkpoints(state, context, None).await
-    }
-
-    /// Drives a run from `state` to the end like [`resume`](Self::resume),
-    /// saving the state with `checkpoints` (when given) after every step and
-    /// every finished tool call, so that a crash or an interruption can be
-    /// resumed from there without running finished calls again.
+    /// Drives a run from `state` to the end, saving it with `checkpoints`.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `agent.resume(state).context(context).checkpoints(checkpoints).await`"
+    )]
     pub async fn resume_with_checkpoints(
         &self,
         state: RunState,
         context: &ToolContext,
         checkpoints: Option<Arc<dyn RunCheckpoints>>,
     ) -> Result<AgentRunResult, RunError> {
-        let mut state = self.held_to_policy(state)?;
-        // The run's own token: reaching the deadline cancels it (and so the
-        // tools' and the model's work), never the caller's.
-        let context = ToolContext {
-            cancel: context.cancel.child_token(),
-            user_text: user_text(context, &state),
-            ..context.clone()
-        };
-        let deadline = state.start_deadline();
-        self.driver(&context, None, deadline, checkpoints.as_deref())
-            .drive(&mut state)
-            .await;
-        self.learn_from(&state);
-        finish(state)
+        self.drive_to_end(state, context.clone(), checkpoints).await
     }
 
-    /// Runs one user turn as a stream of [`AgentEvent`]s, the model's text
-    /// arriving as it is generated, ending with [`AgentEvent::RunFinished`].
-    /// Dropping the stream cancels the run.
+    /// Runs one user turn as a stream of [`AgentEvent`]s.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `agent.run(prompt).history(history).context(context).stream()`"
+    )]
     pub fn run_stream(
         &self,
         history: Vec<Message>,
         user_message: impl Into<String>,
         context: ToolContext,
     ) -> impl Stream<Item = AgentEvent> + Send + Unpin + 'static {
-        self.stream_from(self.start(history, user_message), context, None)
+        self.run(user_message).history(history).context(context).stream()
     }
 
-    /// Drives a run from `state` (new, saved or hand-stepped) as a stream of
-    /// [`AgentEvent`]s, like [`run_stream`](Self::run_stream), saving the
-    /// state with `checkpoints` (when given) as
-    /// [`resume_with_checkpoints`](Self::resume_with_checkpoints) does.
-    /// A state read back from storage is held to the agent's policy as
-    /// [`resume`](Self::resume) says; a refused one ends the stream with an
-    /// [`AgentEvent::Error`] and a failed run's record.
-    /// Dropping the stream cancels the run.
+    /// Drives a run from `state` as a stream of [`AgentEvent`]s.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `agent.resume(state).context(context).checkpoints(checkpoints).stream()`"
+    )]
     pub fn stream_from(
         &self,
         state: RunState,
@@ -287,14 +304,11 @@ impl Agent {
         self.spawn_watched(state, context, checkpoints, true)
     }
 
-    /// Drives a run from `state` as a stream of [`AgentEvent`]s like
-    /// [`stream_from`](Self::stream_from), but asks the model for whole
-    /// replies ([`LlmClient::complete`]) instead of streaming them: the
-    /// events report each step (the model requests, the tool calls), no
-    /// [`AgentEvent::TextDelta`] or [`AgentEvent::ModelProgress`] comes,
-    /// and the answer is in the closing [`AgentEvent::RunFinished`]'s
-    /// record. For showing what a run does without changing how the model
-    /// is asked. Dropping the stream cancels the run.
+    /// Drives a run from `state` as events, asking for whole replies.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `agent.resume(state).context(context).whole_replies().stream()`"
+    )]
     pub fn watch_from(
         &self,
         state: RunState,
@@ -304,9 +318,34 @@ impl Agent {
         self.spawn_watched(state, context, checkpoints, false)
     }
 
+    /// Drives a run from `state` to the end: the whole-run path of every
+    /// [`RunRequest`].
+    pub(crate) async fn drive_to_end(
+        &self,
+        state: RunState,
+        context: ToolContext,
+        checkpoints: Option<Arc<dyn RunCheckpoints>>,
+    ) -> Result<AgentRunResult, RunError> {
+        let mut state = self.held_to_policy(state)?;
+        // The run's own token: reaching the deadline cancels it (and so the
+        // tools' and the model's work), never the caller's.
+        let user_text = user_text(&context, &state);
+        let context = ToolContext {
+            cancel: context.cancel.child_token(),
+            user_text,
+            ..context
+        };
+        let deadline = state.start_deadline();
+        self.driver(&context, None, deadline, checkpoints.as_deref())
+            .drive(&mut state)
+            .await;
+        self.learn_from(&state);
+        finish(state)
+    }
+
     /// Spawns the run of `state`, its events sent to the returned stream;
     /// `stream_replies` says whether the model's replies are streamed.
-    fn spawn_watched(
+    pub(crate) fn spawn_watched(
         &self,
         state: RunState,
         context: ToolContext,
@@ -410,6 +449,7 @@ fn finish(state: RunState) -> Result<AgentRunResult, RunError> {
         Err(RunError {
             result: Box::new(result),
             source_error: error,
+            store_error: None,
         })
     } else {
         Ok(result)

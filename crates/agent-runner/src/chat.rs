@@ -100,7 +100,12 @@ impl ChatSession {
         user_message: impl Into<String>,
         context: &ToolContext,
     ) -> Result<AgentRunResult, RunError> {
-        match agent.run(self.messages.clone(), user_message, context).await {
+        match agent
+            .run(user_message)
+            .history(self.messages.clone())
+            .context(context.clone())
+            .await
+        {
             Ok(result) => {
                 self.record(&result);
                 Ok(result)

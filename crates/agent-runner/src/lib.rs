@@ -46,7 +46,7 @@
 //! registry.register(Arc::new(tools), true).unwrap();
 //!
 //! let agent = Agent::builder(Arc::new(client)).tools(Arc::new(registry)).build();
-//! let result = agent.run(Vec::new(), "What is Rust?", &ToolContext::new()).await.unwrap();
+//! let result = agent.run("What is Rust?").await.unwrap();
 //! assert_eq!(result.stop_reason, StopCause::Completed);
 //! assert_eq!(result.tool_calls[0].result, "a language");
 //! # }
@@ -70,6 +70,7 @@ mod loops;
 mod prompts;
 mod protocol;
 mod react;
+mod request;
 mod restore;
 pub mod scenes;
 mod state;
@@ -88,6 +89,7 @@ pub use config::{
 };
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
+pub use request::{RunRequest, Session};
 pub use scenes::{AgentTool, Scene, SceneActor, SceneError, SceneRouter};
 pub use state::{ApprovalError, ResumeError, ResumePolicy, RunState};
 pub use step::{RunIdentity, Step, StepError, ToolOutcome};

@@ -85,7 +85,7 @@ impl ReactAgent {
         context: &ToolContext,
     ) -> Result<ReactOutcome, RunError> {
         let history_len = history.len();
-        match self.agent.run(history, question, context).await {
+        match self.agent.run(question).history(history).context(context.clone()).await {
             Ok(result) => {
                 // The steps follow the question, wherever compaction left it.
                 let question_at = result.added_messages_start(history_len).unwrap_or(history_len);

@@ -71,6 +71,7 @@ impl Agent {
                 Err(RunError {
                     result: Box::new(state.into_result()),
                     source_error: None,
+                    store_error: None,
                 })
             }
         }

@@ -177,7 +177,7 @@ pub async fn store_turn(
 
 #[cfg(test)]
 mod tests {
-    use agent_core::{Message, ToolContext};
+    use agent_core::Message;
     use agent_store::InMemoryStore;
 
     use crate::RunState;
@@ -203,10 +203,7 @@ mod tests {
         checkpoints.save(&state).await.unwrap_or_else(|e| panic!("{e}"));
         let saved = store.checkpoint("trip").await.unwrap_or_else(|e| panic!("{e}"));
         let resumed = SavedRun::decode(saved.unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
-        let first = agent
-            .resume(resumed, &ToolContext::new())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let first = agent.resume(resumed).await.unwrap_or_else(|e| panic!("{e}"));
 
         let meta = store_turn(store.as_ref(), "trip", "scripted", 0, &first)
             .await
@@ -216,7 +213,8 @@ mod tests {
 
         let history = first.messages.clone();
         let second = agent
-            .run(history.clone(), "Tomorrow?", &ToolContext::new())
+            .run("Tomorrow?")
+            .history(history.clone())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         store_turn(store.as_ref(), "trip", "scripted", history.len(), &second)
@@ -230,7 +228,7 @@ mod tests {
     async fn a_result_that_does_not_continue_the_history_is_refused_and_nothing_is_stored() {
         let store = InMemoryStore::new();
         store.create("trip").await.unwrap_or_else(|e| panic!("{e}"));
-        let unrelated = agent(&["Hi."]).prompt("Hello").await.unwrap_or_else(|e| panic!("{e}"));
+        let unrelated = agent(&["Hi."]).run("Hello").await.unwrap_or_else(|e| panic!("{e}"));
         let history = [
             Message::user("a"),
             Message::assistant("b"),
@@ -252,7 +250,7 @@ mod tests {
     async fn a_resumed_turn_is_stored_whole_after_a_turn_another_run_stored_meanwhile() {
         let store = Arc::new(InMemoryStore::new());
         store.create("trip").await.unwrap_or_else(|e| panic!("{e}"));
-        let first = agent(&["Hello."]).prompt("Hi").await.unwrap_or_else(|e| panic!("{e}"));
+        let first = agent(&["Hello."]).run("Hi").await.unwrap_or_else(|e| panic!("{e}"));
         store_turn(store.as_ref(), "trip", "scripted", 0, &first)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -266,7 +264,8 @@ mod tests {
         checkpoints.save(&state).await.unwrap_or_else(|e| panic!("{e}"));
         // ... another process stores a turn meanwhile ...
         let other = agent(&["Noon."])
-            .run(history.clone(), "Time?", &ToolContext::new())
+            .run("Time?")
+            .history(history.clone())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         store_turn(store.as_ref(), "trip", "scripted", history.len(), &other)
@@ -278,10 +277,7 @@ mod tests {
         let saved = store.checkpoint("trip").await.unwrap_or_else(|e| panic!("{e}"));
         let resumed = SavedRun::decode(saved.unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
         let continued = resumed.continued_messages().unwrap_or(usize::MAX);
-        let result = slow
-            .resume(resumed, &ToolContext::new())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let result = slow.resume(resumed).await.unwrap_or_else(|e| panic!("{e}"));
         let meta = store_turn(store.as_ref(), "trip", "scripted", continued, &result)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -299,7 +295,8 @@ mod tests {
         // Not stuck: the next turn continues all of it.
         let history = stored(&store, "trip").await;
         let later = agent(&["Bye."])
-            .run(history.clone(), "Thanks", &ToolContext::new())
+            .run("Thanks")
+            .history(history.clone())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         store_turn(store.as_ref(), "trip", "scripted", history.len(), &later)

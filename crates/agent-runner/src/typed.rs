@@ -343,7 +343,7 @@ impl Agent {
         let format = Some(schema.format());
 
         let state = self.start(history, user_message).with_response_format(format.clone());
-        let first = self.resume(state, context).await?;
+        let first = self.resume(state).context(context.clone()).await?;
         if !answered(first.stop_reason) {
             return Err(TypedError::Stopped {
                 stop: first.stop_reason,
@@ -370,7 +370,7 @@ impl Agent {
         let state = self
             .start(first.messages.clone(), retry_message(&violations, &schema.schema))
             .with_response_format(format);
-        let second = match self.resume(state, context).await {
+        let second = match self.resume(state).context(context.clone()).await {
             Ok(second) => second,
             Err(mut error) => {
                 let partial = (*error.result).clone();

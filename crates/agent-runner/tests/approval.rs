@@ -68,10 +68,7 @@ async fn without_an_approver_the_run_pauses_before_any_tool_and_lists_the_waitin
     let (registry, lookup, book) = travel_tools();
     let client = Arc::new(script());
     let agent = Agent::builder(client.clone()).tools(registry).build();
-    let result = agent
-        .run(Vec::new(), "book seat 12A", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent.run("book seat 12A").await.unwrap();
 
     assert_eq!(result.stop_reason, StopCause::AwaitingApproval);
     assert_eq!(result.stop_reason.as_str(), "awaiting_approval");
@@ -113,7 +110,7 @@ async fn a_saved_paused_state_approved_in_another_agent_runs_the_batch_once() {
     assert!(wrong.to_string().contains("call_9"), "{wrong}");
     resumed.approve("call_2").unwrap();
     assert!(!resumed.is_awaiting_approval());
-    let result = agent.resume(resumed, &ToolContext::new()).await.unwrap();
+    let result = agent.resume(resumed).await.unwrap();
 
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!(result.response, "Done.");
@@ -137,7 +134,7 @@ async fn a_denied_call_never_runs_and_the_model_reads_that_the_user_refused_it()
     let (registry, lookup, book) = travel_tools();
     let agent = Agent::builder(Arc::new(client.clone())).tools(registry).build();
     paused.deny("call_2", Some("too expensive".into())).unwrap();
-    let result = agent.resume(paused, &ToolContext::new()).await.unwrap();
+    let result = agent.resume(paused).await.unwrap();
 
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!((calls(&lookup), calls(&book)), (1, 0));
@@ -183,7 +180,7 @@ async fn an_approver_in_the_context_decides_while_the_run_waits() {
             asked: Mutex::new(Vec::new()),
         });
         let context = ToolContext::new().with_approver(approver.clone());
-        let mut events = Box::pin(agent.run_stream(Vec::new(), "book seat 12A", context));
+        let mut events = Box::pin(agent.run("book seat 12A").context(context).stream());
         let mut seen = Vec::new();
         let mut finished = None;
         while let Some(event) = events.next().await {
@@ -229,7 +226,7 @@ async fn a_provider_can_declare_its_tools_need_approval_and_other_runs_are_uncha
         )
         .unwrap();
     let agent = Agent::builder(Arc::new(script())).tools(Arc::new(plain)).build();
-    let result = agent.run(Vec::new(), "book", &ToolContext::new()).await.unwrap();
+    let result = agent.run("book").await.unwrap();
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!(calls(&booking), 1);
 }
@@ -253,7 +250,7 @@ async fn cancelling_while_the_approver_waits_ends_the_run_cancelled_with_a_senda
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         cancel.cancel();
     });
-    let result = agent.run(Vec::new(), "book", &context).await.unwrap();
+    let result = agent.run("book").context(context.clone()).await.unwrap();
     canceller.await.unwrap();
     assert_eq!(result.stop_reason, StopCause::Cancelled);
     assert!(result.pending_approvals.is_empty());

@@ -5,9 +5,10 @@
 
 mod common;
 
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_core::{ModelCatalog, ModelInfo, Pricing, StopCause, ToolContext, Usage};
+use agent_core::{ModelCatalog, ModelInfo, Pricing, StopCause, Usage};
 use agent_runner::Budget;
 use agent_testing::{ScriptedClient, response};
 use serde_json::json;
@@ -60,9 +61,7 @@ fn run(client: &ScriptedClient, catalog: Option<ModelCatalog>) -> agent_core::Ag
         .enable_all()
         .build()
         .expect("runtime");
-    runtime
-        .block_on(agent.run(vec![], "go", &ToolContext::new()))
-        .expect("run")
+    runtime.block_on(agent.run("go").into_future()).expect("run")
 }
 
 fn script() -> ScriptedClient {

@@ -69,7 +69,8 @@ async fn a_cost_budget_ends_the_run_once_the_first_call_passes_it() {
         .catalog(catalog())
         .budget(dollars(0.10))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("budget stops are results");
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
@@ -95,7 +96,8 @@ async fn a_cost_budget_ends_the_run_when_a_later_call_passes_it() {
         .catalog(catalog())
         .budget(dollars(0.10))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
@@ -116,7 +118,8 @@ async fn a_run_within_its_cost_budget_completes_without_a_note() {
         .catalog(catalog())
         .budget(dollars(1.0))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::Completed);
@@ -134,7 +137,8 @@ async fn an_unpriced_model_runs_on_but_the_result_says_the_cost_budget_was_not_e
     let result = common::agent(&client)
         .budget(dollars(0.01))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::Completed);
@@ -158,7 +162,8 @@ async fn the_unpriced_note_follows_the_detail_of_another_stop() {
             ..Budget::default()
         })
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
@@ -183,7 +188,8 @@ async fn a_call_whose_estimate_exceeds_the_remaining_tokens_is_not_made() {
         .max_tokens(300)
         .budget(tokens(1000))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1, "the second call is never made");
@@ -214,7 +220,8 @@ async fn without_max_tokens_the_input_estimate_alone_can_stop_the_run() {
     let result = common::agent(&client)
         .budget(tokens(1000))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1);
@@ -238,7 +245,8 @@ async fn a_large_tool_result_counts_towards_the_next_calls_estimate() {
         .max_tool_result_bytes(0)
         .budget(tokens(5000))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1);
@@ -257,7 +265,8 @@ async fn the_first_call_is_blocked_only_when_max_tokens_alone_exceeds_the_budget
         .max_tokens(2000)
         .budget(tokens(1000))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert!(client.requests().is_empty(), "no call is made");
@@ -279,7 +288,9 @@ async fn the_first_call_is_blocked_only_when_max_tokens_alone_exceeds_the_budget
         .max_tokens(200)
         .budget(tokens(1000))
         .build()
-        .run(history, "go", &ctx())
+        .run("go")
+        .history(history)
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1);
@@ -296,7 +307,8 @@ async fn a_call_whose_estimated_cost_exceeds_what_is_left_is_not_made() {
         .max_tokens(100)
         .budget(dollars(0.40))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     // First call: up to 100 output tokens = $0.20, allowed. Second: 104
@@ -322,7 +334,8 @@ async fn a_forced_final_answer_that_would_exceed_the_budget_is_not_requested() {
         .max_tokens(300)
         .budget(tokens(1000))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1);
@@ -355,7 +368,8 @@ async fn calls_that_fit_the_estimate_go_ahead() {
         .max_tokens(300)
         .budget(tokens(1000))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 2);
@@ -411,7 +425,7 @@ async fn a_resumed_run_keeps_the_deadline_it_started_with() {
     // Resumed after the deadline passed: it stops at once, calling nothing.
     tokio::time::sleep(std::time::Duration::from_millis(60)).await;
     let started = std::time::Instant::now();
-    let result = agent.resume(restored, &ctx()).await.expect("run");
+    let result = agent.resume(restored).context(ctx()).await.expect("run");
     assert!(started.elapsed() < std::time::Duration::from_millis(30));
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
     assert_eq!(result.stop_detail.as_deref(), Some("the run's deadline passed"));
@@ -435,7 +449,8 @@ async fn a_resumed_run_keeps_the_deadline_it_started_with() {
     let result = common::agent(&client)
         .deadline(std::time::Duration::from_secs(30))
         .build()
-        .resume(old, &ctx())
+        .resume(old)
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::Completed);
@@ -452,7 +467,8 @@ async fn a_run_stopped_by_its_deadline_says_what_it_found() {
     let result = common::agent(&client)
         .deadline(Duration::from_millis(300))
         .build()
-        .run(vec![], "How warm is Oslo?", &ctx())
+        .run("How warm is Oslo?")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
@@ -471,7 +487,8 @@ async fn a_run_stopped_by_its_deadline_says_what_it_found() {
     let result = common::agent(&client)
         .deadline(Duration::from_millis(50))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);

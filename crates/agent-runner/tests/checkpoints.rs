@@ -62,7 +62,8 @@ async fn the_state_is_saved_before_the_first_call_after_every_step_and_every_fin
     let agent = Agent::builder(Arc::new(script())).tools(registry).build();
     let saved = Arc::new(Recorded::default());
     let result = agent
-        .resume_with_checkpoints(agent.start(Vec::new(), "go"), &ToolContext::new(), Some(saved.clone()))
+        .resume(agent.start(Vec::new(), "go"))
+        .checkpoints(saved.clone())
         .await
         .unwrap();
     assert_eq!(result.stop_reason, StopCause::Completed);
@@ -101,7 +102,10 @@ async fn a_run_saved_in_the_middle_of_a_batch_resumes_without_running_finished_c
     let saved = Arc::new(Recorded::default());
     let cancel = agent_core::CancellationToken::new();
     let context = ToolContext::new().with_cancel(cancel.clone());
-    let run = agent.resume_with_checkpoints(agent.start(Vec::new(), "go"), &context, Some(saved.clone()));
+    let run = agent
+        .resume(agent.start(Vec::new(), "go"))
+        .context(context.clone())
+        .checkpoints(saved.clone());
     tokio::select! {
         _ = run => panic!("the slow tool cannot finish"),
         () = async {
@@ -118,7 +122,7 @@ async fn a_run_saved_in_the_middle_of_a_batch_resumes_without_running_finished_c
     let (registry, fast_again, slow_again) = tools(Duration::ZERO);
     let client = Arc::new(ScriptedClient::new().respond(response::text("Both done.")));
     let agent = Agent::builder(client.clone()).tools(registry).build();
-    let result = agent.resume(last, &ToolContext::new()).await.unwrap();
+    let result = agent.resume(last).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!(result.response, "Both done.");
     assert_eq!(calls(&fast_again), 0, "the finished call is not run again");
@@ -151,7 +155,9 @@ async fn a_cancelled_batch_keeps_the_results_of_the_calls_that_finished() {
         })
     };
     let result = agent
-        .resume_with_checkpoints(agent.start(Vec::new(), "go"), &context, Some(saved.clone()))
+        .resume(agent.start(Vec::new(), "go"))
+        .context(context.clone())
+        .checkpoints(saved.clone())
         .await
         .unwrap();
     watcher.await.unwrap();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use agent_core::{
     AgentEvent, AgentRunResult, CallPurpose, ChatRequest, CompactionTrigger, Message, ModelCatalog, ModelInfo,
-    StopCause, ToolChoice, ToolContext, Usage,
+    StopCause, ToolChoice, Usage,
 };
 use agent_prompts::builtin;
 use agent_runner::AgentBuilder;
@@ -34,7 +34,7 @@ async fn a_forty_turn_conversation_with_large_results_is_compacted_to_fit_a_tiny
     let agent = agent(&router).context_window(window).max_tokens(100).build();
     let history = history(40, RESULT_BYTES);
     assert_eq!(history.len(), 160);
-    let stream = agent.run_stream(history, "Which city is the largest?", ToolContext::new());
+    let stream = agent.run("Which city is the largest?").history(history).stream();
     let (events, result) = collect(stream).await;
 
     assert_eq!(result.stop_reason, StopCause::Completed);
@@ -191,10 +191,7 @@ async fn eliding_old_results_is_enough_when_it_frees_the_room() {
         ScriptedClient::new(),
     );
     let agent = agent(&router).context_window(4000).max_tokens(100).build();
-    let result = agent
-        .run(history(6, RESULT_BYTES), "And now?", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent.run("And now?").history(history(6, RESULT_BYTES)).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::Completed);
     let requests = router.requests();
     assert_eq!(requests.len(), 1, "no summary call");
@@ -247,7 +244,8 @@ async fn run_long_history(configure: impl FnOnce(AgentBuilder) -> AgentBuilder) 
     );
     let result = configure(agent(&router))
         .build()
-        .run(history(40, RESULT_BYTES), "And now?", &ToolContext::new())
+        .run("And now?")
+        .history(history(40, RESULT_BYTES))
         .await
         .unwrap();
     (router.requests(), result)
@@ -315,7 +313,8 @@ async fn a_provider_counting_more_tokens_than_estimated_makes_compaction_start_e
             .tools(common::registry(tools()))
             .context_window(window)
             .build()
-            .run(history(6, 2000), "And now?", &ToolContext::new())
+            .run("And now?")
+            .history(history(6, 2000))
             .await
             .unwrap();
         (router.requests(), result)
@@ -351,7 +350,8 @@ async fn a_forced_final_answer_is_compacted_with_its_instruction_kept_last() {
     );
     let agent = agent(&router).context_window(1200).max_iterations(1).build();
     let result = agent
-        .run(history(8, 100), "How many live in city 9?", &ToolContext::new())
+        .run("How many live in city 9?")
+        .history(history(8, 100))
         .await
         .unwrap();
     assert_eq!(result.stop_reason, StopCause::MaxIterations);
@@ -411,10 +411,7 @@ async fn an_agent_keeps_the_calibration_its_runs_learned_for_the_next_run() {
         .tools(common::registry(tools()))
         .context_window(window)
         .build();
-    let first = agent
-        .run(history(6, 2000), "And now?", &ToolContext::new())
-        .await
-        .unwrap();
+    let first = agent.run("And now?").history(history(6, 2000)).await.unwrap();
     assert!(
         first.compactions.is_empty(),
         "the first estimate fits: {:?}",
@@ -422,10 +419,7 @@ async fn an_agent_keeps_the_calibration_its_runs_learned_for_the_next_run() {
     );
     assert!((agent.start(Vec::new(), "x").calibration() - 3.0).abs() < 0.01);
 
-    let second = agent
-        .run(history(6, 2000), "And now?", &ToolContext::new())
-        .await
-        .unwrap();
+    let second = agent.run("And now?").history(history(6, 2000)).await.unwrap();
     let [record] = second.compactions.as_slice() else {
         panic!(
             "the second run is compacted before its first call: {:?}",

@@ -5,7 +5,7 @@
 
 mod common;
 
-use agent_core::{Capabilities, CompactionTrigger, LlmError, LlmErrorKind, Message, StopCause, ToolContext, Usage};
+use agent_core::{Capabilities, CompactionTrigger, LlmError, LlmErrorKind, Message, StopCause, Usage};
 use agent_runner::ContextPolicy;
 use agent_runner::context::SUMMARY_PREFIX;
 use agent_runner::history::is_sendable;
@@ -23,10 +23,7 @@ async fn a_context_length_error_compacts_once_and_the_call_is_retried() {
     );
     // No window known: only the provider's error compacts.
     let agent = agent(&router).build();
-    let result = agent
-        .run(history(6, 100), "And now?", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent.run("And now?").history(history(6, 100)).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!(result.response, "done");
     let requests = router.requests();
@@ -65,7 +62,8 @@ async fn a_second_context_length_error_for_the_same_call_ends_the_run() {
     );
     let error = agent(&router)
         .build()
-        .run(history(6, 100), "And now?", &ToolContext::new())
+        .run("And now?")
+        .history(history(6, 100))
         .await
         .unwrap_err();
     assert_eq!(router.requests().len(), 3, "the call, the summary, the retry");
@@ -76,11 +74,7 @@ async fn a_second_context_length_error_for_the_same_call_ends_the_run() {
 
     // With nothing to compact, the first error ends the run.
     let router = Router::new(ScriptedClient::new().fail(too_long()), ScriptedClient::new());
-    let error = agent(&router)
-        .build()
-        .run(Vec::new(), "Hello", &ToolContext::new())
-        .await
-        .unwrap_err();
+    let error = agent(&router).build().run("Hello").await.unwrap_err();
     assert_eq!(router.requests().len(), 1);
     assert_eq!(error.source_error.map(|e| e.kind), Some(LlmErrorKind::ContextLength));
     assert!(error.result.compactions.is_empty());
@@ -97,7 +91,8 @@ async fn a_second_context_length_error_for_the_same_call_ends_the_run() {
     let error = agent(&router)
         .context_policy(policy)
         .build()
-        .run(history(6, 100), "And now?", &ToolContext::new())
+        .run("And now?")
+        .history(history(6, 100))
         .await
         .unwrap_err();
     assert_eq!(router.requests().len(), 1);
@@ -132,11 +127,7 @@ async fn text_protocol_turns_keep_their_results_and_results_are_elided_in_their_
             ]
         })
         .collect();
-    let result = agent(&router)
-        .build()
-        .run(history, "And now?", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent(&router).build().run("And now?").history(history).await.unwrap();
     assert_eq!(result.response, "done");
     let requests = router.requests();
     assert_eq!(requests.len(), 3);

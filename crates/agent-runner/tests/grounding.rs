@@ -6,8 +6,7 @@
 mod common;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, GroundingAction, GroundingFault, Message, StopCause, ToolChoice, ToolContext,
-    ToolOutput,
+    AgentEvent, AgentRunResult, GroundingAction, GroundingFault, Message, StopCause, ToolChoice, ToolOutput,
 };
 use std::time::Duration;
 
@@ -45,7 +44,7 @@ async fn run(client: &ScriptedClient, grounding: Grounding, question: &str) -> A
 async fn run_on(builder: agent_runner::AgentBuilder, question: &str) -> AgentRunResult {
     builder
         .build()
-        .run(Vec::new(), question, &ToolContext::new())
+        .run(question)
         .await
         .unwrap_or_else(|error| *error.result)
 }
@@ -508,7 +507,8 @@ async fn each_re_ask_is_reported_as_an_event() {
     let events: Vec<AgentEvent> = common::agent_with(&client, travel_tools())
         .grounding(Grounding::On)
         .build()
-        .run_stream(Vec::new(), "Paris?", ToolContext::new())
+        .run("Paris?")
+        .stream()
         .collect()
         .await;
     let reports: Vec<&AgentEvent> = events
@@ -562,7 +562,7 @@ async fn a_run_saved_during_a_restated_re_ask_resumes_without_the_restatement() 
     let resumed = common::agent_with(&client, travel_tools())
         .grounding(Grounding::On)
         .build()
-        .resume(restored, &ToolContext::new())
+        .resume(restored)
         .await
         .expect("resumes");
     assert_eq!(resumed.response, "Paris: 18.4 °C.");

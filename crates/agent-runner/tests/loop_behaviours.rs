@@ -25,7 +25,8 @@ async fn native_mode_sends_tool_definitions_and_runs_structured_calls() {
         .respond(response::text("done"));
     let result = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let requests = client.requests();
@@ -45,7 +46,8 @@ async fn two_slow_tools_in_one_batch_take_the_time_of_one() {
     let started = Instant::now();
     let result = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let elapsed = started.elapsed();
@@ -67,7 +69,8 @@ async fn results_are_appended_in_call_order_whatever_finishes_first() {
         .respond(response::text("done"));
     common::agent_with(&client, tools)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let second = &client.requests()[1];
@@ -87,7 +90,8 @@ async fn concurrency_is_bounded() {
     common::agent(&client)
         .max_concurrent_tools(1)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert!(
@@ -114,7 +118,8 @@ async fn identical_calls_in_a_reply_collapse_into_one_and_the_record_keeps_both(
         .respond(response::text("done"));
     let result = common::agent_with(&client, TestTools::new("t").with(echo))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
@@ -157,7 +162,8 @@ async fn calls_past_the_per_reply_cap_are_recorded_as_not_run_and_left_out_of_th
     let result = common::agent_with(&client, TestTools::new("t").with(echo))
         .max_calls_per_reply(2)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
@@ -194,7 +200,8 @@ async fn the_default_cap_is_sixteen_calls_per_reply() {
         .respond(response::text("done"));
     common::agent_with(&client, TestTools::new("t").with(echo))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 16);
@@ -214,7 +221,8 @@ async fn deduplication_can_be_switched_off_and_does_not_span_turns() {
     common::agent_with(&client, TestTools::new("t").with(echo))
         .deduplicate_calls(false)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
@@ -233,7 +241,8 @@ async fn deduplication_can_be_switched_off_and_does_not_span_turns() {
     common::agent_with(&client, TestTools::new("t").with(echo))
         .reask_repeated_calls(false)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(
@@ -260,7 +269,8 @@ async fn unknown_tool_invalid_arguments_and_tool_errors_become_error_results() {
         .respond(response::text("recovered"));
     let result = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.response, "recovered");
@@ -305,7 +315,8 @@ async fn schema_invalid_arguments_never_reach_the_tool() {
         .respond(response::text("Which city?"));
     let result = common::agent_with(&client, TestTools::new("t").with(weather))
         .build()
-        .run(vec![], "weather?", &ctx())
+        .run("weather?")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0);
@@ -320,7 +331,8 @@ async fn a_panicking_tool_yields_an_error_result_and_the_run_continues() {
         .respond(response::text("still here"));
     let result = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::Completed);
@@ -343,7 +355,8 @@ async fn a_permission_denial_is_a_result_the_model_sees() {
         .respond(response::text("not allowed"));
     let result = common::agent_with(&client, tools.clone())
         .build()
-        .run(vec![], "drop it", &ToolContext::new().with_role("user"))
+        .run("drop it")
+        .context(ToolContext::new().with_role("user"))
         .await
         .expect("run");
     assert!(result.tool_calls[0].is_error);
@@ -364,7 +377,8 @@ async fn three_consecutive_all_failing_iterations_end_the_run_with_an_error() {
         .respond(response::text("never sent"));
     let error = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect_err("the run fails");
     assert_eq!(error.result.stop_reason, StopCause::Error);
@@ -383,7 +397,8 @@ async fn a_success_resets_the_failure_count() {
         .respond(response::text("ok"));
     let result = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::Completed);
@@ -398,7 +413,8 @@ async fn repeating_the_previous_turns_calls_forces_a_final_answer() {
         .respond(response::text("final"));
     let result = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let requests = client.requests();
@@ -424,7 +440,8 @@ async fn hitting_max_iterations_forces_one_final_answer_without_running_more_too
     let result = common::agent_with(&client, TestTools::new("t").with(echo))
         .max_iterations(2)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let requests = client.requests();
@@ -470,7 +487,8 @@ async fn a_forced_tool_choice_reverts_to_auto_after_the_first_round() {
     common::agent(&client)
         .tool_choice(ToolChoice::Tool { name: "echo".into() })
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let choices: Vec<_> = client.requests().into_iter().map(|r| r.tool_choice).collect();
@@ -499,7 +517,8 @@ async fn a_token_budget_ends_the_run() {
             ..Budget::default()
         })
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("budget stops are results");
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
@@ -524,7 +543,8 @@ async fn a_batch_that_would_exceed_the_tool_call_budget_does_not_start() {
             ..Budget::default()
         })
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -541,7 +561,8 @@ async fn a_deadline_stops_a_slow_run() {
     let result = common::agent(&client)
         .deadline(Duration::from_millis(50))
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert!(started.elapsed() < Duration::from_millis(180));
@@ -565,7 +586,8 @@ async fn a_cancelled_run_stops_within_100_ms_even_while_a_tool_sleeps() {
     let started = Instant::now();
     let result = common::agent_with(&client, tools)
         .build()
-        .run(vec![], "go", &context)
+        .run("go")
+        .context(context.clone())
         .await
         .expect("cancellation is a result");
     let elapsed = started.elapsed();
@@ -590,7 +612,8 @@ async fn a_cancelled_model_call_stops_promptly() {
     let started = Instant::now();
     let result = common::agent(&client)
         .build()
-        .run(vec![], "go", &context)
+        .run("go")
+        .context(context.clone())
         .await
         .expect("result");
     assert!(started.elapsed() < Duration::from_millis(130));
@@ -610,7 +633,9 @@ async fn a_history_with_a_dangling_tool_call_is_repaired_before_sending() {
     let client = ScriptedClient::new().respond(response::text("ok"));
     common::agent(&client)
         .build()
-        .run(history, "again", &ctx())
+        .run("again")
+        .history(history)
+        .context(ctx())
         .await
         .expect("run");
     let sent = &client.requests()[0].messages;
@@ -633,12 +658,14 @@ async fn requests_with_the_same_tools_serialise_byte_identical_prefixes() {
     let second = script();
     common::agent(&first)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     common::agent(&second)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let serialise = |request: &agent_core::ChatRequest| serde_json::to_string(request).expect("serialise");
@@ -684,7 +711,7 @@ async fn the_result_records_calls_usage_cost_and_a_history_that_continues() {
         ))
         .respond(response::text("second answer"));
     let agent = common::agent(&client).catalog(std::sync::Arc::new(catalog)).build();
-    let first = agent.run(vec![], "one", &ctx()).await.expect("run");
+    let first = agent.run("one").context(ctx()).await.expect("run");
     assert_eq!(first.iterations, 2);
     assert_eq!(first.usage, Usage::new(250, 30));
     let cost = first.cost_usd.expect("priced");
@@ -699,7 +726,12 @@ async fn the_result_records_calls_usage_cost_and_a_history_that_continues() {
         "user, assistant call, tool result, assistant answer"
     );
 
-    let second = agent.run(first.messages.clone(), "two", &ctx()).await.expect("run");
+    let second = agent
+        .run("two")
+        .history(first.messages.clone())
+        .context(ctx())
+        .await
+        .expect("run");
     assert_eq!(second.response, "second answer");
     let sent = &client.requests()[2].messages;
     assert_eq!(&sent[..4], &first.messages[..]);
@@ -713,7 +745,8 @@ async fn a_model_error_fails_the_run_but_keeps_the_history() {
         .fail(LlmError::new(LlmErrorKind::Server, "upstream exploded").with_status(500));
     let error = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect_err("fails");
     assert_eq!(error.source_error.map(|e| e.kind), Some(LlmErrorKind::Server));
@@ -740,7 +773,8 @@ async fn text_before_tool_calls_in_one_response_does_not_end_the_run() {
         .respond(response::text("Found it."));
     let result = common::agent(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.response, "Found it.");
@@ -787,7 +821,8 @@ async fn reaching_the_deadline_cancels_the_runs_token_but_not_the_callers() {
         .tools(Arc::new(registry))
         .deadline(Duration::from_millis(100))
         .build()
-        .run(vec![], "go", &caller)
+        .run("go")
+        .context(caller.clone())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
@@ -811,7 +846,8 @@ async fn a_huge_tool_result_is_capped_before_it_enters_the_history() {
     let client = script();
     let result = common::agent_with(&client, tools.clone())
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let sent = client.requests()[1].clone();
@@ -837,7 +873,8 @@ async fn a_huge_tool_result_is_capped_before_it_enters_the_history() {
     common::agent_with(&client, tools)
         .max_tool_result_bytes(0)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     let sent = client.requests()[1].clone();
@@ -881,7 +918,9 @@ async fn tools_are_told_what_the_user_said_in_the_conversation() {
     let result = agent_runner::Agent::builder(std::sync::Arc::new(client))
         .tools(std::sync::Arc::new(registry))
         .build()
-        .run(history, "Weather in tokyo?", &ctx())
+        .run("Weather in tokyo?")
+        .history(history)
+        .context(ctx())
         .await
         .expect("run");
     let said: Vec<&str> = result.tool_calls.iter().map(|call| call.result.as_str()).collect();
@@ -912,7 +951,8 @@ async fn a_stop_tool_ends_the_run_with_its_result_and_the_tool_choice_can_hold_e
         .tool_choice_every_round(true)
         .stop_at_tools(["reply_to_user"])
         .build()
-        .run(vec![], "Weather in Oslo?", &ctx())
+        .run("Weather in Oslo?")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.response, "It is 12 °C in Oslo.");

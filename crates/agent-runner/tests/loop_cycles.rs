@@ -51,7 +51,8 @@ async fn alternating_between_two_calls_of_one_tool_forces_a_final_answer_naming_
         .respond(response::text("final"));
     let result = cycles_only(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_forced_at(&client, 4);
@@ -83,7 +84,9 @@ async fn alternating_between_two_tools_is_detected_and_reported_as_a_loop_event(
         .respond(response::text("final"));
     let events: Vec<AgentEvent> = cycles_only(&client)
         .build()
-        .run_stream(vec![], "go", ctx())
+        .run("go")
+        .context(ctx())
+        .stream()
         .collect()
         .await;
     let loops: Vec<u32> = events
@@ -127,7 +130,8 @@ async fn a_cycle_of_three_rounds_is_detected_whatever_the_order_of_calls_within_
         .respond(response::text("final"));
     let result = cycles_only(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_forced_at(&client, 6);
@@ -156,7 +160,8 @@ async fn rounds_that_change_are_not_a_loop() {
         .respond(response::text("done"));
     let result = cycles_only(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::Completed, "{:?}", result.stop_detail);
@@ -179,7 +184,8 @@ async fn a_round_whose_calls_could_not_run_breaks_a_cycle() {
         TestTools::new("t").with(TestTool::new("echo", ToolBehaviour::Echo)),
     )
     .build()
-    .run(vec![], "go", &ctx())
+    .run("go")
+    .context(ctx())
     .await
     .expect("run");
     assert_eq!(result.stop_reason, StopCause::Completed, "{:?}", result.stop_detail);
@@ -194,7 +200,8 @@ async fn plain_repetition_is_still_caught_after_one_repeat_and_names_the_calls()
         .respond(response::text("final"));
     let result = cycles_only(&client)
         .build()
-        .run(vec![], "go", &ctx())
+        .run("go")
+        .context(ctx())
         .await
         .expect("run");
     assert_forced_at(&client, 3);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use agent_core::{AgentEvent, AgentRunResult, Message, StopCause, ToolChoice, ToolContext};
+use agent_core::{AgentEvent, AgentRunResult, Message, StopCause, ToolChoice};
 use agent_testing::{ScriptedClient, response};
 use futures::StreamExt;
 use serde_json::json;
@@ -18,7 +18,7 @@ async fn run(client: &ScriptedClient, reask: bool) -> AgentRunResult {
     common::agent(client)
         .reask_repeated_calls(reask)
         .build()
-        .run(Vec::new(), "How warm is it in Oslo and in Rome?", &ToolContext::new())
+        .run("How warm is it in Oslo and in Rome?")
         .await
         .unwrap_or_else(|error| *error.result)
 }
@@ -136,12 +136,10 @@ async fn a_reply_with_text_or_a_new_call_runs_as_usual() {
         .respond(weather("Oslo", "celsius"))
         .respond(response::text("Still 21 °C."));
     let agent = common::agent(&client).build();
-    let first = agent
-        .run(Vec::new(), "Oslo?", &ToolContext::new())
-        .await
-        .unwrap_or_else(|error| *error.result);
+    let first = agent.run("Oslo?").await.unwrap_or_else(|error| *error.result);
     let second = agent
-        .run(first.messages, "And now?", &ToolContext::new())
+        .run("And now?")
+        .history(first.messages)
         .await
         .unwrap_or_else(|error| *error.result);
     assert_eq!(second.tool_calls.len(), 1, "the call of the new turn ran");
@@ -180,7 +178,7 @@ async fn the_re_ask_is_reported_as_an_event() {
         .respond(weather("Oslo", "fahrenheit"))
         .respond(response::text("21 °C."));
     let agent = common::agent(&client).build();
-    let mut stream = agent.run_stream(Vec::new(), "Oslo?", ToolContext::new());
+    let mut stream = agent.run("Oslo?").stream();
     let mut repeated = Vec::new();
     while let Some(event) = stream.next().await {
         if let AgentEvent::CallsRepeated { iteration, tools } = event {

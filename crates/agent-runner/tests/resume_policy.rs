@@ -85,7 +85,7 @@ async fn a_saved_state_whose_approval_gate_was_emptied_still_pauses_under_an_age
     // Another process, configured as before, resumes it without approving.
     let (registry, lookup, book) = travel_tools();
     let agent = travel_agent(&client, registry);
-    let result = agent.resume(emptied, &ToolContext::new()).await.unwrap();
+    let result = agent.resume(emptied).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::AwaitingApproval);
     let waiting: Vec<&str> = result.pending_approvals.iter().map(|call| call.name.as_str()).collect();
     assert_eq!(waiting, ["book"]);
@@ -105,10 +105,7 @@ async fn a_state_saved_before_the_model_asked_keeps_the_current_approval_rules()
     });
 
     let (registry, _, book) = travel_tools();
-    let result = travel_agent(&client, registry)
-        .resume(fresh, &ToolContext::new())
-        .await
-        .unwrap();
+    let result = travel_agent(&client, registry).resume(fresh).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::AwaitingApproval);
     assert_eq!(calls(&book), 0);
 }
@@ -131,7 +128,7 @@ async fn a_state_whose_tool_call_budget_was_raised_is_held_to_the_current_one() 
     let raised = tampered(&agent.start(Vec::new(), "go"), |saved| {
         saved["config"]["budget"]["max_tool_calls"] = json!(100);
     });
-    let result = agent.resume(raised, &ToolContext::new()).await.unwrap();
+    let result = agent.resume(raised).await.unwrap();
     assert_eq!(
         result.stop_reason,
         StopCause::BudgetExceeded,
@@ -159,7 +156,7 @@ async fn a_state_whose_iteration_limit_was_raised_is_held_to_the_current_one() {
     let raised = tampered(&agent.start(Vec::new(), "go"), |saved| {
         saved["config"]["max_iterations"] = json!(50);
     });
-    let result = agent.resume(raised, &ToolContext::new()).await.unwrap();
+    let result = agent.resume(raised).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::MaxIterations);
 }
 
@@ -172,7 +169,7 @@ async fn a_state_whose_deadline_was_pushed_back_ends_by_the_current_limit() {
         saved["deadline_unix_ms"] = json!(4_102_444_800_000_u64); // 2100-01-01
         saved["config"]["budget"]["deadline"] = json!(86_400_000);
     });
-    let result = agent.resume(later, &ToolContext::new()).await.unwrap();
+    let result = agent.resume(later).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
     assert_eq!(result.stop_detail.as_deref(), Some("the run's deadline passed"));
     assert!(client.requests().is_empty());
@@ -224,7 +221,7 @@ async fn a_tool_removed_from_the_agent_does_not_run_when_a_saved_state_asks_for_
             hidden: "weather",
         }))
         .build();
-    let result = today.resume(saved, &ToolContext::new()).await.unwrap();
+    let result = today.resume(saved).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!(tools.calls("weather"), 0, "neither the saved call nor the new one ran");
     assert_eq!(tools.calls("echo"), 1, "an offered tool still runs");
@@ -267,7 +264,7 @@ async fn a_state_that_does_not_match_the_agent_resuming_it_is_refused() {
         let client = ScriptedClient::new().respond(response::text("Hello."));
         let agent = common::agent(&client).build();
         let state = tampered(&agent.start(Vec::new(), "hi"), tamper);
-        let refused = agent.resume(state, &ToolContext::new()).await;
+        let refused = agent.resume(state).await;
         let Err(error) = refused else {
             panic!("{what}: resumed: {refused:?}");
         };
@@ -295,7 +292,7 @@ async fn restore_names_why_a_state_is_refused_and_a_stream_of_it_ends_in_an_erro
         Err(agent_runner::ResumeError::Inconsistent(_))
     ));
 
-    let events: Vec<_> = agent.stream_from(intruder, ToolContext::new(), None).collect().await;
+    let events: Vec<_> = agent.resume(intruder).stream().collect().await;
     let Some(agent_core::AgentEvent::RunFinished { result }) = events.last() else {
         panic!("{events:?}");
     };
@@ -329,17 +326,14 @@ async fn an_approval_read_back_from_a_store_is_asked_again() {
     // Saved after the decision, read back: the decision is not in it.
     let (registry, _, book) = travel_tools();
     let agent = travel_agent(&client, registry);
-    let result = agent
-        .resume(tampered(&decided, |_| {}), &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent.resume(tampered(&decided, |_| {})).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::AwaitingApproval);
     assert_eq!(calls(&book), 0);
 
     // Decided in the process that drives it, it runs.
     let mut decided = agent.restore(tampered(&decided, |_| {})).unwrap();
     decided.approve("call_1").unwrap();
-    let result = agent.resume(decided, &ToolContext::new()).await.unwrap();
+    let result = agent.resume(decided).await.unwrap();
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!(calls(&book), 1);
 }

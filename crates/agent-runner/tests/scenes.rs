@@ -614,10 +614,7 @@ async fn a_handoff_answers_with_the_sub_agent_and_adds_its_usage() {
         "{}",
         definition.description
     );
-    let result = agent
-        .run(Vec::new(), QUESTION, &ToolContext::new())
-        .await
-        .expect("runs");
+    let result = agent.run(QUESTION).await.expect("runs");
     assert_eq!(result.response, "It is 42.");
     assert_eq!(result.tool_calls[0].result, "42");
     assert_eq!(sub.requests()[0].messages, [Message::user("15 + 27")]);
@@ -636,10 +633,7 @@ async fn a_handoff_answers_with_the_sub_agent_and_adds_its_usage() {
     let main = ScriptedClient::new()
         .respond(response::tool_calls([("math_expert", json!({"task": "15 + 27"}))]))
         .respond(response::text("It is 42."));
-    let events: Vec<AgentEvent> = parent(&main, expert(&sub))
-        .run_stream(Vec::new(), QUESTION, ToolContext::new())
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = parent(&main, expert(&sub)).run(QUESTION).stream().collect().await;
     let Some(AgentEvent::RunFinished { result: streamed }) = events.last() else {
         panic!("{events:?}")
     };
@@ -656,10 +650,7 @@ async fn identical_handoffs_of_one_reply_run_and_count_once() {
             ("math_expert", json!({"task": "15 + 27"})),
         ]))
         .respond(response::text("42."));
-    let result = parent(&main, expert(&sub))
-        .run(Vec::new(), QUESTION, &ToolContext::new())
-        .await
-        .expect("runs");
+    let result = parent(&main, expert(&sub)).run(QUESTION).await.expect("runs");
     assert_eq!(sub.requests().len(), 1);
     assert_eq!(result.usage, Usage::new(40, 14));
     assert_eq!(result.tool_calls.len(), 2);
@@ -677,10 +668,7 @@ async fn a_failed_handoff_is_a_tool_error_and_its_usage_still_counts() {
     let main = ScriptedClient::new()
         .respond(response::tool_calls([("math_expert", json!({"task": "15 + 27"}))]))
         .respond(response::text("The expert failed."));
-    let result = parent(&main, expert(&sub))
-        .run(Vec::new(), QUESTION, &ToolContext::new())
-        .await
-        .expect("runs");
+    let result = parent(&main, expert(&sub)).run(QUESTION).await.expect("runs");
     assert!(result.tool_calls[0].is_error);
     assert!(
         result.tool_calls[0]
@@ -696,10 +684,7 @@ async fn a_failed_handoff_is_a_tool_error_and_its_usage_still_counts() {
     let main = ScriptedClient::new()
         .respond(response::tool_calls([("math_expert", json!({"task": " "}))]))
         .respond(response::text("?"));
-    let result = parent(&main, expert(&sub))
-        .run(Vec::new(), QUESTION, &ToolContext::new())
-        .await
-        .expect("runs");
+    let result = parent(&main, expert(&sub)).run(QUESTION).await.expect("runs");
     assert!(result.tool_calls[0].is_error);
     assert!(sub.requests().is_empty());
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use agent_core::{AgentEvent, Message, ModelProgress, StopReason, StreamEvent, ToolContext, Usage};
+use agent_core::{AgentEvent, Message, ModelProgress, StopReason, StreamEvent, Usage};
 use agent_runner::{RunState, Step};
 use agent_testing::{ScriptedClient, response};
 use futures::StreamExt;
@@ -56,7 +56,7 @@ fn script() -> ScriptedClient {
 async fn a_streamed_run_reports_events_in_order_and_ends_with_the_result() {
     let client = script();
     let agent = common::agent(&client).build();
-    let events: Vec<AgentEvent> = agent.run_stream(vec![], "weather?", ToolContext::new()).collect().await;
+    let events: Vec<AgentEvent> = agent.run("weather?").stream().collect().await;
 
     assert!(matches!(events.first(), Some(AgentEvent::RunStarted { .. })));
     let deltas: String = events
@@ -141,11 +141,7 @@ fn progress_script() -> ScriptedClient {
 #[tokio::test]
 async fn a_streamed_run_forwards_the_providers_progress_thinned_out() {
     let client = progress_script();
-    let events: Vec<AgentEvent> = common::agent(&client)
-        .build()
-        .run_stream(vec![], "hi", ToolContext::new())
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = common::agent(&client).build().run("hi").stream().collect().await;
     let progress: Vec<ModelProgress> = events
         .iter()
         .filter_map(|event| match event {
@@ -188,7 +184,7 @@ async fn a_watched_run_reports_its_steps_but_asks_for_whole_replies() {
     let client = progress_script();
     let agent = common::agent(&client).build();
     let state = agent.start(vec![], "hi");
-    let events: Vec<AgentEvent> = agent.watch_from(state, ToolContext::new(), None).collect().await;
+    let events: Vec<AgentEvent> = agent.resume(state).whole_replies().stream().collect().await;
     assert!(
         !events
             .iter()
@@ -210,7 +206,9 @@ async fn a_watched_run_reports_its_steps_but_asks_for_whole_replies() {
     let client = script();
     let agent = common::agent(&client).build();
     let events: Vec<AgentEvent> = agent
-        .watch_from(agent.start(vec![], "weather?"), ToolContext::new(), None)
+        .resume(agent.start(vec![], "weather?"))
+        .whole_replies()
+        .stream()
         .collect()
         .await;
     assert!(
@@ -227,18 +225,15 @@ async fn streamed_and_unstreamed_runs_of_the_same_script_report_identical_usage(
     let streamed_client = script();
     let events: Vec<AgentEvent> = common::agent(&streamed_client)
         .build()
-        .run_stream(vec![], "weather?", ToolContext::new())
+        .run("weather?")
+        .stream()
         .collect()
         .await;
     let Some(AgentEvent::RunFinished { result: streamed }) = events.last().cloned() else {
         panic!("no result");
     };
     let plain_client = script();
-    let plain = common::agent(&plain_client)
-        .build()
-        .run(vec![], "weather?", &ToolContext::new())
-        .await
-        .expect("run");
+    let plain = common::agent(&plain_client).build().run("weather?").await.expect("run");
     assert_eq!(streamed.usage, plain.usage);
     assert_eq!(
         plain.usage,
@@ -259,7 +254,7 @@ async fn dropping_the_event_stream_cancels_the_run() {
         .respond(response::tool_calls([("slow_a", json!({}))]))
         .respond(response::text("never"));
     let agent = common::agent(&client).build();
-    let mut stream = Box::pin(agent.run_stream(vec![], "go", ToolContext::new()));
+    let mut stream = Box::pin(agent.run("go").stream());
     // Read until the tool starts, then walk away.
     while let Some(event) = stream.next().await {
         if matches!(event, AgentEvent::ToolStarted { .. }) {
@@ -285,7 +280,7 @@ async fn a_run_saved_between_steps_resumes_to_the_same_result() {
     // Uninterrupted.
     let client = make();
     let agent = common::agent(&client).build();
-    let expected = agent.run(vec![], "go", &ToolContext::new()).await.expect("run");
+    let expected = agent.run("go").await.expect("run");
 
     // Stepped by hand: one model call, then saved as JSON, then resumed.
     let client = make();
@@ -308,7 +303,7 @@ async fn a_run_saved_between_steps_resumes_to_the_same_result() {
     let saved = serde_json::to_string(&state).expect("state serialises");
     let restored: RunState = serde_json::from_str(&saved).expect("state deserialises");
     assert_eq!(restored, state);
-    let resumed = agent.resume(restored, &ToolContext::new()).await.expect("run");
+    let resumed = agent.resume(restored).await.expect("run");
     assert_eq!(resumed.response, expected.response);
     assert_eq!(resumed.messages, expected.messages);
     assert_eq!(resumed.tool_calls.len(), expected.tool_calls.len());
@@ -348,8 +343,8 @@ async fn reasoning_in_the_history_is_tagged_with_the_provider_that_produced_it()
     ];
     let client = ScriptedClient::new().respond(reply).stream_events(streamed);
     let agent = common::agent(&client).build();
-    let plain = agent.run(vec![], "hi", &ToolContext::new()).await.expect("run");
-    let events: Vec<AgentEvent> = agent.run_stream(vec![], "hi", ToolContext::new()).collect().await;
+    let plain = agent.run("hi").await.expect("run");
+    let events: Vec<AgentEvent> = agent.run("hi").stream().collect().await;
     let Some(AgentEvent::RunFinished { result: streamed }) = events.last() else {
         panic!("{events:?}")
     };

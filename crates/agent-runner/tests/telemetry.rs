@@ -5,9 +5,9 @@
 
 mod common;
 
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 
-use agent_core::ToolContext;
 use agent_testing::{ScriptedClient, response};
 use serde_json::json;
 
@@ -101,9 +101,7 @@ fn a_run_opens_agent_chat_and_tool_spans_and_records_genai_metrics() {
                 .enable_all()
                 .build()
                 .expect("runtime");
-            runtime
-                .block_on(agent.run(vec![], "go", &ToolContext::new()))
-                .expect("run");
+            runtime.block_on(agent.run("go").into_future()).expect("run");
         });
     });
     let names = names.0.lock().map(|n| n.clone()).unwrap_or_default();

@@ -53,10 +53,7 @@ async fn a_text_only_model_completes_a_two_step_task_with_the_same_record_shape_
         ))
         .respond(response::text("15 + 27 multiplied by 3 is 126."));
     let agent = common::agent_with(&client, calculator()).build();
-    let result = agent
-        .run(vec![], "What is 15 + 27 multiplied by 3?", &ToolContext::new())
-        .await
-        .expect("run");
+    let result = agent.run("What is 15 + 27 multiplied by 3?").await.expect("run");
 
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!(result.response, "15 + 27 multiplied by 3 is 126.");
@@ -100,7 +97,7 @@ async fn a_text_only_model_completes_a_two_step_task_with_the_same_record_shape_
         .respond(response::text("15 + 27 multiplied by 3 is 126."));
     let native_result = common::agent_with(&native, calculator())
         .build()
-        .run(vec![], "What is 15 + 27 multiplied by 3?", &ToolContext::new())
+        .run("What is 15 + 27 multiplied by 3?")
         .await
         .expect("run");
     let strip = |r: &agent_core::AgentRunResult| {
@@ -124,7 +121,7 @@ async fn a_missing_parameter_goes_back_to_the_model_which_can_ask_the_user() {
         .respond(response::text("Which expression should I compute?"));
     let result = common::agent_with(&client, calculator())
         .build()
-        .run(vec![], "Compute something", &ToolContext::new())
+        .run("Compute something")
         .await
         .expect("run");
     assert!(result.tool_calls[0].is_error);
@@ -150,7 +147,7 @@ async fn the_text_protocol_can_be_forced_for_a_native_model() {
     common::agent_with(&client, calculator())
         .tool_protocol(ToolProtocol::Text)
         .build()
-        .run(vec![], "hi", &ToolContext::new())
+        .run("hi")
         .await
         .expect("run");
     assert!(client.requests()[0].tools.is_empty());
@@ -170,7 +167,7 @@ async fn loop_detection_and_the_forced_answer_work_in_text_mode() {
         .respond(response::text(format!("It is 2. {}", tagged("1 + 1"))));
     let result = common::agent_with(&client, calculator())
         .build()
-        .run(vec![], "1+1?", &ToolContext::new())
+        .run("1+1?")
         .await
         .expect("run");
     assert_eq!(result.stop_reason, StopCause::LoopDetected);
@@ -208,7 +205,7 @@ async fn streamed_text_mode_never_shows_protocol_tags() {
             },
         ]);
     let agent = common::agent_with(&client, calculator()).build();
-    let events: Vec<AgentEvent> = agent.run_stream(vec![], "2+2?", ToolContext::new()).collect().await;
+    let events: Vec<AgentEvent> = agent.run("2+2?").stream().collect().await;
     let shown: String = events
         .iter()
         .filter_map(|e| match e {
@@ -247,7 +244,7 @@ async fn a_react_agent_completes_a_two_step_task_and_records_both_steps() {
             "Thought: I now know the final answer\nFinal Answer: 126",
         ));
     let outcome = react_agent(&client)
-        .run(vec![], "What is 15 + 27 multiplied by 3?", &ToolContext::new())
+        .run(Vec::new(), "What is 15 + 27 multiplied by 3?", &ToolContext::new())
         .await
         .expect("run");
     assert_eq!(outcome.result.response, "126");
@@ -279,7 +276,7 @@ async fn stop_sequences_are_sent_and_a_made_up_observation_is_discarded() {
         ))
         .respond(response::text("Thought: done.\nFinal Answer: 4"));
     let outcome = react_agent(&client)
-        .run(vec![], "2+2?", &ToolContext::new())
+        .run(Vec::new(), "2+2?", &ToolContext::new())
         .await
         .expect("run");
     let requests = client.requests();
@@ -309,7 +306,7 @@ async fn a_malformed_react_step_gets_a_corrective_observation() {
         .respond(response::text("Hmm, let me think about this."))
         .respond(response::text("Thought: ok.\nFinal Answer: 4"));
     let outcome = react_agent(&client)
-        .run(vec![], "2+2?", &ToolContext::new())
+        .run(Vec::new(), "2+2?", &ToolContext::new())
         .await
         .expect("run");
     assert_eq!(outcome.result.response, "4");
@@ -333,7 +330,7 @@ async fn a_react_run_that_hits_max_steps_ends_with_a_forced_answer() {
         "Thought: out of steps.\nFinal Answer: I could not finish.",
     ));
     let outcome = react_agent(&client)
-        .run(vec![], "count", &ToolContext::new())
+        .run(Vec::new(), "count", &ToolContext::new())
         .await
         .expect("run");
     assert_eq!(outcome.result.stop_reason, StopCause::MaxIterations);

@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, Message, StopCause, StopReason, StreamEvent, ToolContext, ToolOutput};
+use agent_core::{AgentEvent, Message, StopCause, StopReason, StreamEvent, ToolOutput};
 use agent_testing::{TestTool, TestTools, ToolBehaviour, response};
 use futures::StreamExt;
 use serde_json::json;
@@ -75,7 +75,7 @@ async fn an_unwatched_reply_is_read_until_its_calls_reach_the_cap() {
         .max_calls_per_reply(2)
         .build();
     let result = agent
-        .run(vec![], "Weather in Oslo and Rome?", &ToolContext::new())
+        .run("Weather in Oslo and Rome?")
         .await
         .expect("the run reads no further than the two calls");
     assert_eq!(result.stop_reason, StopCause::Completed);
@@ -99,7 +99,7 @@ async fn a_streamed_reply_ends_at_its_first_repeated_call() {
     let agent = common::agent_with(&client, weather())
         .tool_protocol(agent_runner::ToolProtocol::Text)
         .build();
-    let mut events = agent.prompt_stream("Weather in Oslo and Rome?");
+    let mut events = agent.run("Weather in Oslo and Rome?").stream();
     let mut finished = None;
     while let Some(event) = events.next().await {
         if let AgentEvent::RunFinished { result, .. } = event {

@@ -114,11 +114,7 @@ async fn identical_idempotent_calls_in_successive_iterations_run_once() {
             vec![call("b", "lookup", json!({"q": "rust"})), call("c", "write", json!({}))],
         ))
         .respond(response::text("done"));
-    let result = agent(&client, &tools)
-        .build()
-        .run(Vec::new(), "go", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent(&client, &tools).build().run("go").await.unwrap();
 
     assert_eq!(tools.runs("lookup"), 1);
     let records = &result.tool_calls;
@@ -151,11 +147,7 @@ async fn a_tool_without_a_cache_policy_runs_every_time() {
             vec![call("b", "write", json!({"x": 1})), call("c", "lookup", json!({}))],
         ))
         .respond(response::text("done"));
-    let result = agent(&client, &tools)
-        .build()
-        .run(Vec::new(), "go", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent(&client, &tools).build().run("go").await.unwrap();
 
     assert_eq!(tools.runs("write"), 2);
     assert_eq!(result.tool_calls[1].result, "write run 2");
@@ -179,11 +171,7 @@ async fn key_order_and_whitespace_do_not_change_the_key() {
             ],
         ))
         .respond(response::text("done"));
-    let result = agent(&client, &tools)
-        .build()
-        .run(Vec::new(), "go", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent(&client, &tools).build().run("go").await.unwrap();
 
     let cached: Vec<bool> = result.tool_calls.iter().map(|record| record.cached).collect();
     assert_eq!(cached, [false, true, false]);
@@ -201,11 +189,7 @@ async fn an_expired_result_is_not_reused() {
             response::with_calls("", vec![call("b", "lookup", json!({})), call("c", "write", json!({}))]),
         )
         .respond(response::text("done"));
-    let result = agent(&client, &tools)
-        .build()
-        .run(Vec::new(), "go", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent(&client, &tools).build().run("go").await.unwrap();
 
     assert_eq!(tools.runs("lookup"), 2);
     assert!(!result.tool_calls[1].cached);
@@ -226,11 +210,7 @@ async fn failed_calls_are_not_cached() {
             vec![call("d", "flaky", json!({})), call("e", "write", json!({"n": 2}))],
         ))
         .respond(response::text("done"));
-    let result = agent(&client, &tools)
-        .build()
-        .run(Vec::new(), "go", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent(&client, &tools).build().run("go").await.unwrap();
 
     let flaky: Vec<(bool, bool, &str)> = result
         .tool_calls
@@ -263,17 +243,27 @@ async fn a_cache_shared_through_the_builder_serves_the_next_run() {
 
     // Without a shared cache, every run starts empty.
     let unshared = agent(&turns(2), &tools).build();
-    let first = unshared.run(Vec::new(), "go", &alice).await.unwrap();
-    let second = unshared.run(first.messages, "again", &alice).await.unwrap();
+    let first = unshared.run("go").context(alice.clone()).await.unwrap();
+    let second = unshared
+        .run("again")
+        .history(first.messages)
+        .context(alice.clone())
+        .await
+        .unwrap();
     assert_eq!(tools.runs("lookup"), 2);
     assert!(!second.tool_calls[0].cached);
 
     let cache = ToolResultCache::new();
     let session = agent(&turns(2), &tools).tool_cache(cache.clone()).build();
-    let first = session.run(Vec::new(), "go", &alice).await.unwrap();
+    let first = session.run("go").context(alice.clone()).await.unwrap();
     assert_eq!(tools.runs("lookup"), 3);
     assert!(!first.tool_calls[0].cached);
-    let second = session.run(first.messages, "again", &alice).await.unwrap();
+    let second = session
+        .run("again")
+        .history(first.messages)
+        .context(alice.clone())
+        .await
+        .unwrap();
     assert_eq!(tools.runs("lookup"), 3, "the second run reused the first one's result");
     assert!(second.tool_calls[0].cached);
     assert_eq!(second.tool_calls[0].result, "lookup run 3");
@@ -282,7 +272,8 @@ async fn a_cache_shared_through_the_builder_serves_the_next_run() {
     // Another caller does not get alice's result.
     let bob = agent(&turns(1), &tools).tool_cache(cache).build();
     let other = bob
-        .run(Vec::new(), "go", &ToolContext::new().with_user("bob"))
+        .run("go")
+        .context(ToolContext::new().with_user("bob"))
         .await
         .unwrap();
     assert!(!other.tool_calls[0].cached);
@@ -299,11 +290,7 @@ async fn a_cached_call_reports_its_completion_as_cached() {
             vec![call("b", "lookup", json!({})), call("c", "write", json!({}))],
         ))
         .respond(response::text("done"));
-    let events: Vec<AgentEvent> = agent(&client, &tools)
-        .build()
-        .run_stream(Vec::new(), "go", ToolContext::new())
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = agent(&client, &tools).build().run("go").stream().collect().await;
     let completions: Vec<(String, u64, Option<Value>)> = events
         .iter()
         .filter_map(|event| match event {

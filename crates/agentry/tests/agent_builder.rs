@@ -54,7 +54,7 @@ async fn one_tool_is_registered_offered_and_run() {
     let agent = Agent::builder(client.clone()).tool(add()).build();
     assert_eq!(tool_names(&agent), ["add"]);
 
-    let result = agent.prompt("2 + 3?").await.map_err(|e| e.to_string());
+    let result = agent.run("2 + 3?").await.map_err(|e| e.to_string());
     let result = result.unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(result.stop_reason, StopCause::Completed);
     assert_eq!(result.tool_calls.len(), 1);
@@ -88,7 +88,7 @@ async fn several_tool_calls_add_several_and_a_same_name_replaces() {
         .tool(replacement)
         .build();
     assert_eq!(tool_names(&agent), ["add", "echo"]);
-    let result = agent.prompt("go").await.map_err(|e| e.to_string());
+    let result = agent.run("go").await.map_err(|e| e.to_string());
     let result = result.unwrap_or_else(|error| panic!("{error}"));
     let results: Vec<_> = result.tool_calls.iter().map(|c| c.result.as_str()).collect();
     assert_eq!(results, ["42", "hi"]);
@@ -106,7 +106,7 @@ async fn tools_from_adds_a_domain_after_single_tools() {
         .tool(echo())
         .build();
     assert_eq!(tool_names(&agent), ["echo", "calculator", "arithmetic"]);
-    let result = agent.prompt("6 * 7?").await.map_err(|e| e.to_string());
+    let result = agent.run("6 * 7?").await.map_err(|e| e.to_string());
     let result = result.unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(result.tool_calls[0].result, r#"{"expression":"6 * 7","result":42}"#);
 }
@@ -129,7 +129,7 @@ async fn a_given_registry_keeps_working_behind_the_builder_tools_and_is_not_chan
         .tool(echo())
         .build();
     assert_eq!(tool_names(&agent), ["echo", "lookup"]);
-    let result = agent.prompt("go").await.map_err(|e| e.to_string());
+    let result = agent.run("go").await.map_err(|e| e.to_string());
     let result = result.unwrap_or_else(|error| panic!("{error}"));
     let results: Vec<_> = result.tool_calls.iter().map(|c| c.result.as_str()).collect();
     assert_eq!(results, ["found", "x"]);
@@ -217,8 +217,8 @@ async fn prompt_starts_a_fresh_conversation_each_time() {
             .respond(response::text("two")),
     );
     let agent = Agent::builder(client.clone()).system_prompt("Be brief.").build();
-    let first = agent.prompt("first").await.map_err(|e| e.to_string());
-    let second = agent.prompt("second").await.map_err(|e| e.to_string());
+    let first = agent.run("first").await.map_err(|e| e.to_string());
+    let second = agent.run("second").await.map_err(|e| e.to_string());
     assert_eq!(first.map(|r| r.response).as_deref(), Ok("one"));
     assert_eq!(second.map(|r| r.response).as_deref(), Ok("two"));
     let requests = client.requests();
@@ -235,7 +235,7 @@ async fn prompt_stream_yields_text_and_the_result() {
             .respond(response::text("pong!")),
     );
     let agent = Agent::builder(client).tool(echo()).build();
-    let mut events = agent.prompt_stream("ping");
+    let mut events = agent.run("ping").stream();
     let (mut text, mut tools, mut result) = (String::new(), Vec::new(), None);
     while let Some(event) = events.next().await {
         match event {
@@ -276,7 +276,7 @@ async fn tool_closures_need_no_turbofish() {
             .respond(response::text("cannot")),
     );
     let agent = Agent::builder(client).tool(checked).build();
-    let result = agent.prompt("sqrt(-4)?").await.map_err(|e| e.to_string());
+    let result = agent.run("sqrt(-4)?").await.map_err(|e| e.to_string());
     let result = result.unwrap_or_else(|error| panic!("{error}"));
     assert!(result.tool_calls[0].is_error);
     assert!(result.tool_calls[0].result.contains("must not be negative"));

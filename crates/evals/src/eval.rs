@@ -6,10 +6,11 @@
 //! category. The numbers pick the default model and grammar setting
 //! (docs/local-models.md).
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agent_core::{AgentRunResult, ToolContext};
+use agent_core::AgentRunResult;
 use agent_provider_llama::models::{ModelStore, known_model};
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::Agent;
@@ -282,7 +283,7 @@ pub fn run(models: &[String], grammar_settings: &[bool], only: Option<&str>) -> 
             let mut turn_seconds = Vec::new();
             for case in CASES.iter().filter(|case| selected(case, only)) {
                 let turn_started = Instant::now();
-                let outcome = runtime.block_on(agent.run(Vec::new(), case.prompt, &ToolContext::new()));
+                let outcome = runtime.block_on(agent.run(case.prompt).into_future());
                 let seconds = turn_started.elapsed().as_secs_f64();
                 turn_seconds.push(seconds);
                 let ok = match &outcome {

@@ -170,7 +170,7 @@ enum Runner {
 impl Runner {
     fn run_stream(&self, history: Vec<Message>, prompt: &str) -> BoxStream<'static, AgentEvent> {
         match self {
-            Self::Agent(agent) => Box::pin(agent.run_stream(history, prompt, ToolContext::new())),
+            Self::Agent(agent) => Box::pin(agent.run(prompt).history(history).stream()),
             Self::Scenes(router) => Box::pin(router.run_stream(history, prompt, ToolContext::new())),
         }
     }

@@ -139,7 +139,7 @@ impl ToolProvider for AgentTool {
             ..context.clone()
         };
         let name = self.agent.name();
-        let result = match self.agent.run(Vec::new(), task, &sub_context).await {
+        let result = match self.agent.run(task).context(sub_context.clone()).await {
             Ok(result) => result,
             Err(error) => {
                 context.report_usage(error.result.usage, error.result.cost_usd);

@@ -295,7 +295,7 @@ impl SceneRouter {
         let agent = self
             .scene_agent(&choice.scene, &history, &user_message, context)
             .await?;
-        match agent.run(history, user_message, context).await {
+        match agent.run(user_message).history(history).context(context.clone()).await {
             Ok(result) => Ok(choice.apply(result)),
             Err(mut error) => {
                 *error.result = choice.apply(std::mem::replace(&mut *error.result, placeholder()));
@@ -360,7 +360,7 @@ impl SceneRouter {
         if sender.send(entered).is_err() {
             return;
         }
-        let mut events = Box::pin(agent.run_stream(history, user_message, context));
+        let mut events = Box::pin(agent.run(user_message).history(history).context(context).stream());
         while let Some(event) = events.next().await {
             let event = match event {
                 AgentEvent::RunFinished { result } => AgentEvent::RunFinished {

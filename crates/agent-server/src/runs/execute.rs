@@ -128,9 +128,9 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
         (First::Prompt(prompt, _), Some(scenes)) => Box::pin(scenes.run_stream(history, prompt, context)),
         (First::Prompt(prompt, options), None) => {
             let state = options.apply(shared.agent.start(history, prompt));
-            Box::pin(shared.agent.stream_from(state, context, checkpoints))
+            Box::pin(resumed(&shared.agent, state, context, checkpoints).stream())
         }
-        (First::Saved(state), _) => Box::pin(shared.agent.stream_from(*state, context, checkpoints)),
+        (First::Saved(state), _) => Box::pin(resumed(&shared.agent, *state, context, checkpoints).stream()),
     };
     let mut result = None;
     while let Some(event) = events.next().await {
@@ -239,5 +239,19 @@ pub(crate) fn failed_result(message: String, provider: &str, model: &str) -> Age
         pending_approvals: Vec::new(),
         scene: None,
         grounding: None,
+    }
+}
+
+/// The run of `state` for `context`, checkpointed when `checkpoints` is given.
+fn resumed(
+    agent: &agent_runner::Agent,
+    state: agent_runner::RunState,
+    context: agent_core::ToolContext,
+    checkpoints: Option<std::sync::Arc<dyn agent_runner::RunCheckpoints>>,
+) -> agent_runner::RunRequest {
+    let request = agent.resume(state).context(context);
+    match checkpoints {
+        Some(checkpoints) => request.checkpoints(checkpoints),
+        None => request,
     }
 }

@@ -12,7 +12,7 @@
 //! Saturday") and the simulated data are the same on every day; and the
 //! configuration is read from an empty working directory.
 //!
-//! Each turn is `agent.run(history, user_text, &ToolContext::new())`; the
+//! Each turn is `agent.run(user_text).history(history)`; the
 //! next turn's history is the result's `messages`, as `agentry run
 //! --session` stores it (a run that fails, `Err(e)`, is recorded from
 //! `e.result` and, as the session store does, adds nothing to the history).
@@ -36,6 +36,7 @@ mod expect;
 pub mod judge;
 mod test_split;
 
+use std::future::IntoFuture;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,7 +46,7 @@ use agent_app::config::{Overrides, Settings};
 use agent_app::env::{Env, HOME_VAR};
 use agent_app::providers::{Progress, build_client};
 use agent_app::tools::ToolBox;
-use agent_core::{AgentRunResult, LlmClient, Message, StopCause, ToolContext, ToolProvider};
+use agent_core::{AgentRunResult, LlmClient, Message, StopCause, ToolProvider};
 use agent_provider_llama::models::{ModelStore, known_model};
 use agent_runner::Agent;
 use agent_tools_travel::{NaiveDate, TravelTools};
@@ -378,7 +379,7 @@ pub fn run(models: &[String], splits: &[Split], grounding: Option<bool>) -> Resu
                 for (index, turn) in conversation.turns.iter().enumerate() {
                     let agent = agent_for(&mut agents, turn.max_iterations, &setup, &client, &tools)?;
                     let started = Instant::now();
-                    let outcome = runtime.block_on(agent.run(history.clone(), turn.user, &ToolContext::new()));
+                    let outcome = runtime.block_on(agent.run(turn.user).history(history.clone()).into_future());
                     let seconds = started.elapsed().as_secs_f64();
                     let (result, failed) = match outcome {
                         Ok(result) => (result, false),

@@ -6,9 +6,10 @@
 //! Needs the model (`cargo xtask fetch-model`); skipped without it unless
 //! `AGENTRY_REQUIRE_MODEL` is set.
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 
-use agent_core::{AgentRunResult, GroundingAction, Message, ToolContext, ToolOutput};
+use agent_core::{AgentRunResult, GroundingAction, Message, ToolOutput};
 mod common;
 
 use agent_provider_llama::{LlamaClient, LlamaConfig};
@@ -79,7 +80,7 @@ fn run(client: &LlamaClient, grounding: Grounding) -> AgentRunResult {
         .build()
         .expect("runtime");
     runtime
-        .block_on(agent.run(history(), QUESTION, &ToolContext::new()))
+        .block_on(agent.run(QUESTION).history(history()).into_future())
         .unwrap_or_else(|error| *error.result)
 }
 

@@ -5,12 +5,13 @@
 //! CI does), in which case they fail. They run one at a time: two cores are
 //! not enough to run two generations side by side with stable timings.
 
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agent_core::{
     AssistantMessage, CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopCause, StopReason,
-    ToolCall, ToolChoice, ToolContext, ToolDefinition, ToolOutput, ToolResult,
+    ToolCall, ToolChoice, ToolDefinition, ToolOutput, ToolResult,
 };
 mod common;
 
@@ -81,7 +82,7 @@ fn the_agent_answers_a_product_by_calling_the_calculator() {
         .temperature(0.0)
         .build();
     let result = runtime()
-        .block_on(agent.run(vec![], "What is 1234 * 5678?", &ToolContext::new()))
+        .block_on(agent.run("What is 1234 * 5678?").into_future())
         .expect("run");
     let call = result
         .tool_calls

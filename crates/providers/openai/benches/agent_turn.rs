@@ -128,7 +128,7 @@ fn agentry(address: SocketAddr) -> Agent {
 }
 
 async fn agentry_turn(agent: &Agent, context: &ToolContext) -> String {
-    match agent.run(Vec::new(), QUESTION, context).await {
+    match agent.run(QUESTION).context(context.clone()).await {
         Ok(result) if result.tool_calls.len() == 1 => result.response,
         other => panic!("unexpected Agentry run: {other:?}"),
     }

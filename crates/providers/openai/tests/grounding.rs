@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{GroundingAction, GroundingFault, ToolContext, ToolOutput};
+use agent_core::{GroundingAction, GroundingFault, ToolOutput};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::{Agent, Grounding};
 use agent_testing::{TestTool, TestTools, ToolBehaviour};
@@ -95,7 +95,7 @@ async fn an_invented_figure_is_re_asked_with_a_required_call_over_the_wire() {
         .build();
 
     let result = agent
-        .run(Vec::new(), "How warm is it in Paris?", &ToolContext::new())
+        .run("How warm is it in Paris?")
         .await
         .unwrap_or_else(|error| panic!("{error}"));
 

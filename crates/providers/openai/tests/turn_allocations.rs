@@ -7,6 +7,7 @@
 //! The only test of its binary: the allocator counts every thread.
 
 use std::alloc::System;
+use std::future::IntoFuture;
 use std::sync::Arc;
 
 use agent_core::{ToolContext, ToolError};
@@ -83,7 +84,12 @@ fn an_agent_turn_stays_within_its_allocation_budget() {
     let context = ToolContext::new();
     let turn = || {
         let result = runtime
-            .block_on(agent.run(Vec::new(), "What's the weather in Tokyo?", &context))
+            .block_on(
+                agent
+                    .run("What's the weather in Tokyo?")
+                    .context(context.clone())
+                    .into_future(),
+            )
             .unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(result.tool_calls.len(), 1);
         assert_eq!(result.response, "It is 21 °C in Tokyo.");

@@ -1,0 +1,352 @@
+//! [`RunRequest`]: the one way to run an agent. `agent.run(prompt)` (or
+//! `agent.resume(state)`) describes the run; awaiting it runs it to the
+//! end, [`stream`](RunRequest::stream) runs it as events.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use agent_core::{
+    AgentEvent, AgentRunResult, CancellationToken, ConversationStore, Message, StopCause, StoreError, ToolContext,
+};
+use futures::{Stream, StreamExt};
+
+use crate::agent::{Agent, RunError};
+use crate::state::RunState;
+use crate::stored::{StoreCheckpoints, store_turn};
+use crate::{RunCheckpoints, RunConfig};
+
+/// A conversation kept in a [`ConversationStore`] that a run continues:
+/// its messages are the run's history, the run's state is saved there
+/// after every step (so a crash can be resumed), and its turn is appended
+/// when it ends.
+#[derive(Clone)]
+pub struct Session {
+    store: Arc<dyn ConversationStore>,
+    name: String,
+}
+
+impl Session {
+    /// The conversation `name` of `store` (made on first use).
+    pub fn new(store: Arc<dyn ConversationStore>, name: impl Into<String>) -> Self {
+        Self {
+            store,
+            name: name.into(),
+        }
+    }
+
+    /// The conversation's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a run starts.
+#[derive(Debug)]
+enum Start {
+    /// A new turn: `prompt` after `history`.
+    Prompt { history: Vec<Message>, prompt: String },
+    /// A saved or hand-stepped state, driven on.
+    State(Box<RunState>),
+}
+
+/// One run of an [`Agent`], described before it starts: made by
+/// [`Agent::run`] or [`Agent::resume`], configured by chaining, started by
+/// awaiting it (the whole run, its [`AgentRunResult`]) or by
+/// [`stream`](Self::stream) (its [`AgentEvent`]s as they happen).
+///
+/// ```
+/// use agent_runner::Agent;
+/// use agent_testing::{ScriptedClient, response};
+/// use futures::StreamExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = ScriptedClient::new()
+///     .respond(response::text("Hello!"))
+///     .respond(response::text("You said hello."));
+/// let agent = Agent::builder(client).build();
+///
+/// let first = agent.run("Hello").await?;
+/// assert_eq!(first.response, "Hello!");
+///
+/// // The next turn continues the conversation, as events.
+/// let mut events = agent.run("What did I say?").history(first.messages).stream();
+/// let mut answer = None;
+/// while let Some(event) = events.next().await {
+///     if let agent_core::AgentEvent::RunFinished { result } = event {
+///         answer = Some(result.response);
+///     }
+/// }
+/// assert_eq!(answer.as_deref(), Some("You said hello."));
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "a run request does nothing until it is awaited or streamed"]
+pub struct RunRequest {
+    agent: Agent,
+    start: Start,
+    context: ToolContext,
+    config: Option<RunConfig>,
+    session: Option<Session>,
+    checkpoints: Option<Arc<dyn RunCheckpoints>>,
+    stream_replies: bool,
+}
+
+impl std::fmt::Debug for RunRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunRequest")
+            .field("agent", &self.agent.name())
+            .field("start", &self.start)
+            .field("context", &self.context)
+            .field("options", &self.config)
+            .field("session", &self.session)
+            .field("checkpoints", &self.checkpoints.as_ref().map(|_| "set"))
+            .field("stream_replies", &self.stream_replies)
+            .finish()
+    }
+}
+
+impl RunRequest {
+    pub(crate) fn prompt(agent: &Agent, prompt: String) -> Self {
+        Self::new(
+            agent,
+            Start::Prompt {
+                history: Vec::new(),
+                prompt,
+            },
+        )
+    }
+
+    pub(crate) fn state(agent: &Agent, state: RunState) -> Self {
+        Self::new(agent, Start::State(Box::new(state)))
+    }
+
+    fn new(agent: &Agent, start: Start) -> Self {
+        Self {
+            agent: agent.clone(),
+            start,
+            context: ToolContext::default(),
+            config: None,
+            session: None,
+            checkpoints: None,
+            stream_replies: true,
+        }
+    }
+
+    /// The conversation so far (a previous result's
+    /// [`messages`](AgentRunResult::messages)) that the prompt follows.
+    /// A resumed state holds its own conversation: this is ignored for it.
+    pub fn history(mut self, messages: Vec<Message>) -> Self {
+        if let Start::Prompt { history, .. } = &mut self.start {
+            *history = messages;
+        }
+        self
+    }
+
+    /// Who is asking: user, roles, attributes, approver (default: an
+    /// anonymous caller). Its cancellation token is the run's, unless
+    /// [`cancel_token`](Self::cancel_token) comes after it.
+    pub fn context(mut self, context: ToolContext) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// Cancels the run when `token` fires: a cancelled run is a result with
+    /// [`StopCause::Cancelled`], keeping what it did.
+    pub fn cancel_token(mut self, token: CancellationToken) -> Self {
+        self.context.cancel = token;
+        self
+    }
+
+    /// This run's policies instead of the agent's (iterations, budget,
+    /// deadline, context, ...). A resumed state keeps the policies it was
+    /// saved with: this applies to a new prompt.
+    pub fn options(mut self, config: RunConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Continues the stored conversation of `session`: its messages are the
+    /// history (instead of [`history`](Self::history)), the run is
+    /// checkpointed there after every step, and its turn is appended when
+    /// it ends, as [`store_turn`] does. A store failure is a [`RunError`]
+    /// with [`store_error`](RunError::store_error) set.
+    pub fn session(mut self, session: Session) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// Saves the run's state with `checkpoints` after every step and every
+    /// finished tool call (a [`session`](Self::session) does this by
+    /// itself, in its store).
+    pub fn checkpoints(mut self, checkpoints: Arc<dyn RunCheckpoints>) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
+    }
+
+    /// Asks the model for whole replies instead of streamed ones when the
+    /// run is [streamed](Self::stream): the events report each step, but no
+    /// [`AgentEvent::TextDelta`] or [`AgentEvent::ModelProgress`] comes.
+    pub fn whole_replies(mut self) -> Self {
+        self.stream_replies = false;
+        self
+    }
+
+    /// Runs it as a stream of [`AgentEvent`]s, the model's text arriving as
+    /// it is generated, ending with [`AgentEvent::RunFinished`]. Dropping
+    /// the stream cancels the run.
+    pub fn stream(self) -> impl Stream<Item = AgentEvent> + Send + Unpin + 'static {
+        let Some(session) = self.session.clone() else {
+            let (agent, state, context, checkpoints, stream_replies) = self.prepared(None);
+            return agent.spawn_watched(state, context, checkpoints, stream_replies).boxed();
+        };
+        // Loading the history and storing the turn wrap the run's events.
+        futures::stream::once(async move { self.stream_in(session).await })
+            .flatten()
+            .boxed()
+    }
+
+    async fn stream_in(self, session: Session) -> futures::stream::BoxStream<'static, AgentEvent> {
+        let history = match session.store.load_or_create(&session.name).await {
+            Ok(conversation) => conversation.messages,
+            Err(error) => {
+                let failed = self.failed_to_load(&session, &error);
+                let events = [
+                    AgentEvent::Error {
+                        message: failed.to_string(),
+                    },
+                    AgentEvent::RunFinished { result: failed.result },
+                ];
+                return futures::stream::iter(events).boxed();
+            }
+        };
+        let continued = history.len();
+        let provider = self.agent.client().provider().to_owned();
+        let (agent, state, context, checkpoints, stream_replies) = self.prepared(Some((&session, history)));
+        let continued = state.continued_messages().unwrap_or(continued);
+        let events = agent.spawn_watched(state, context, checkpoints, stream_replies);
+        events
+            .then(move |event| {
+                let session = session.clone();
+                let provider = provider.clone();
+                async move {
+                    let AgentEvent::RunFinished { result } = &event else {
+                        return vec![event];
+                    };
+                    match store_turn(session.store.as_ref(), &session.name, &provider, continued, result).await {
+                        Ok(_) => vec![event],
+                        Err(error) => vec![
+                            AgentEvent::Error {
+                                message: stored_failure(&session, &error),
+                            },
+                            event,
+                        ],
+                    }
+                }
+            })
+            .flat_map(futures::stream::iter)
+            .boxed()
+    }
+
+    /// The run's state, context and checkpoints, the session's history and
+    /// checkpoints in place when there is one.
+    fn prepared(
+        self,
+        session: Option<(&Session, Vec<Message>)>,
+    ) -> (Agent, RunState, ToolContext, Option<Arc<dyn RunCheckpoints>>, bool) {
+        let (session, stored) = session.unzip();
+        let mut checkpoints = self.checkpoints;
+        if checkpoints.is_none()
+            && let Some(session) = session
+        {
+            checkpoints = Some(Arc::new(StoreCheckpoints::new(
+                session.store.clone(),
+                session.name.clone(),
+            )));
+        }
+        let state = match self.start {
+            Start::Prompt { history, prompt } => self.agent.start_with(stored.unwrap_or(history), prompt, self.config),
+            Start::State(state) => *state,
+        };
+        (self.agent, state, self.context, checkpoints, self.stream_replies)
+    }
+
+    /// The failed run of a session that could not be loaded.
+    fn failed_to_load(&self, session: &Session, error: &StoreError) -> RunError {
+        let mut state = match &self.start {
+            Start::Prompt { prompt, .. } => self.agent.start_with(Vec::new(), prompt.clone(), self.config.clone()),
+            Start::State(state) => (**state).clone(),
+        };
+        state.interrupt(
+            StopCause::Error,
+            format!("the session `{}` could not be loaded: {error}", session.name),
+        );
+        RunError {
+            result: Box::new(state.into_result()),
+            source_error: None,
+            store_error: Some(Box::new(error.clone())),
+        }
+    }
+
+    async fn run_to_end(self) -> Result<AgentRunResult, RunError> {
+        let Some(session) = self.session.clone() else {
+            let (agent, state, context, checkpoints, _) = self.prepared(None);
+            return agent.drive_to_end(state, context, checkpoints).await;
+        };
+        let history = match session.store.load_or_create(&session.name).await {
+            Ok(conversation) => conversation.messages,
+            Err(error) => return Err(self.failed_to_load(&session, &error)),
+        };
+        let loaded = history.len();
+        let provider = self.agent.client().provider().to_owned();
+        let (agent, state, context, checkpoints, _) = self.prepared(Some((&session, history)));
+        let continued = state.continued_messages().unwrap_or(loaded);
+        let outcome = agent.drive_to_end(state, context, checkpoints).await;
+        let result = match &outcome {
+            Ok(result) => result,
+            Err(error) => &error.result,
+        };
+        match store_turn(session.store.as_ref(), &session.name, &provider, continued, result).await {
+            Ok(_) => outcome,
+            Err(error) => {
+                let (result, source_error) = match outcome {
+                    Ok(result) => (Box::new(result), None),
+                    Err(failed) => (failed.result, failed.source_error),
+                };
+                Err(RunError {
+                    result,
+                    source_error,
+                    store_error: Some(Box::new(error)),
+                })
+            }
+        }
+    }
+}
+
+fn stored_failure(session: &Session, error: &StoreError) -> String {
+    format!(
+        "the turn could not be stored in the session `{}`: {error}",
+        session.name
+    )
+}
+
+impl IntoFuture for RunRequest {
+    type Output = Result<AgentRunResult, RunError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    /// Runs it to the end. A cancelled run or one that hit a limit is a
+    /// successful result with the matching [`StopCause`]; a failed one is
+    /// a [`RunError`] that keeps the partial record.
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run_to_end())
+    }
+}
