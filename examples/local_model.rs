@@ -61,7 +61,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         result.usage.total_tokens()
     );
     match result.stop_reason {
-        StopCause::Completed | StopCause::MaxIterations | StopCause::LoopDetected => Ok(()),
+        RunEnd::Completed | RunEnd::MaxIterations | RunEnd::LoopDetected => Ok(()),
         other => Err(format!(
             "the run ended with {other:?}: {}",
             result.stop_detail.unwrap_or_default()

@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         deltas,
         result.tool_calls.len()
     );
-    if result.stop_reason != StopCause::Completed || deltas < answer.len() || result.response != answer.concat() {
+    if result.stop_reason != RunEnd::Completed || deltas < answer.len() || result.response != answer.concat() {
         return Err(format!("unexpected run: {:?} {:?}", result.stop_reason, result.response).into());
     }
     Ok(())

@@ -54,7 +54,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!("tool {}({}) -> {}", call.name, call.arguments, call.result);
     }
     println!("[{name}] {} ({:?})", result.response.trim(), result.stop_reason);
-    if result.stop_reason != StopCause::Completed {
+    if result.stop_reason != RunEnd::Completed {
         return Err(format!("the run ended with {:?}", result.stop_reason).into());
     }
     Ok(())

@@ -78,7 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("tool {}({}) -> {}", call.name, call.arguments, call.result);
     }
     println!("answer: {} ({:?})", result.response, result.stop_reason);
-    if result.stop_reason != StopCause::Completed || result.tool_calls.len() != 1 || result.tool_calls[0].is_error {
+    if result.stop_reason != RunEnd::Completed || result.tool_calls.len() != 1 || result.tool_calls[0].is_error {
         return Err(format!("unexpected run: {:?}, {:?}", result.stop_reason, result.tool_calls).into());
     }
     Ok(())

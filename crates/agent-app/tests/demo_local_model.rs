@@ -22,7 +22,7 @@ use agent_app::console::{Console, SharedBuffer};
 use agent_app::demo::run_demo;
 use agent_app::env::Env;
 use agent_app::providers::{Progress, build_client};
-use agent_core::StopCause;
+use agent_core::RunEnd;
 use agent_travel_assistant::{LIMIT_TURN, TURNS};
 
 #[test]
@@ -71,7 +71,7 @@ fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
                 .as_deref()
                 .is_some_and(|detail| detail.starts_with("every tool call failed in"));
             assert!(
-                report.result.stop_reason != StopCause::Error || failure_rule,
+                report.result.stop_reason != RunEnd::Error || failure_rule,
                 "turn {} ({:?}) failed: {:?}",
                 index + 1,
                 report.prompt,
@@ -100,7 +100,7 @@ fn the_travel_demo_runs_start_to_finish_on_the_embedded_model() {
         let limited = &reports[LIMIT_TURN].result;
         if !limited.tool_calls.is_empty() {
             assert!(
-                matches!(limited.stop_reason, StopCause::MaxIterations | StopCause::LoopDetected),
+                matches!(limited.stop_reason, RunEnd::MaxIterations | RunEnd::LoopDetected),
                 "the iteration-limit turn called tools and ended with {:?}",
                 limited.stop_reason
             );

@@ -13,7 +13,7 @@ use agent_app::config::{Overrides, Settings};
 use agent_app::env::Env;
 use agent_app::providers::{Progress, build_client};
 use agent_app::{assemble, tools::ToolBox};
-use agent_core::{Message, StopCause};
+use agent_core::{Message, RunEnd};
 
 const TURNS: u32 = 30;
 const PLACES: [&str; 5] = [
@@ -84,7 +84,7 @@ fn thirty_turns_fit_a_4096_token_context_by_compaction() {
             };
             assert_ne!(
                 result.stop_reason,
-                StopCause::Error,
+                RunEnd::Error,
                 "turn {turn}: {:?}",
                 result.stop_detail
             );

@@ -11,8 +11,8 @@ use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 
 use agent_core::{
-    AssistantMessage, CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, Message,
-    StopCause, ToolCall, ToolContext, ToolResult,
+    AssistantMessage, CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, Message, RunEnd,
+    ToolCall, ToolContext, ToolResult,
 };
 use agent_provider_llama::{LlamaClient, LlamaConfig};
 use agent_runner::Agent;
@@ -141,7 +141,7 @@ fn an_invented_argument_is_refused_and_the_run_completes() {
         first.result,
         "invalid arguments for `get_weather`: unexpected argument \"airport\""
     );
-    assert_ne!(result.stop_reason, StopCause::Error);
+    assert_ne!(result.stop_reason, RunEnd::Error);
     assert!(!result.response.trim().is_empty(), "no answer after the refused call");
 }
 
@@ -251,7 +251,7 @@ fn the_forced_answer_after_the_limit_is_not_a_call() {
     let prompt = "Tell me the weather in Australia, Belarus, Caribbean, Denmark, Egypt, France, Greece and Hungary";
     let result = runtime().block_on(agent.run(prompt).into_future()).unwrap();
     eprintln!("{:#?}\n{}", result.tool_calls, result.response);
-    assert_eq!(result.stop_reason, StopCause::MaxIterations);
+    assert_eq!(result.stop_reason, RunEnd::MaxIterations);
     assert!(!result.tool_calls.is_empty(), "no round of calls before the limit");
     let answer = result.response.trim();
     assert!(!answer.contains("\"name\""), "a call as the answer: {answer}");

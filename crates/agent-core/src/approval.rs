@@ -4,14 +4,14 @@
 //! registry's own list). A run that reaches calls of such tools pauses
 //! before running any of them: the [`ToolApprover`] of the run's
 //! [`ToolContext`] decides each, or, without one, the run ends with
-//! [`StopCause::AwaitingApproval`] and lists the calls in
+//! [`RunEnd::AwaitingApproval`] and lists the calls in
 //! [`AgentRunResult::pending_approvals`]; its saved state continues once the
 //! calls are approved or denied. A denied call is not run: the model gets
 //! an error result saying the user refused it.
 //!
 //! [`ToolProvider::requires_approval`]: crate::ToolProvider::requires_approval
 //! [`ToolContext`]: crate::ToolContext
-//! [`StopCause::AwaitingApproval`]: crate::StopCause::AwaitingApproval
+//! [`RunEnd::AwaitingApproval`]: crate::RunEnd::AwaitingApproval
 //! [`AgentRunResult::pending_approvals`]: crate::AgentRunResult::pending_approvals
 
 use async_trait::async_trait;

@@ -52,8 +52,11 @@ pub use grounding::{GroundingAction, GroundingFault, GroundingRecord};
 pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
 pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};
 pub use run::{
-    AgentRunResult, CallPurpose, CompactionRecord, CompactionTrigger, ModelCallRecord, StopCause, ToolCallRecord,
+    AgentRunResult, CallPurpose, CompactionRecord, CompactionTrigger, ModelCallRecord, RunEnd, ToolCallRecord,
 };
+/// The former name of [`RunEnd`] (too close to the model's
+/// [`StopReason`]).
+pub type StopCause = RunEnd;
 pub use store::{
     Conversation, ConversationMeta, ConversationStore, LOST_RESULT, MAX_CONVERSATION_NAME_LEN, StoreError, TurnMeta,
     validate_conversation_name,

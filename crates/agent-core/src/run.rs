@@ -8,7 +8,7 @@ use crate::{GroundingRecord, Message, StopReason, ToolCall, Usage};
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopCause {
+pub enum RunEnd {
     /// The model gave a final answer.
     Completed,
     /// The iteration limit was reached; the answer was forced.
@@ -27,7 +27,7 @@ pub enum StopCause {
     AwaitingApproval,
 }
 
-impl StopCause {
+impl RunEnd {
     /// The snake_case name used in JSON output.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -199,7 +199,7 @@ pub struct AgentRunResult {
     /// The final answer.
     pub response: String,
     /// Why the run ended.
-    pub stop_reason: StopCause,
+    pub stop_reason: RunEnd,
     /// Details on the stop (which budget, what error), when there are any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_detail: Option<String>,
@@ -225,7 +225,7 @@ pub struct AgentRunResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compactions: Vec<CompactionRecord>,
     /// The calls waiting for the user's approval when the run paused
-    /// ([`StopCause::AwaitingApproval`]; empty, and not written in JSON,
+    /// ([`RunEnd::AwaitingApproval`]; empty, and not written in JSON,
     /// otherwise). They are in [`tool_calls`](Self::tool_calls) and
     /// [`messages`](Self::messages) as not run, so the messages stay
     /// sendable; resuming the saved state runs or denies them instead.

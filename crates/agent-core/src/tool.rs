@@ -211,7 +211,7 @@ pub struct ToolContext {
     pub user_text: Option<Arc<str>>,
     /// Who decides, while the run waits, on calls of tools that require
     /// approval; without one such a run pauses
-    /// ([`StopCause::AwaitingApproval`](crate::StopCause::AwaitingApproval)).
+    /// ([`RunEnd::AwaitingApproval`](crate::RunEnd::AwaitingApproval)).
     pub approver: Option<Arc<dyn ToolApprover>>,
     /// Where a tool reports the usage of its own model calls (a handed-off
     /// sub-agent's run, [`report_usage`](Self::report_usage)); the runner

@@ -3,7 +3,7 @@
 use agent_core::{
     AgentEvent, AgentRunResult, AssistantMessage, CallPurpose, Capabilities, ChatRequest, ChatResponse,
     CompactionRecord, CompactionTrigger, LlmError, LlmErrorKind, Message, ModelCallRecord, ModelProgress,
-    ReasoningBlock, ResponseFormat, StopCause, StopReason, StreamEvent, ToolCall, ToolCallRecord, ToolChoice,
+    ReasoningBlock, ResponseFormat, RunEnd, StopReason, StreamEvent, ToolCall, ToolCallRecord, ToolChoice,
     ToolDefinition, ToolOutput, ToolResult, Usage,
 };
 use serde::Serialize;
@@ -128,7 +128,7 @@ fn responses_events_errors_and_records_round_trip() {
 
     let result = AgentRunResult {
         response: "done".into(),
-        stop_reason: StopCause::MaxIterations,
+        stop_reason: RunEnd::MaxIterations,
         stop_detail: Some("limit 10".into()),
         iterations: 11,
         tool_calls: vec![ToolCallRecord {
@@ -210,7 +210,7 @@ fn responses_events_errors_and_records_round_trip() {
         progress: ModelProgress::ReadingPrompt { done: 512, total: 2045 },
     });
     assert_eq!(
-        serde_json::to_value(StopCause::BudgetExceeded).unwrap_or_default(),
+        serde_json::to_value(RunEnd::BudgetExceeded).unwrap_or_default(),
         json!("budget_exceeded")
     );
 }
@@ -308,7 +308,7 @@ fn the_added_messages_are_found_after_compactions() {
     };
     let result = |compactions: Vec<CompactionRecord>| AgentRunResult {
         response: "answer".into(),
-        stop_reason: StopCause::Completed,
+        stop_reason: RunEnd::Completed,
         stop_detail: None,
         iterations: 1,
         tool_calls: Vec::new(),

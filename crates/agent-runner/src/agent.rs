@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agent_core::{
     AgentEvent, AgentRunResult, ChatRequest, IntoLlmClient, LlmClient, LlmError, Message, ModelCatalog, RegistryError,
-    StopCause, StoreError, ToolChoice, ToolContext, ToolProvider, ToolRegistry,
+    RunEnd, StoreError, ToolChoice, ToolContext, ToolProvider, ToolRegistry,
 };
 use agent_tools::TypedTool;
 use futures::Stream;
@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::assemble::ToolAssembly;
 use crate::cache::ToolResultCache;
-use crate::config::{AgentConfig, InvalidConfig, RequestOptions};
+use crate::config::{AgentConfig, InvalidConfig, ModelSettings};
 use crate::driver::{Driver, deadline_instant};
 use crate::request::RunRequest;
 use crate::state::RunState;
@@ -41,7 +41,7 @@ pub struct RunError {
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.store_error, self.result.stop_reason) {
-            (Some(error), StopCause::Error) => write!(
+            (Some(error), RunEnd::Error) => write!(
                 f,
                 "agent run failed: {} ({error})",
                 self.result.stop_detail.as_deref().unwrap_or("unknown error")
@@ -231,7 +231,7 @@ impl Agent {
     /// [`options`](RunRequest::options) on it first.
     ///
     /// A cancelled run or one that hit a limit is a successful result with
-    /// the matching [`StopCause`]; a failed one is a [`RunError`] that keeps
+    /// the matching [`RunEnd`]; a failed one is a [`RunError`] that keeps
     /// the partial record.
     pub fn run(&self, prompt: impl Into<String>) -> RunRequest {
         RunRequest::prompt(self, prompt.into())
@@ -445,7 +445,7 @@ impl Agent {
 fn finish(state: RunState) -> Result<AgentRunResult, RunError> {
     let error = state.error().cloned();
     let result = state.into_result();
-    if result.stop_reason == StopCause::Error {
+    if result.stop_reason == RunEnd::Error {
         Err(RunError {
             result: Box::new(result),
             source_error: error,
@@ -614,7 +614,7 @@ impl AgentBuilder {
     }
 
     /// Replaces all request options at once.
-    pub fn request_options(mut self, options: RequestOptions) -> Self {
+    pub fn request_options(mut self, options: ModelSettings) -> Self {
         self.config.request = options;
         self
     }

@@ -1,6 +1,6 @@
 //! [`ChatSession`]: one conversation with an agent over many runs.
 
-use agent_core::{AgentRunResult, Message, StopCause, ToolContext, Usage};
+use agent_core::{AgentRunResult, Message, RunEnd, ToolContext, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::{Agent, RunError};
@@ -72,7 +72,7 @@ impl ChatSession {
 
     /// Takes in a finished run of the next turn: its usage and cost always,
     /// its messages as the new history unless it failed
-    /// ([`StopCause::Error`]). Returns whether the history moved on.
+    /// ([`RunEnd::Error`]). Returns whether the history moved on.
     pub fn record(&mut self, result: &AgentRunResult) -> bool {
         self.runs += 1;
         self.usage += result.usage;
@@ -80,7 +80,7 @@ impl ChatSession {
             Some(cost) => self.cost_usd += cost,
             None => self.unpriced_runs += 1,
         }
-        if result.stop_reason == StopCause::Error {
+        if result.stop_reason == RunEnd::Error {
             return false;
         }
         self.messages.clone_from(&result.messages);
@@ -131,7 +131,7 @@ mod tests {
 
     use super::*;
 
-    fn result(stop: StopCause, messages: Vec<Message>, cost: Option<f64>) -> AgentRunResult {
+    fn result(stop: RunEnd, messages: Vec<Message>, cost: Option<f64>) -> AgentRunResult {
         AgentRunResult {
             response: String::new(),
             stop_reason: stop,
@@ -159,8 +159,8 @@ mod tests {
     fn a_finished_turn_moves_the_history_on_and_adds_its_cost() {
         let mut chat = ChatSession::new();
         let history = vec![Message::user("hi"), Message::assistant("hello")];
-        assert!(chat.record(&result(StopCause::Completed, history.clone(), Some(0.25))));
-        assert!(chat.record(&result(StopCause::MaxIterations, history.clone(), None)));
+        assert!(chat.record(&result(RunEnd::Completed, history.clone(), Some(0.25))));
+        assert!(chat.record(&result(RunEnd::MaxIterations, history.clone(), None)));
         assert_eq!(chat.messages, history);
         assert_eq!(chat.turns(), 1);
         assert_eq!((chat.runs, chat.unpriced_runs), (2, 1));
@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn a_failed_turn_counts_its_usage_and_keeps_the_history() {
         let mut chat = ChatSession::with_history(vec![Message::user("before")]);
-        assert!(!chat.record(&result(StopCause::Error, vec![Message::user("lost")], Some(0.5))));
+        assert!(!chat.record(&result(RunEnd::Error, vec![Message::user("lost")], Some(0.5))));
         assert_eq!(chat.messages, vec![Message::user("before")]);
         assert_eq!(chat.runs, 1);
         assert_eq!(chat.usage.total_tokens(), 15);

@@ -1,5 +1,5 @@
 //! Limits and policies of a run ([`RunConfig`]), what every request
-//! carries ([`RequestOptions`]), and both as one value ([`AgentConfig`]).
+//! carries ([`ModelSettings`]), and both as one value ([`AgentConfig`]).
 
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ pub enum ToolProtocol {
     React,
 }
 
-/// Budgets that end a run early with [`StopCause::BudgetExceeded`](agent_core::StopCause).
+/// Budgets that end a run early with [`RunEnd::BudgetExceeded`](agent_core::RunEnd).
 ///
 /// Tokens and cost are checked after every model call, and estimated before
 /// each one: a call whose estimate (the previous call's input tokens, plus
@@ -224,11 +224,15 @@ impl Default for RunConfig {
     }
 }
 
+/// The former name of [`ModelSettings`] (every provider had a
+/// `RequestOptions` too).
+pub type RequestOptions = ModelSettings;
+
 /// What every model request of an agent carries besides the conversation
 /// and the tools.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct RequestOptions {
+pub struct ModelSettings {
     /// Upper bound on generated tokens per model call (default: the
     /// provider's). With a token or cost budget, it is also what the next
     /// call is assumed to generate at most when the budget is checked
@@ -268,7 +272,7 @@ pub struct AgentConfig {
     /// The loop's policies.
     pub run: RunConfig,
     /// What every request carries.
-    pub request: RequestOptions,
+    pub request: ModelSettings,
 }
 
 /// A value of an [`AgentConfig`] out of its range.
@@ -344,7 +348,7 @@ mod tests {
             serde_json::from_str(r#"{"run": {"budget": {"max_tool_calls": 3}}}"#).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(config.run.budget.max_tool_calls, Some(3));
         assert_eq!(config.run.max_iterations, RunConfig::default().max_iterations);
-        assert_eq!(config.request, RequestOptions::default());
+        assert_eq!(config.request, ModelSettings::default());
         let round_trip: AgentConfig =
             serde_json::from_value(serde_json::to_value(&config).unwrap_or_else(|e| panic!("{e}")))
                 .unwrap_or_else(|e| panic!("{e}"));

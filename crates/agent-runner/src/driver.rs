@@ -5,8 +5,8 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_core::{
-    AgentEvent, ChatRequest, ChatResponse, LlmClient, LlmError, ModelProgress, StopCause, StopReason,
-    StreamAccumulator, StreamEvent, ToolCall, ToolContext, ToolError, ToolExecution, ToolRegistry,
+    AgentEvent, ChatRequest, ChatResponse, LlmClient, LlmError, ModelProgress, RunEnd, StopReason, StreamAccumulator,
+    StreamEvent, ToolCall, ToolContext, ToolError, ToolExecution, ToolRegistry,
 };
 use agent_parse::StreamingToolCallFilter;
 
@@ -51,7 +51,7 @@ pub(crate) struct Driver<'a> {
 
 /// Why a step was cut short.
 struct Interrupted {
-    cause: StopCause,
+    cause: RunEnd,
     detail: String,
 }
 
@@ -65,7 +65,7 @@ impl Driver<'_> {
             &span,
             &state.usage(),
             state.iteration(),
-            state.stop_cause().map(StopCause::as_str),
+            state.stop_cause().map(RunEnd::as_str),
         );
     }
 
@@ -163,7 +163,7 @@ impl Driver<'_> {
                 }
             };
             if let Err(error) = outcome {
-                state.interrupt(StopCause::Error, error.to_string());
+                state.interrupt(RunEnd::Error, error.to_string());
             }
             self.forward(state);
             self.save(state).await;
@@ -200,7 +200,7 @@ impl Driver<'_> {
             // model's job, a SQL thread) holds the token and stops on it.
             self.context.cancel.cancel();
             Interrupted {
-                cause: StopCause::BudgetExceeded,
+                cause: RunEnd::BudgetExceeded,
                 detail: "the run's deadline passed".to_owned(),
             }
         };
@@ -216,7 +216,7 @@ impl Driver<'_> {
         tokio::select! {
             biased;
             () = self.context.cancel.cancelled() => Err(Interrupted {
-                cause: StopCause::Cancelled,
+                cause: RunEnd::Cancelled,
                 detail: "the run was cancelled".to_owned(),
             }),
             () = deadline => Err(passed()),

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use agent_core::StopCause;
+use agent_core::RunEnd;
 use serde::{Deserialize, Serialize};
 
 use crate::loops::Cycle;
@@ -20,10 +20,10 @@ pub(crate) enum ForcedReason {
 
 impl ForcedReason {
     /// The stop cause of a run whose answer was forced for this reason.
-    pub(crate) fn cause(self) -> StopCause {
+    pub(crate) fn cause(self) -> RunEnd {
         match self {
-            Self::MaxIterations => StopCause::MaxIterations,
-            Self::LoopDetected => StopCause::LoopDetected,
+            Self::MaxIterations => RunEnd::MaxIterations,
+            Self::LoopDetected => RunEnd::LoopDetected,
         }
     }
 }

@@ -31,7 +31,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agent_core::{StopCause, ToolContext, ToolRegistry};
+//! use agent_core::{RunEnd, ToolContext, ToolRegistry};
 //! use agent_runner::Agent;
 //! use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 //! use serde_json::json;
@@ -47,7 +47,7 @@
 //!
 //! let agent = Agent::builder(Arc::new(client)).tools(Arc::new(registry)).build();
 //! let result = agent.run("What is Rust?").await.unwrap();
-//! assert_eq!(result.stop_reason, StopCause::Completed);
+//! assert_eq!(result.stop_reason, RunEnd::Completed);
 //! assert_eq!(result.tool_calls[0].result, "a language");
 //! # }
 //! ```
@@ -85,7 +85,7 @@ pub use chat::ChatSession;
 pub use checkpoint::RunCheckpoints;
 pub use config::{
     AgentConfig, Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES,
-    Grounding, InvalidConfig, RequestOptions, RunConfig, ToolProtocol,
+    Grounding, InvalidConfig, ModelSettings, RequestOptions, RunConfig, ToolProtocol,
 };
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};

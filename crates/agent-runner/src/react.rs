@@ -41,7 +41,7 @@ pub struct ReactOutcome {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agent_core::{StopCause, ToolContext, ToolRegistry};
+/// use agent_core::{RunEnd, ToolContext, ToolRegistry};
 /// use agent_runner::{Agent, ReactAgent};
 /// use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 ///

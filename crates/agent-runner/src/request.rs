@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, CancellationToken, ConversationStore, Message, StopCause, StoreError, ToolContext,
+    AgentEvent, AgentRunResult, CancellationToken, ConversationStore, Message, RunEnd, StoreError, ToolContext,
 };
 use futures::{Stream, StreamExt};
 
@@ -161,7 +161,7 @@ impl RunRequest {
     }
 
     /// Cancels the run when `token` fires: a cancelled run is a result with
-    /// [`StopCause::Cancelled`], keeping what it did.
+    /// [`RunEnd::Cancelled`], keeping what it did.
     pub fn cancel_token(mut self, token: CancellationToken) -> Self {
         self.context.cancel = token;
         self
@@ -287,7 +287,7 @@ impl RunRequest {
             Start::State(state) => (**state).clone(),
         };
         state.interrupt(
-            StopCause::Error,
+            RunEnd::Error,
             format!("the session `{}` could not be loaded: {error}", session.name),
         );
         RunError {
@@ -344,7 +344,7 @@ impl IntoFuture for RunRequest {
     type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
 
     /// Runs it to the end. A cancelled run or one that hit a limit is a
-    /// successful result with the matching [`StopCause`]; a failed one is
+    /// successful result with the matching [`RunEnd`]; a failed one is
     /// a [`RunError`] that keeps the partial record.
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.run_to_end())

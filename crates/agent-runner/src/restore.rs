@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use agent_core::StopCause;
+use agent_core::RunEnd;
 
 use crate::agent::{Agent, RunError};
 use crate::state::{ResumeError, ResumePolicy, RunState};
@@ -67,7 +67,7 @@ impl Agent {
             Ok(()) => Ok(state),
             Err(error) => {
                 tracing::warn!(agent = %self.name(), %error, "a saved run was refused");
-                state.interrupt(StopCause::Error, error.to_string());
+                state.interrupt(RunEnd::Error, error.to_string());
                 Err(RunError {
                     result: Box::new(state.into_result()),
                     source_error: None,

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use agent_core::{
     AgentEvent, AgentRunResult, CallPurpose, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Message,
-    ModelCallRecord, Pricing, ResponseFormat, StopCause, ToolCall, ToolCallRecord, ToolChoice, ToolResult, Usage,
+    ModelCallRecord, Pricing, ResponseFormat, RunEnd, ToolCall, ToolCallRecord, ToolChoice, ToolResult, Usage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -54,7 +54,7 @@ enum Phase {
     NeedsModel { forced: Option<Forced> },
     NeedsTools { batch: Batch },
     Summarising { summary: Box<Summarising> },
-    Finished { cause: StopCause, detail: Option<String> },
+    Finished { cause: RunEnd, detail: Option<String> },
 }
 
 /// The complete, serialisable state of one run.
@@ -286,7 +286,7 @@ impl RunState {
     }
 
     /// Why the run ended, once it has.
-    pub fn stop_cause(&self) -> Option<StopCause> {
+    pub fn stop_cause(&self) -> Option<RunEnd> {
         match self.phase {
             Phase::Finished { cause, .. } => Some(cause),
             _ => None,
@@ -393,12 +393,12 @@ impl RunState {
         self.request.messages.push(message);
         if let Some(detail) = budget::spent_over(&self.config.budget, self.usage, self.cost_usd) {
             self.abandon(batch, &detail);
-            self.finish(StopCause::BudgetExceeded, Some(detail));
+            self.finish(RunEnd::BudgetExceeded, Some(detail));
             return Ok(());
         }
         if batch.entries.is_empty() {
             if !self.check_grounding(false) {
-                self.finish(StopCause::Completed, None);
+                self.finish(RunEnd::Completed, None);
             }
             return Ok(());
         }
@@ -420,7 +420,7 @@ impl RunState {
                     self.executed_tools
                 );
                 self.abandon(batch, &detail);
-                self.finish(StopCause::BudgetExceeded, Some(detail));
+                self.finish(RunEnd::BudgetExceeded, Some(detail));
                 return Ok(());
             }
         }
@@ -512,7 +512,7 @@ impl RunState {
             // so the next turn sees what the user was told.
             self.request.messages.push(Message::assistant(answer.clone()));
             self.response = answer;
-            self.finish(StopCause::Completed, None);
+            self.finish(RunEnd::Completed, None);
         } else if self.consecutive_failures >= self.config.max_consecutive_failures {
             let detail = format!(
                 "every tool call failed in {} consecutive iterations; last error: {}",
@@ -521,7 +521,7 @@ impl RunState {
             );
             // The user hears that the lookup failed, and why, not nothing.
             self.response = self.failed_lookup_answer();
-            self.finish(StopCause::Error, Some(detail));
+            self.finish(RunEnd::Error, Some(detail));
         } else if let Some(cycle) = batch.loop_cycle {
             self.emit(AgentEvent::LoopDetected {
                 iteration: self.iteration,
@@ -546,9 +546,9 @@ impl RunState {
             return Ok(());
         }
         let cause = if error.kind == LlmErrorKind::Cancelled {
-            StopCause::Cancelled
+            RunEnd::Cancelled
         } else {
-            StopCause::Error
+            RunEnd::Error
         };
         self.emit(AgentEvent::Error {
             message: error.to_string(),
@@ -561,7 +561,7 @@ impl RunState {
 
     /// Ends the run now (cancellation, deadline). Calls that were waiting get
     /// an "interrupted" result, so the history stays sendable.
-    pub fn interrupt(&mut self, cause: StopCause, detail: impl Into<String>) {
+    pub fn interrupt(&mut self, cause: RunEnd, detail: impl Into<String>) {
         self.approval.take_pending();
         self.approval.take_denied();
         match std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
@@ -588,11 +588,11 @@ impl RunState {
     pub fn into_result(mut self) -> AgentRunResult {
         let pending_approvals = self.pause_for_approval();
         if !self.is_finished() {
-            self.interrupt(StopCause::Error, "the run was stopped before it finished");
+            self.interrupt(RunEnd::Error, "the run was stopped before it finished");
         }
         let (stop_reason, mut stop_detail) = match self.phase {
             Phase::Finished { cause, detail } => (cause, detail),
-            _ => (StopCause::Error, None),
+            _ => (RunEnd::Error, None),
         };
         if let Some(note) = budget::unenforced_cost_note(&self.config.budget, self.cost_usd, &self.identity.model) {
             stop_detail = Some(match stop_detail {
@@ -620,7 +620,7 @@ impl RunState {
     }
 
     /// Ends a run that waits for approval with
-    /// [`StopCause::AwaitingApproval`]: the calls of the batch are answered
+    /// [`RunEnd::AwaitingApproval`]: the calls of the batch are answered
     /// as not run, so the record and the history are complete; returns the
     /// waiting calls. Does nothing (and returns none) otherwise.
     fn pause_for_approval(&mut self) -> Vec<ToolCall> {
@@ -637,7 +637,7 @@ impl RunState {
             pending.len(),
             names.join(", ")
         );
-        self.finish(StopCause::AwaitingApproval, Some(detail));
+        self.finish(RunEnd::AwaitingApproval, Some(detail));
         pending
     }
 
@@ -741,9 +741,9 @@ impl RunState {
         self.request.messages.extend(messages);
     }
 
-    fn finish(&mut self, cause: StopCause, detail: Option<String>) {
+    fn finish(&mut self, cause: RunEnd, detail: Option<String>) {
         repair_history(&mut self.request.messages);
-        if cause == StopCause::BudgetExceeded && self.response.trim().is_empty() {
+        if cause == RunEnd::BudgetExceeded && self.response.trim().is_empty() {
             // A run stopped by a budget (its time, tokens, cost or calls)
             // still tells the user what it found. The history is left
             // ending where the model stopped, so a later turn or a resumed

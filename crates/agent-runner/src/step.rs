@@ -26,10 +26,10 @@ pub enum Step<'a> {
     /// These calls of the batch need the user's approval before any tool of
     /// the batch runs: report each decision with
     /// [`RunState::decide`]. A driver that cannot ask anybody stops here;
-    /// the run's record then says [`StopCause::AwaitingApproval`], and its
+    /// the run's record then says [`RunEnd::AwaitingApproval`], and its
     /// saved state can be decided and resumed later.
     ///
-    /// [`StopCause::AwaitingApproval`]: agent_core::StopCause::AwaitingApproval
+    /// [`RunEnd::AwaitingApproval`]: agent_core::RunEnd::AwaitingApproval
     AwaitApproval(&'a [ToolCall]),
     /// The run is over; take the result with [`RunState::into_result`].
     Finished,

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{AgentRunResult, ConversationMeta, ConversationStore, StopCause, StoreError, TurnMeta};
+use agent_core::{AgentRunResult, ConversationMeta, ConversationStore, RunEnd, StoreError, TurnMeta};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -161,7 +161,7 @@ pub async fn store_turn(
             );
         }
     }
-    let added = if result.stop_reason == StopCause::Error {
+    let added = if result.stop_reason == RunEnd::Error {
         &[][..]
     } else {
         &result.messages[start..]
@@ -323,7 +323,7 @@ mod tests {
         let summary = format!("{}they said hello", crate::context::SUMMARY_PREFIX);
         AgentRunResult {
             response: "A1".into(),
-            stop_reason: StopCause::Completed,
+            stop_reason: RunEnd::Completed,
             stop_detail: None,
             iterations: 1,
             tool_calls: Vec::new(),

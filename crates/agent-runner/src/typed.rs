@@ -20,7 +20,7 @@
 //! summed or concatenated, the messages are the whole conversation (the
 //! correction request included), and the response is the final answer.
 
-use agent_core::{AgentRunResult, Capabilities, Message, ResponseFormat, StopCause, ToolContext};
+use agent_core::{AgentRunResult, Capabilities, Message, ResponseFormat, RunEnd, ToolContext};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -82,7 +82,7 @@ pub enum TypedError {
     #[error("the run stopped ({}) before a typed answer", stop.as_str())]
     Stopped {
         /// Why it stopped.
-        stop: StopCause,
+        stop: RunEnd,
         /// Everything the run produced.
         result: Box<AgentRunResult>,
     },
@@ -268,11 +268,8 @@ fn merge(first: AgentRunResult, second: AgentRunResult) -> AgentRunResult {
 }
 
 /// Whether a run's answer is worth validating (and retrying).
-fn answered(stop: StopCause) -> bool {
-    matches!(
-        stop,
-        StopCause::Completed | StopCause::MaxIterations | StopCause::LoopDetected
-    )
+fn answered(stop: RunEnd) -> bool {
+    matches!(stop, RunEnd::Completed | RunEnd::MaxIterations | RunEnd::LoopDetected)
 }
 
 impl Agent {

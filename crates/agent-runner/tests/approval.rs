@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use agent_core::{
-    AgentEvent, ApprovalDecision, Message, StopCause, ToolApprover, ToolCall, ToolContext, ToolRegistry as _,
+    AgentEvent, ApprovalDecision, Message, RunEnd, ToolApprover, ToolCall, ToolContext, ToolRegistry as _,
 };
 use agent_runner::{Agent, RunState, Step};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
@@ -70,7 +70,7 @@ async fn without_an_approver_the_run_pauses_before_any_tool_and_lists_the_waitin
     let agent = Agent::builder(client.clone()).tools(registry).build();
     let result = agent.run("book seat 12A").await.unwrap();
 
-    assert_eq!(result.stop_reason, StopCause::AwaitingApproval);
+    assert_eq!(result.stop_reason, RunEnd::AwaitingApproval);
     assert_eq!(result.stop_reason.as_str(), "awaiting_approval");
     let waiting: Vec<&str> = result.pending_approvals.iter().map(|call| call.name.as_str()).collect();
     assert_eq!(waiting, ["book"]);
@@ -112,7 +112,7 @@ async fn a_saved_paused_state_approved_in_another_agent_runs_the_batch_once() {
     assert!(!resumed.is_awaiting_approval());
     let result = agent.resume(resumed).await.unwrap();
 
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "Done.");
     assert_eq!((calls(&lookup), calls(&book)), (1, 1));
     assert!(result.pending_approvals.is_empty());
@@ -136,7 +136,7 @@ async fn a_denied_call_never_runs_and_the_model_reads_that_the_user_refused_it()
     paused.deny("call_2", Some("too expensive".into())).unwrap();
     let result = agent.resume(paused).await.unwrap();
 
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!((calls(&lookup), calls(&book)), (1, 0));
     let denied = &result.tool_calls[1];
     assert!(denied.is_error);
@@ -192,7 +192,7 @@ async fn an_approver_in_the_context_decides_while_the_run_waits() {
             }
         }
         let result = finished.unwrap();
-        assert_eq!(result.stop_reason, StopCause::Completed);
+        assert_eq!(result.stop_reason, RunEnd::Completed);
         let asked: Vec<String> = approver.asked.lock().unwrap().iter().map(|c| c.name.clone()).collect();
         assert_eq!(asked, ["book"]);
         // Asked before any tool of the reply started.
@@ -227,7 +227,7 @@ async fn a_provider_can_declare_its_tools_need_approval_and_other_runs_are_uncha
         .unwrap();
     let agent = Agent::builder(Arc::new(script())).tools(Arc::new(plain)).build();
     let result = agent.run("book").await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(calls(&booking), 1);
 }
 
@@ -252,7 +252,7 @@ async fn cancelling_while_the_approver_waits_ends_the_run_cancelled_with_a_senda
     });
     let result = agent.run("book").context(context.clone()).await.unwrap();
     canceller.await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::Cancelled);
+    assert_eq!(result.stop_reason, RunEnd::Cancelled);
     assert!(result.pending_approvals.is_empty());
     assert_eq!((calls(&lookup), calls(&book)), (0, 0));
     assert!(agent_runner::history::is_sendable(&result.messages));

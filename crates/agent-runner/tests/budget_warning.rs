@@ -8,7 +8,7 @@ mod common;
 use std::future::IntoFuture;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_core::{ModelCatalog, ModelInfo, Pricing, StopCause, Usage};
+use agent_core::{ModelCatalog, ModelInfo, Pricing, RunEnd, Usage};
 use agent_runner::Budget;
 use agent_testing::{ScriptedClient, response};
 use serde_json::json;
@@ -79,7 +79,7 @@ fn an_unenforceable_cost_budget_is_warned_about_once_per_run_and_an_enforceable_
     tracing::subscriber::with_default(subscriber, || {
         let client = script();
         let result = run(&client, None);
-        assert_eq!(result.stop_reason, StopCause::Completed);
+        assert_eq!(result.stop_reason, RunEnd::Completed);
         assert_eq!(client.requests().len(), 3, "three model calls");
         let logged = warnings.take();
         assert_eq!(logged.len(), 1, "{logged:?}");
@@ -103,7 +103,7 @@ fn an_unenforceable_cost_budget_is_warned_about_once_per_run_and_an_enforceable_
             },
         );
         let result = run(&script(), Some(catalog));
-        assert_eq!(result.stop_reason, StopCause::Completed);
+        assert_eq!(result.stop_reason, RunEnd::Completed);
         assert_eq!(warnings.take(), Vec::<String>::new());
     });
 }

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use agent_core::{ChatResponse, Message, ModelCatalog, ModelInfo, Pricing, StopCause, ToolContext, Usage};
+use agent_core::{ChatResponse, Message, ModelCatalog, ModelInfo, Pricing, RunEnd, ToolContext, Usage};
 use agent_runner::{Budget, history};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use serde_json::json;
@@ -73,7 +73,7 @@ async fn a_cost_budget_ends_the_run_once_the_first_call_passes_it() {
         .context(ctx())
         .await
         .expect("budget stops are results");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(
         result.stop_detail.as_deref(),
         Some("spent $0.120000, over the budget of $0.100000")
@@ -100,7 +100,7 @@ async fn a_cost_budget_ends_the_run_when_a_later_call_passes_it() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(
         result.stop_detail.as_deref(),
         Some("spent $0.140000, over the budget of $0.100000")
@@ -122,7 +122,7 @@ async fn a_run_within_its_cost_budget_completes_without_a_note() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.stop_detail, None);
     assert!((result.cost_usd.expect("priced") - 0.14).abs() < 1e-9);
 }
@@ -141,7 +141,7 @@ async fn an_unpriced_model_runs_on_but_the_result_says_the_cost_budget_was_not_e
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.cost_usd, None);
     assert_eq!(result.response, "done");
     assert_eq!(
@@ -166,7 +166,7 @@ async fn the_unpriced_note_follows_the_detail_of_another_stop() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(
         result.stop_detail.as_deref(),
         Some(
@@ -194,7 +194,7 @@ async fn a_call_whose_estimate_exceeds_the_remaining_tokens_is_not_made() {
         .expect("run");
     assert_eq!(client.requests().len(), 1, "the second call is never made");
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the first reply's call ran");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(result.usage, Usage::new(600, 50));
     // 600 input tokens last time, plus the reply and result since (18
     // characters: 4), plus up to 300 output tokens.
@@ -225,7 +225,7 @@ async fn without_max_tokens_the_input_estimate_alone_can_stop_the_run() {
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1);
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(
         result.stop_detail.as_deref(),
         Some("the next model call would exceed the token budget: estimated at 904 input tokens, with 50 of 1000 left")
@@ -250,7 +250,7 @@ async fn a_large_tool_result_counts_towards_the_next_calls_estimate() {
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1);
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     let detail = result.stop_detail.unwrap_or_default();
     assert!(
         detail.contains("estimated at 10101 input tokens, with 4890 of 5000 left"),
@@ -270,7 +270,7 @@ async fn the_first_call_is_blocked_only_when_max_tokens_alone_exceeds_the_budget
         .await
         .expect("run");
     assert!(client.requests().is_empty(), "no call is made");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(result.iterations, 0);
     assert_eq!(
         result.stop_detail.as_deref(),
@@ -294,7 +294,7 @@ async fn the_first_call_is_blocked_only_when_max_tokens_alone_exceeds_the_budget
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1);
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
 }
 
 #[tokio::test]
@@ -314,7 +314,7 @@ async fn a_call_whose_estimated_cost_exceeds_what_is_left_is_not_made() {
     // First call: up to 100 output tokens = $0.20, allowed. Second: 104
     // input tokens ($0.104) + up to $0.20 of output, and $0.12 already spent.
     assert_eq!(client.requests().len(), 1);
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(
         result.stop_detail.as_deref(),
         Some(
@@ -339,7 +339,7 @@ async fn a_forced_final_answer_that_would_exceed_the_budget_is_not_requested() {
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 1);
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert!(
         result
             .stop_detail
@@ -373,7 +373,7 @@ async fn calls_that_fit_the_estimate_go_ahead() {
         .await
         .expect("run");
     assert_eq!(client.requests().len(), 2);
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.stop_detail, None);
 }
 
@@ -399,7 +399,7 @@ fn the_figures_of_the_estimate_survive_saving_and_resuming_a_run() {
         }])
         .expect("in phase");
     assert!(matches!(state.next_step(), Step::Finished));
-    assert_eq!(state.stop_cause(), Some(StopCause::BudgetExceeded));
+    assert_eq!(state.stop_cause(), Some(RunEnd::BudgetExceeded));
     let detail = state.into_result().stop_detail.unwrap_or_default();
     assert!(detail.contains("(604 input + up to 300 output)"), "{detail}");
 }
@@ -427,7 +427,7 @@ async fn a_resumed_run_keeps_the_deadline_it_started_with() {
     let started = std::time::Instant::now();
     let result = agent.resume(restored).context(ctx()).await.expect("run");
     assert!(started.elapsed() < std::time::Duration::from_millis(30));
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(result.stop_detail.as_deref(), Some("the run's deadline passed"));
     assert!(client.requests().is_empty());
 
@@ -453,7 +453,7 @@ async fn a_resumed_run_keeps_the_deadline_it_started_with() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
 }
 
 #[tokio::test]
@@ -471,7 +471,7 @@ async fn a_run_stopped_by_its_deadline_says_what_it_found() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(result.stop_detail.as_deref(), Some("the run's deadline passed"));
     assert_eq!(
         result.response,
@@ -491,6 +491,6 @@ async fn a_run_stopped_by_its_deadline_says_what_it_found() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(result.response, "I could not finish looking that up.");
 }

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_core::{Message, StopCause, StoreError, ToolContext};
+use agent_core::{Message, RunEnd, StoreError, ToolContext};
 use agent_runner::{Agent, RunCheckpoints, RunState};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use serde_json::json;
@@ -66,7 +66,7 @@ async fn the_state_is_saved_before_the_first_call_after_every_step_and_every_fin
         .checkpoints(saved.clone())
         .await
         .unwrap();
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
 
     let states = saved.states();
     let summary: Vec<(u32, bool, bool)> = states
@@ -123,7 +123,7 @@ async fn a_run_saved_in_the_middle_of_a_batch_resumes_without_running_finished_c
     let client = Arc::new(ScriptedClient::new().respond(response::text("Both done.")));
     let agent = Agent::builder(client.clone()).tools(registry).build();
     let result = agent.resume(last).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "Both done.");
     assert_eq!(calls(&fast_again), 0, "the finished call is not run again");
     assert_eq!(calls(&slow_again), 1);
@@ -161,7 +161,7 @@ async fn a_cancelled_batch_keeps_the_results_of_the_calls_that_finished() {
         .await
         .unwrap();
     watcher.await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::Cancelled);
+    assert_eq!(result.stop_reason, RunEnd::Cancelled);
     assert_eq!(result.tool_calls[0].result, "fast result");
     assert!(!result.tool_calls[0].is_error);
     assert!(result.tool_calls[1].is_error, "the unfinished call is interrupted");

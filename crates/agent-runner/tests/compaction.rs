@@ -10,8 +10,8 @@ mod common;
 use std::sync::Arc;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, CallPurpose, ChatRequest, CompactionTrigger, Message, ModelCatalog, ModelInfo,
-    StopCause, ToolChoice, Usage,
+    AgentEvent, AgentRunResult, CallPurpose, ChatRequest, CompactionTrigger, Message, ModelCatalog, ModelInfo, RunEnd,
+    ToolChoice, Usage,
 };
 use agent_prompts::builtin;
 use agent_runner::AgentBuilder;
@@ -37,7 +37,7 @@ async fn a_forty_turn_conversation_with_large_results_is_compacted_to_fit_a_tiny
     let stream = agent.run("Which city is the largest?").history(history).stream();
     let (events, result) = collect(stream).await;
 
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "City 40 is the largest.");
     let requests = router.requests();
     for request in &requests {
@@ -192,7 +192,7 @@ async fn eliding_old_results_is_enough_when_it_frees_the_room() {
     );
     let agent = agent(&router).context_window(4000).max_tokens(100).build();
     let result = agent.run("And now?").history(history(6, RESULT_BYTES)).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     let requests = router.requests();
     assert_eq!(requests.len(), 1, "no summary call");
     assert_fits(&requests[0], 4000);
@@ -354,7 +354,7 @@ async fn a_forced_final_answer_is_compacted_with_its_instruction_kept_last() {
         .history(history(8, 100))
         .await
         .unwrap();
-    assert_eq!(result.stop_reason, StopCause::MaxIterations);
+    assert_eq!(result.stop_reason, RunEnd::MaxIterations);
     assert_eq!(result.response, "City 9 has 9000 people.");
     let requests = router.requests();
     assert!(requests.len() > 2, "a summary before the forced answer");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use agent_core::{Capabilities, CompactionTrigger, LlmError, LlmErrorKind, Message, StopCause, Usage};
+use agent_core::{Capabilities, CompactionTrigger, LlmError, LlmErrorKind, Message, RunEnd, Usage};
 use agent_runner::ContextPolicy;
 use agent_runner::context::SUMMARY_PREFIX;
 use agent_runner::history::is_sendable;
@@ -24,7 +24,7 @@ async fn a_context_length_error_compacts_once_and_the_call_is_retried() {
     // No window known: only the provider's error compacts.
     let agent = agent(&router).build();
     let result = agent.run("And now?").history(history(6, 100)).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "done");
     let requests = router.requests();
     assert_eq!(requests.len(), 3);
@@ -67,7 +67,7 @@ async fn a_second_context_length_error_for_the_same_call_ends_the_run() {
         .await
         .unwrap_err();
     assert_eq!(router.requests().len(), 3, "the call, the summary, the retry");
-    assert_eq!(error.result.stop_reason, StopCause::Error);
+    assert_eq!(error.result.stop_reason, RunEnd::Error);
     assert_eq!(error.source_error.map(|e| e.kind), Some(LlmErrorKind::ContextLength));
     assert_eq!(error.result.compactions.len(), 1);
     assert!(is_sendable(&error.result.messages));

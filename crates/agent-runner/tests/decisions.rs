@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use agent_core::{
     AgentRunResult, AssistantMessage, ChatRequest, ChatResponse, CompactionTrigger, LlmError, LlmErrorKind, Message,
-    StopCause, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+    RunEnd, ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
 };
 use agent_runner::history::is_sendable;
 use agent_runner::{Budget, ContextPolicy, RunConfig, RunIdentity, RunState, Step, ToolOutcome};
@@ -120,7 +120,7 @@ enum Feed {
     /// Reports the batch with no new outcome.
     Collect,
     /// The run is stopped (cancelled, deadline).
-    Interrupt(StopCause, &'static str),
+    Interrupt(RunEnd, &'static str),
     Approve(&'static str),
     Deny(&'static str, Option<&'static str>),
     /// The driver stops here (nobody to approve) and takes the result.
@@ -138,7 +138,7 @@ struct Case {
     /// is `finished` (unless the last feed is [`Leave`]).
     script: Vec<(&'static str, Feed)>,
     /// How the run ends: default `Completed` with no detail.
-    cause: StopCause,
+    cause: RunEnd,
     detail: Option<&'static str>,
     /// The record of tool calls, one prefix per call: default none.
     calls: Vec<&'static str>,
@@ -154,7 +154,7 @@ impl Case {
             name,
             state,
             script: Vec::new(),
-            cause: StopCause::Completed,
+            cause: RunEnd::Completed,
             detail: None,
             calls: Vec::new(),
             response: None,
@@ -167,7 +167,7 @@ impl Case {
         self
     }
 
-    fn ends(mut self, cause: StopCause, detail: Option<&'static str>) -> Self {
+    fn ends(mut self, cause: RunEnd, detail: Option<&'static str>) -> Self {
         self.cause = cause;
         self.detail = detail;
         self
@@ -619,7 +619,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
             ("model(none)", Reply(answer("forced"))),
         ])
         .ends(
-            StopCause::MaxIterations,
+            RunEnd::MaxIterations,
             Some("reached the limit of 2 iterations; the answer was forced"),
         )
         .calls(["a echo: ok", "b echo: ok"])
@@ -634,7 +634,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
             ("model(none)", Reply(response::with_calls("One more look.", vec![ToolCall::new("b", "echo", json!({"n": 2}))]))),
         ])
         .ends(
-            StopCause::MaxIterations,
+            RunEnd::MaxIterations,
             Some("reached the limit of 1 iteration; the answer was forced; 1 tool call requested afterwards was not run"),
         )
         .calls(["a echo: ok"])
@@ -648,7 +648,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
                 ("model(none)", Reply(answer("final"))),
             ])
             .ends(
-                StopCause::LoopDetected,
+                RunEnd::LoopDetected,
                 Some(r#"the model repeated the same tool calls: echo({"n":1}); the answer was forced"#),
             )
             .calls(["a echo: ok", "b echo: ok"])
@@ -662,7 +662,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
                 ("model(none)", Reply(answer("final"))),
             ])
             .ends(
-                StopCause::LoopDetected,
+                RunEnd::LoopDetected,
                 Some(r#"the model repeated the same tool calls: echo({"n":1}) + echo({"n":2}); the answer was forced"#),
             )
             .calls(["a echo: ok", "b echo: ok", "c echo: ok", "d echo: ok"]),
@@ -679,7 +679,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
                 ("model(none)", Reply(answer("final"))),
             ])
             .ends(
-                StopCause::LoopDetected,
+                RunEnd::LoopDetected,
                 Some(
                     r#"the model alternated between the same tool calls twice: echo({"n":1}), then echo({"n":2}); the answer was forced"#,
                 ),
@@ -710,7 +710,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
                 ("model(none)", Reply(answer("final"))),
             ])
             .ends(
-                StopCause::LoopDetected,
+                RunEnd::LoopDetected,
                 Some(r#"the model repeated the same tool calls: echo({"n":1}); the answer was forced"#),
             )
             .calls(["a echo: ok", "b echo: ok"])
@@ -736,7 +736,7 @@ fn forced_answers_at_the_iteration_limit_and_in_loops() {
                 ("model(none)", Reply(answer("forced"))),
             ])
             .ends(
-                StopCause::MaxIterations,
+                RunEnd::MaxIterations,
                 Some("reached the limit of 2 iterations; the answer was forced"),
             )
             .calls(["a echo: ok", "b echo: ok"])
@@ -763,7 +763,7 @@ fn consecutive_failed_rounds() {
             ("run b", Run),
         ])
         .ends(
-            StopCause::Error,
+            RunEnd::Error,
             Some("every tool call failed in 2 consecutive iterations; last error: `broken`: b failed"),
         )
         .calls(["a broken: error a failed", "b broken: error b failed"])
@@ -851,7 +851,7 @@ fn tool_choice_and_stop_tools() {
             ("model(none)", Reply(answer("forced"))),
         ])
         .ends(
-            StopCause::MaxIterations,
+            RunEnd::MaxIterations,
             Some("reached the limit of 1 iteration; the answer was forced"),
         )
         .calls(["a echo: ok"]),
@@ -894,10 +894,7 @@ fn budgets_stop_before_spending_more() {
             state_of(tokens(100)),
         )
         .script([("model", Reply(response::with_usage(echo("a", 1), Usage::new(90, 20))))])
-        .ends(
-            StopCause::BudgetExceeded,
-            Some("used 110 tokens, over the budget of 100"),
-        )
+        .ends(RunEnd::BudgetExceeded, Some("used 110 tokens, over the budget of 100"))
         .calls(["a echo: error Not run: used 110 tokens, over the budget of 100."]),
         Case::new(
             "a model call whose estimate does not fit in the tokens left is not made",
@@ -908,7 +905,7 @@ fn budgets_stop_before_spending_more() {
             ("run a", Run),
         ])
         .ends(
-            StopCause::BudgetExceeded,
+            RunEnd::BudgetExceeded,
             Some(
                 "the next model call would exceed the token budget: estimated at 904 tokens \
                  (604 input + up to 300 output), with 350 of 1000 left",
@@ -920,7 +917,7 @@ fn budgets_stop_before_spending_more() {
             new_state(tokens(1000), vec![Message::user("go")], Some(2000)),
         )
         .ends(
-            StopCause::BudgetExceeded,
+            RunEnd::BudgetExceeded,
             Some(
                 "the next model call would exceed the token budget: estimated at 2000 tokens \
                  (0 input + up to 2000 output), with 1000 of 1000 left",
@@ -939,7 +936,7 @@ fn budgets_stop_before_spending_more() {
             ])),
         )])
         .ends(
-            StopCause::BudgetExceeded,
+            RunEnd::BudgetExceeded,
             Some("the model asked for 3 more tool call(s), which would exceed the budget of 2 (0 used)"),
         )
         .calls([
@@ -960,7 +957,7 @@ fn budgets_stop_before_spending_more() {
             ("model <- a b", Reply(echo("c", 3))),
         ])
         .ends(
-            StopCause::BudgetExceeded,
+            RunEnd::BudgetExceeded,
             Some("the model asked for 1 more tool call(s), which would exceed the budget of 2 (2 used)"),
         )
         .calls([
@@ -996,9 +993,9 @@ fn interruptions_and_model_errors() {
                 "model",
                 Reply(calls([("a", "echo", json!({"n": 1})), ("b", "lookup", json!({}))])),
             ),
-            ("run a b", Interrupt(StopCause::Cancelled, "cancelled by the user")),
+            ("run a b", Interrupt(RunEnd::Cancelled, "cancelled by the user")),
         ])
-        .ends(StopCause::Cancelled, Some("cancelled by the user"))
+        .ends(RunEnd::Cancelled, Some("cancelled by the user"))
         .calls([
             "a echo: error The tool call was interrupted before it returned a result.",
             "b lookup: error The tool call was interrupted before it returned a result.",
@@ -1027,10 +1024,10 @@ fn interruptions_and_model_errors() {
             ("run a b", Finish(0)),
             (
                 "run b (done: a)",
-                Interrupt(StopCause::BudgetExceeded, "the run's deadline passed"),
+                Interrupt(RunEnd::BudgetExceeded, "the run's deadline passed"),
             ),
         ])
-        .ends(StopCause::BudgetExceeded, Some("the run's deadline passed"))
+        .ends(RunEnd::BudgetExceeded, Some("the run's deadline passed"))
         .calls([
             "a echo: ok a done",
             "b lookup: error The tool call was interrupted before it returned a result.",
@@ -1042,14 +1039,14 @@ fn interruptions_and_model_errors() {
         .script([
             ("model", Reply(echo("a", 1))),
             ("run a", Run),
-            ("model(none)", Interrupt(StopCause::Cancelled, "stop")),
+            ("model(none)", Interrupt(RunEnd::Cancelled, "stop")),
         ])
-        .ends(StopCause::Cancelled, Some("stop"))
+        .ends(RunEnd::Cancelled, Some("stop"))
         .calls(["a echo: ok"])
         .check(|result| assert!(matches!(result.messages.last(), Some(Message::Tool(_))))),
         Case::new("a failed model call ends the run with its error", default_state())
             .script([("model", ModelError(LlmError::new(LlmErrorKind::Server, "boom")))])
-            .ends(StopCause::Error, Some("server error: boom")),
+            .ends(RunEnd::Error, Some("server error: boom")),
         Case::new("a cancelled model call ends the run as cancelled", default_state())
             .script([
                 ("model", Reply(echo("a", 1))),
@@ -1059,7 +1056,7 @@ fn interruptions_and_model_errors() {
                     ModelError(LlmError::new(LlmErrorKind::Cancelled, "by the user")),
                 ),
             ])
-            .ends(StopCause::Cancelled, Some("cancelled: by the user"))
+            .ends(RunEnd::Cancelled, Some("cancelled: by the user"))
             .calls(["a echo: ok"]),
     ]);
 }
@@ -1134,10 +1131,10 @@ fn context_length_errors() {
             ("summary", Reply(answer("The user asked about city populations."))),
             ("model", too_long()),
         ])
-        .ends(StopCause::Error, Some("context length exceeded: prompt is too long")),
+        .ends(RunEnd::Error, Some("context length exceeded: prompt is too long")),
         Case::new("with nothing to compact the first one ends the run", default_state())
             .script([("model", too_long())])
-            .ends(StopCause::Error, Some("context length exceeded: prompt is too long")),
+            .ends(RunEnd::Error, Some("context length exceeded: prompt is too long")),
     ]);
 }
 
@@ -1198,7 +1195,7 @@ fn approval_holds_the_batch() {
         Case::new("a run nobody decides for stops awaiting approval", needs_booking())
             .script([("model", lookup_and_book()), ("approve? b", Leave)])
             .ends(
-                StopCause::AwaitingApproval,
+                RunEnd::AwaitingApproval,
                 Some("1 call(s) wait for the user's approval: book"),
             )
             .calls(["a lookup: error", "b book: error"])
@@ -1212,9 +1209,9 @@ fn approval_holds_the_batch() {
         )
         .script([
             ("model", lookup_and_book()),
-            ("approve? b", Interrupt(StopCause::Cancelled, "stop")),
+            ("approve? b", Interrupt(RunEnd::Cancelled, "stop")),
         ])
-        .ends(StopCause::Cancelled, Some("stop"))
+        .ends(RunEnd::Cancelled, Some("stop"))
         .calls([
             "a lookup: error The tool call was interrupted before it returned a result.",
             "b book: error The tool call was interrupted before it returned a result.",

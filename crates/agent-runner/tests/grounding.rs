@@ -6,7 +6,7 @@
 mod common;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, GroundingAction, GroundingFault, Message, StopCause, ToolChoice, ToolOutput,
+    AgentEvent, AgentRunResult, GroundingAction, GroundingFault, Message, RunEnd, ToolChoice, ToolOutput,
 };
 use std::time::Duration;
 
@@ -97,7 +97,7 @@ async fn an_invented_figure_without_a_call_is_re_asked_with_a_call_required() {
     let result = run(&client, Grounding::On, "How warm is Paris right now?").await;
 
     assert_eq!(result.response, "Paris has 18.4 °C and light rain.");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     let requests = client.requests();
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[0].tool_choice, ToolChoice::Auto);
@@ -261,7 +261,7 @@ async fn a_forced_answer_echoing_the_runners_instruction_is_replaced_without_a_r
         "Paris weather",
     )
     .await;
-    assert_eq!(result.stop_reason, StopCause::MaxIterations);
+    assert_eq!(result.stop_reason, RunEnd::MaxIterations);
     assert_eq!(result.response, "Paris: 18.4 °C, light rain");
     assert_eq!(client.requests().len(), 2);
     let grounding = result.grounding.expect("recorded");

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    AssistantMessage, ChatResponse, LlmError, LlmErrorKind, Message, StopCause, StopReason, ToolCall, ToolChoice,
+    AssistantMessage, ChatResponse, LlmError, LlmErrorKind, Message, RunEnd, StopReason, ToolCall, ToolChoice,
     ToolContext, Usage,
 };
 use agent_runner::{Budget, history};
@@ -34,7 +34,7 @@ async fn native_mode_sends_tool_definitions_and_runs_structured_calls() {
     assert_eq!(names, ["echo", "weather", "slow_a", "slow_b", "fail", "boom"]);
     assert_eq!(result.tool_calls[0].result, r#"{"x":1}"#);
     assert_eq!(result.response, "done");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
 }
 
 // 2. Calls of one turn run concurrently; results keep the model's order.
@@ -179,7 +179,7 @@ async fn calls_past_the_per_reply_cap_are_recorded_as_not_run_and_left_out_of_th
         .filter_map(Message::as_tool_result)
         .count();
     assert_eq!(results, 2);
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     // Every request tells the provider the cap, so a local model can stop
     // writing calls that would not run.
     assert!(
@@ -335,7 +335,7 @@ async fn a_panicking_tool_yields_an_error_result_and_the_run_continues() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "still here");
     assert!(result.tool_calls[0].is_error);
     assert!(
@@ -381,7 +381,7 @@ async fn three_consecutive_all_failing_iterations_end_the_run_with_an_error() {
         .context(ctx())
         .await
         .expect_err("the run fails");
-    assert_eq!(error.result.stop_reason, StopCause::Error);
+    assert_eq!(error.result.stop_reason, RunEnd::Error);
     assert_eq!(error.result.tool_calls.len(), 3, "the partial record is kept");
     assert!(error.to_string().contains("3 consecutive iterations"), "{error}");
     assert_eq!(client.requests().len(), 3);
@@ -401,7 +401,7 @@ async fn a_success_resets_the_failure_count() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
 }
 
 // 5. The same calls twice in a row: the next request forces an answer.
@@ -421,7 +421,7 @@ async fn repeating_the_previous_turns_calls_forces_a_final_answer() {
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[1].tool_choice, ToolChoice::Auto);
     assert_eq!(requests[2].tool_choice, ToolChoice::None);
-    assert_eq!(result.stop_reason, StopCause::LoopDetected);
+    assert_eq!(result.stop_reason, RunEnd::LoopDetected);
     assert_eq!(result.response, "final");
 }
 
@@ -460,7 +460,7 @@ async fn hitting_max_iterations_forces_one_final_answer_without_running_more_too
         2,
         "the call returned anyway is not run"
     );
-    assert_eq!(result.stop_reason, StopCause::MaxIterations);
+    assert_eq!(result.stop_reason, RunEnd::MaxIterations);
     assert_eq!(result.iterations, 3);
     assert_eq!(result.response, "Here is what I know.");
     assert_eq!(
@@ -521,7 +521,7 @@ async fn a_token_budget_ends_the_run() {
         .context(ctx())
         .await
         .expect("budget stops are results");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(client.requests().len(), 1);
     assert!(history::is_sendable(&result.messages));
 }
@@ -548,7 +548,7 @@ async fn a_batch_that_would_exceed_the_tool_call_budget_does_not_start() {
         .await
         .expect("run");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert!(history::is_sendable(&result.messages));
 }
 
@@ -566,7 +566,7 @@ async fn a_deadline_stops_a_slow_run() {
         .await
         .expect("run");
     assert!(started.elapsed() < Duration::from_millis(180));
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert!(result.tool_calls[0].is_error, "the interrupted call is recorded");
 }
 
@@ -592,7 +592,7 @@ async fn a_cancelled_run_stops_within_100_ms_even_while_a_tool_sleeps() {
         .expect("cancellation is a result");
     let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_millis(150), "stopped after {elapsed:?}");
-    assert_eq!(result.stop_reason, StopCause::Cancelled);
+    assert_eq!(result.stop_reason, RunEnd::Cancelled);
     assert!(
         history::is_sendable(&result.messages),
         "interrupted call got a synthesised result"
@@ -617,7 +617,7 @@ async fn a_cancelled_model_call_stops_promptly() {
         .await
         .expect("result");
     assert!(started.elapsed() < Duration::from_millis(130));
-    assert_eq!(result.stop_reason, StopCause::Cancelled);
+    assert_eq!(result.stop_reason, RunEnd::Cancelled);
 }
 
 // 9. Sendable history and deterministic requests.
@@ -825,7 +825,7 @@ async fn reaching_the_deadline_cancels_the_runs_token_but_not_the_callers() {
         .context(caller.clone())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(
         stopped.load(Ordering::SeqCst),
@@ -956,7 +956,7 @@ async fn a_stop_tool_ends_the_run_with_its_result_and_the_tool_choice_can_hold_e
         .await
         .expect("run");
     assert_eq!(result.response, "It is 12 °C in Oslo.");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.iterations, 2);
     let requests = client.requests();
     assert_eq!(requests.len(), 2);

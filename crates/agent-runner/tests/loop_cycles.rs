@@ -4,7 +4,7 @@
 
 mod common;
 
-use agent_core::{AgentEvent, Message, StopCause, ToolCall, ToolChoice, ToolContext};
+use agent_core::{AgentEvent, Message, RunEnd, ToolCall, ToolChoice, ToolContext};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -56,7 +56,7 @@ async fn alternating_between_two_calls_of_one_tool_forces_a_final_answer_naming_
         .await
         .expect("run");
     assert_forced_at(&client, 4);
-    assert_eq!(result.stop_reason, StopCause::LoopDetected);
+    assert_eq!(result.stop_reason, RunEnd::LoopDetected);
     assert_eq!(result.response, "final");
     assert_eq!(result.tool_calls.len(), 4, "every call of the cycle ran once per round");
     assert_eq!(
@@ -100,7 +100,7 @@ async fn alternating_between_two_tools_is_detected_and_reported_as_a_loop_event(
     let Some(AgentEvent::RunFinished { result }) = events.last() else {
         panic!("the stream ends with the result: {:?}", events.last());
     };
-    assert_eq!(result.stop_reason, StopCause::LoopDetected);
+    assert_eq!(result.stop_reason, RunEnd::LoopDetected);
     let detail = result.stop_detail.as_deref().unwrap_or_default();
     assert!(
         detail.contains(r#"echo({"q":1}), then weather({"location":"Oslo"})"#),
@@ -135,7 +135,7 @@ async fn a_cycle_of_three_rounds_is_detected_whatever_the_order_of_calls_within_
         .await
         .expect("run");
     assert_forced_at(&client, 6);
-    assert_eq!(result.stop_reason, StopCause::LoopDetected);
+    assert_eq!(result.stop_reason, RunEnd::LoopDetected);
     assert_eq!(
         result.stop_detail.as_deref(),
         Some(
@@ -164,7 +164,7 @@ async fn rounds_that_change_are_not_a_loop() {
         .context(ctx())
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::Completed, "{:?}", result.stop_detail);
+    assert_eq!(result.stop_reason, RunEnd::Completed, "{:?}", result.stop_detail);
     assert_eq!(result.response, "done");
     assert!(client.requests().iter().all(|r| r.tool_choice == ToolChoice::Auto));
 }
@@ -188,7 +188,7 @@ async fn a_round_whose_calls_could_not_run_breaks_a_cycle() {
     .context(ctx())
     .await
     .expect("run");
-    assert_eq!(result.stop_reason, StopCause::Completed, "{:?}", result.stop_detail);
+    assert_eq!(result.stop_reason, RunEnd::Completed, "{:?}", result.stop_detail);
 }
 
 #[tokio::test]
@@ -248,7 +248,7 @@ fn the_rounds_seen_so_far_survive_saving_and_resuming_a_run() {
         .on_model_response(response::text("final"), std::time::Duration::ZERO)
         .expect("in phase");
     let result = state.into_result();
-    assert_eq!(result.stop_reason, StopCause::LoopDetected);
+    assert_eq!(result.stop_reason, RunEnd::LoopDetected);
     assert!(
         result
             .stop_detail

@@ -5,7 +5,7 @@
 
 mod common;
 
-use agent_core::{AgentEvent, AgentRunResult, Message, StopCause, ToolChoice};
+use agent_core::{AgentEvent, AgentRunResult, Message, RunEnd, ToolChoice};
 use agent_testing::{ScriptedClient, response};
 use futures::StreamExt;
 use serde_json::json;
@@ -39,7 +39,7 @@ async fn a_repeated_call_is_not_run_and_the_reminder_leads_to_the_next_call() {
         .respond(weather("Rome", "celsius"))
         .respond(response::text("Oslo and Rome are both at 21 °C."));
     let result = run(&client, true).await;
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "Oslo and Rome are both at 21 °C.");
     let places: Vec<&str> = result
         .tool_calls
@@ -88,7 +88,7 @@ async fn a_second_repeat_forces_the_answer() {
         .respond(response::tool_calls([("weather", json!({"location": "Oslo"}))]))
         .respond(response::text("It is 21 °C in Oslo."));
     let result = run(&client, true).await;
-    assert_eq!(result.stop_reason, StopCause::LoopDetected);
+    assert_eq!(result.stop_reason, RunEnd::LoopDetected);
     assert_eq!(result.response, "It is 21 °C in Oslo.");
     assert_eq!(result.tool_calls.len(), 1, "only the first call ran");
     assert_eq!(
@@ -127,7 +127,7 @@ async fn a_reply_with_text_or_a_new_call_runs_as_usual() {
         .respond(response::text("Both are at 21 °C."));
     let result = run(&client, true).await;
     assert_eq!(result.tool_calls.len(), 3);
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
 
     // A repeat after the user's next message is not a repeat: a new turn.
     let client = ScriptedClient::new()
@@ -154,7 +154,7 @@ async fn exactly_the_previous_rounds_calls_again_are_a_loop_not_a_re_ask() {
         .respond(weather("Oslo", "celsius"))
         .respond(response::text("21 °C."));
     let result = run(&client, true).await;
-    assert_eq!(result.stop_reason, StopCause::LoopDetected);
+    assert_eq!(result.stop_reason, RunEnd::LoopDetected);
     let choices: Vec<ToolChoice> = client.requests().iter().map(|r| r.tool_choice.clone()).collect();
     assert_eq!(choices, [ToolChoice::Auto, ToolChoice::Auto, ToolChoice::None]);
 }
@@ -167,7 +167,7 @@ async fn switched_off_the_repeat_runs() {
         .respond(response::text("21 °C."));
     let result = run(&client, false).await;
     assert_eq!(result.tool_calls.len(), 2, "the repeat ran");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(client.requests().len(), 3);
 }
 

@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{ChatRequest, LlmClient, StopCause, ToolContext, ToolDefinition, ToolExecution};
+use agent_core::{ChatRequest, LlmClient, RunEnd, ToolContext, ToolDefinition, ToolExecution};
 use agent_runner::{Agent, RunState, Step};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use serde_json::{Value, json};
@@ -86,7 +86,7 @@ async fn a_saved_state_whose_approval_gate_was_emptied_still_pauses_under_an_age
     let (registry, lookup, book) = travel_tools();
     let agent = travel_agent(&client, registry);
     let result = agent.resume(emptied).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::AwaitingApproval);
+    assert_eq!(result.stop_reason, RunEnd::AwaitingApproval);
     let waiting: Vec<&str> = result.pending_approvals.iter().map(|call| call.name.as_str()).collect();
     assert_eq!(waiting, ["book"]);
     assert_eq!((calls(&lookup), calls(&book)), (0, 0), "no tool of the batch ran");
@@ -106,7 +106,7 @@ async fn a_state_saved_before_the_model_asked_keeps_the_current_approval_rules()
 
     let (registry, _, book) = travel_tools();
     let result = travel_agent(&client, registry).resume(fresh).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::AwaitingApproval);
+    assert_eq!(result.stop_reason, RunEnd::AwaitingApproval);
     assert_eq!(calls(&book), 0);
 }
 
@@ -129,12 +129,7 @@ async fn a_state_whose_tool_call_budget_was_raised_is_held_to_the_current_one() 
         saved["config"]["budget"]["max_tool_calls"] = json!(100);
     });
     let result = agent.resume(raised).await.unwrap();
-    assert_eq!(
-        result.stop_reason,
-        StopCause::BudgetExceeded,
-        "{:?}",
-        result.stop_detail
-    );
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded, "{:?}", result.stop_detail);
     assert!(
         result
             .stop_detail
@@ -157,7 +152,7 @@ async fn a_state_whose_iteration_limit_was_raised_is_held_to_the_current_one() {
         saved["config"]["max_iterations"] = json!(50);
     });
     let result = agent.resume(raised).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::MaxIterations);
+    assert_eq!(result.stop_reason, RunEnd::MaxIterations);
 }
 
 #[tokio::test]
@@ -170,7 +165,7 @@ async fn a_state_whose_deadline_was_pushed_back_ends_by_the_current_limit() {
         saved["config"]["budget"]["deadline"] = json!(86_400_000);
     });
     let result = agent.resume(later).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::BudgetExceeded);
+    assert_eq!(result.stop_reason, RunEnd::BudgetExceeded);
     assert_eq!(result.stop_detail.as_deref(), Some("the run's deadline passed"));
     assert!(client.requests().is_empty());
 }
@@ -222,7 +217,7 @@ async fn a_tool_removed_from_the_agent_does_not_run_when_a_saved_state_asks_for_
         }))
         .build();
     let result = today.resume(saved).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(tools.calls("weather"), 0, "neither the saved call nor the new one ran");
     assert_eq!(tools.calls("echo"), 1, "an offered tool still runs");
     let weather: Vec<(bool, &str)> = result
@@ -268,7 +263,7 @@ async fn a_state_that_does_not_match_the_agent_resuming_it_is_refused() {
         let Err(error) = refused else {
             panic!("{what}: resumed: {refused:?}");
         };
-        assert_eq!(error.result.stop_reason, StopCause::Error, "{what}");
+        assert_eq!(error.result.stop_reason, RunEnd::Error, "{what}");
         assert!(client.requests().is_empty(), "{what}: the model was called");
     }
 }
@@ -296,7 +291,7 @@ async fn restore_names_why_a_state_is_refused_and_a_stream_of_it_ends_in_an_erro
     let Some(agent_core::AgentEvent::RunFinished { result }) = events.last() else {
         panic!("{events:?}");
     };
-    assert_eq!(result.stop_reason, StopCause::Error);
+    assert_eq!(result.stop_reason, RunEnd::Error);
     assert!(
         events
             .iter()
@@ -327,13 +322,13 @@ async fn an_approval_read_back_from_a_store_is_asked_again() {
     let (registry, _, book) = travel_tools();
     let agent = travel_agent(&client, registry);
     let result = agent.resume(tampered(&decided, |_| {})).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::AwaitingApproval);
+    assert_eq!(result.stop_reason, RunEnd::AwaitingApproval);
     assert_eq!(calls(&book), 0);
 
     // Decided in the process that drives it, it runs.
     let mut decided = agent.restore(tampered(&decided, |_| {})).unwrap();
     decided.approve("call_1").unwrap();
     let result = agent.resume(decided).await.unwrap();
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(calls(&book), 1);
 }

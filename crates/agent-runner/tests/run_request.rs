@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_core::{
-    AgentEvent, CancellationToken, Conversation, ConversationMeta, ConversationStore, Message, StopCause, StoreError,
+    AgentEvent, CancellationToken, Conversation, ConversationMeta, ConversationStore, Message, RunEnd, StoreError,
     ToolContext, TurnMeta,
 };
 use agent_runner::{Agent, RunCheckpoints, RunConfig, RunState, Session};
@@ -39,7 +39,7 @@ async fn the_builder_takes_a_client_by_value_and_awaiting_a_run_gives_its_result
     let agent = Agent::builder(ScriptedClient::new().respond(response::text("Hello!"))).build();
     let result = agent.run("Hi").await.expect("a run");
     assert_eq!(result.response, "Hello!");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.messages.len(), 2);
 }
 
@@ -80,7 +80,7 @@ async fn options_replace_the_agents_policies_for_one_run() {
         ..agent.config().clone()
     };
     let result = agent.run("Count").options(options).await.expect("a run");
-    assert_eq!(result.stop_reason, StopCause::MaxIterations);
+    assert_eq!(result.stop_reason, RunEnd::MaxIterations);
     assert_eq!(agent.config().max_iterations, 10, "the agent's own policy is unchanged");
 }
 
@@ -99,7 +99,7 @@ async fn a_cancel_token_stops_the_run_and_keeps_what_it_did() {
         .cancel_token(cancel)
         .await
         .expect("a cancelled run is a result");
-    assert_eq!(result.stop_reason, StopCause::Cancelled);
+    assert_eq!(result.stop_reason, RunEnd::Cancelled);
     assert_eq!(result.messages[0], Message::user("Slow?"));
 }
 
@@ -258,7 +258,7 @@ async fn a_session_with_a_bad_name_fails_before_the_model_is_asked() {
         .await
         .expect_err("a bad name");
     assert!(error.store_error.is_some());
-    assert_eq!(error.result.stop_reason, StopCause::Error);
+    assert_eq!(error.result.stop_reason, RunEnd::Error);
     assert!(error.to_string().contains("could not be loaded"), "{error}");
     assert!(client.requests().is_empty());
 }

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use agent_core::{
-    AgentEvent, CallPurpose, Capabilities, DelegatedUsage, LlmError, Message, ModelCatalog, ModelInfo, Pricing,
-    StopCause, ToolChoice, ToolContext, ToolOutput, ToolProvider, Usage,
+    AgentEvent, CallPurpose, Capabilities, DelegatedUsage, LlmError, Message, ModelCatalog, ModelInfo, Pricing, RunEnd,
+    ToolChoice, ToolContext, ToolOutput, ToolProvider, Usage,
 };
 use agent_prompts::PromptTemplate;
 use agent_runner::Agent;
@@ -79,7 +79,7 @@ async fn a_sum_is_routed_to_the_calculator_and_answered_with_its_tools() {
     assert_eq!(result.response, "15 + 27 = 42.");
     assert_eq!(result.tool_calls[0].name, "add");
     assert_eq!(result.tool_calls[0].result, "42");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
 
     let requests = client.requests();
     assert_eq!(requests.len(), 3);
@@ -417,7 +417,7 @@ async fn a_streamed_request_no_scene_can_take_ends_with_an_error_record() {
     let AgentEvent::RunFinished { result } = &events[1] else {
         panic!("{events:?}")
     };
-    assert_eq!(result.stop_reason, StopCause::Error);
+    assert_eq!(result.stop_reason, RunEnd::Error);
     assert_eq!(result.scene, None);
     assert_eq!(result.messages, [Message::user("earlier"), Message::user("Horoscope?")]);
 }
@@ -491,7 +491,7 @@ async fn a_cancelled_routing_call_ends_the_stream_as_cancelled() {
     let Some(AgentEvent::RunFinished { result }) = events.last() else {
         panic!("{events:?}")
     };
-    assert_eq!(result.stop_reason, StopCause::Cancelled);
+    assert_eq!(result.stop_reason, RunEnd::Cancelled);
 }
 
 #[test]

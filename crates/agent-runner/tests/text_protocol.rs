@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, Message, StopCause, StopReason, StreamEvent, ToolContext, ToolError, ToolOutput};
+use agent_core::{AgentEvent, Message, RunEnd, StopReason, StreamEvent, ToolContext, ToolError, ToolOutput};
 use agent_runner::{Agent, ReactAgent, ToolProtocol};
 use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use futures::StreamExt;
@@ -55,7 +55,7 @@ async fn a_text_only_model_completes_a_two_step_task_with_the_same_record_shape_
     let agent = common::agent_with(&client, calculator()).build();
     let result = agent.run("What is 15 + 27 multiplied by 3?").await.expect("run");
 
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "15 + 27 multiplied by 3 is 126.");
     assert_eq!(result.iterations, 3);
     let calls: Vec<_> = result
@@ -138,7 +138,7 @@ async fn a_missing_parameter_goes_back_to_the_model_which_can_ask_the_user() {
         "{content}"
     );
     assert_eq!(result.response, "Which expression should I compute?");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
 }
 
 #[tokio::test]
@@ -170,7 +170,7 @@ async fn loop_detection_and_the_forced_answer_work_in_text_mode() {
         .run("1+1?")
         .await
         .expect("run");
-    assert_eq!(result.stop_reason, StopCause::LoopDetected);
+    assert_eq!(result.stop_reason, RunEnd::LoopDetected);
     assert_eq!(result.tool_calls.len(), 2, "the call in the forced answer is not run");
     assert_eq!(result.response, "It is 2.");
     let last_request = &client.requests()[2];
@@ -248,7 +248,7 @@ async fn a_react_agent_completes_a_two_step_task_and_records_both_steps() {
         .await
         .expect("run");
     assert_eq!(outcome.result.response, "126");
-    assert_eq!(outcome.result.stop_reason, StopCause::Completed);
+    assert_eq!(outcome.result.stop_reason, RunEnd::Completed);
     assert_eq!(outcome.steps.len(), 3);
     assert_eq!(outcome.steps[0].thought.as_deref(), Some("first add."));
     assert_eq!(outcome.steps[0].action.as_deref(), Some("calculator"));
@@ -333,7 +333,7 @@ async fn a_react_run_that_hits_max_steps_ends_with_a_forced_answer() {
         .run(Vec::new(), "count", &ToolContext::new())
         .await
         .expect("run");
-    assert_eq!(outcome.result.stop_reason, StopCause::MaxIterations);
+    assert_eq!(outcome.result.stop_reason, RunEnd::MaxIterations);
     assert_eq!(outcome.result.response, "I could not finish.");
     assert_eq!(outcome.result.tool_calls.len(), 4);
     assert_eq!(

@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, Message, StopCause, StopReason, StreamEvent, ToolOutput};
+use agent_core::{AgentEvent, Message, RunEnd, StopReason, StreamEvent, ToolOutput};
 use agent_testing::{TestTool, TestTools, ToolBehaviour, response};
 use futures::StreamExt;
 use serde_json::json;
@@ -78,7 +78,7 @@ async fn an_unwatched_reply_is_read_until_its_calls_reach_the_cap() {
         .run("Weather in Oslo and Rome?")
         .await
         .expect("the run reads no further than the two calls");
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(cities(&result), ["Oslo", "Rome"]);
     let requests = client.requests();
     let Some(Message::Assistant(reply)) = requests[1].messages.iter().rev().nth(1) else {
@@ -107,6 +107,6 @@ async fn a_streamed_reply_ends_at_its_first_repeated_call() {
         }
     }
     let result = finished.expect("the run finished");
-    assert_eq!(result.stop_reason, StopCause::Completed, "{:?}", result.stop_detail);
+    assert_eq!(result.stop_reason, RunEnd::Completed, "{:?}", result.stop_detail);
     assert_eq!(cities(&result), ["Oslo", "Rome"]);
 }

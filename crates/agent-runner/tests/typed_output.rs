@@ -4,7 +4,7 @@
 
 mod common;
 
-use agent_core::{Capabilities, Message, StopCause, ToolContext, Usage};
+use agent_core::{Capabilities, Message, RunEnd, ToolContext, Usage};
 use agent_runner::{TypedError, schema_of};
 use agent_testing::{ScriptedClient, response};
 use schemars::JsonSchema;
@@ -65,7 +65,7 @@ async fn a_valid_first_answer_is_deserialised_and_the_format_is_sent() {
     assert_eq!(run.value.location.country, "Norway");
     assert_eq!(run.attempts, 1);
     assert!(run.first_violations.is_empty());
-    assert_eq!(run.result.stop_reason, StopCause::Completed);
+    assert_eq!(run.result.stop_reason, RunEnd::Completed);
 
     let requests = client.requests();
     assert_eq!(requests.len(), 1);

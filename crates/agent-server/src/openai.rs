@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use agent_core::{AgentEvent, AgentRunResult, Message, StopCause};
+use agent_core::{AgentEvent, AgentRunResult, Message, RunEnd};
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
@@ -198,9 +198,9 @@ impl Reply {
 
 /// `length` when the run stopped on a limit before a finished answer,
 /// `stop` otherwise.
-fn finish_reason(stop: StopCause) -> &'static str {
+fn finish_reason(stop: RunEnd) -> &'static str {
     match stop {
-        StopCause::BudgetExceeded => "length",
+        RunEnd::BudgetExceeded => "length",
         _ => "stop",
     }
 }
@@ -230,7 +230,7 @@ fn chunks(
             AgentEvent::TextDelta { text } if !text.is_empty() => {
                 vec![data(&reply.chunk(&json!({"content": text}), None))]
             }
-            AgentEvent::RunFinished { result } if result.stop_reason == StopCause::Error => {
+            AgentEvent::RunFinished { result } if result.stop_reason == RunEnd::Error => {
                 let message = result.stop_detail.as_deref().unwrap_or("the run failed");
                 vec![data(
                     &json!({"error": {"message": message, "type": "api_error", "code": null}}),

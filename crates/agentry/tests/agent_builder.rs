@@ -56,7 +56,7 @@ async fn one_tool_is_registered_offered_and_run() {
 
     let result = agent.run("2 + 3?").await.map_err(|e| e.to_string());
     let result = result.unwrap_or_else(|error| panic!("{error}"));
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.tool_calls.len(), 1);
     assert_eq!(result.tool_calls[0].result, "5");
     assert!(!result.tool_calls[0].is_error);
@@ -247,7 +247,7 @@ async fn prompt_stream_yields_text_and_the_result() {
     }
     assert_eq!(text, "pong!");
     assert_eq!(tools, [("echo".to_owned(), "pong".to_owned())]);
-    assert_eq!(result.map(|r| r.stop_reason), Some(StopCause::Completed));
+    assert_eq!(result.map(|r| r.stop_reason), Some(RunEnd::Completed));
 }
 
 /// Closures that return `Ok(..)`, `Err("..".into())` or use `?` on a

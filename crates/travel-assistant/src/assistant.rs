@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    AgentEvent, AgentRunResult, AssistantMessage, LlmClient, Message, ModelCatalog, RegistryError, StopCause, ToolCall,
+    AgentEvent, AgentRunResult, AssistantMessage, LlmClient, Message, ModelCatalog, RegistryError, RunEnd, ToolCall,
     ToolContext, ToolProvider, ToolRegistry, ToolResult, Usage,
 };
 use agent_runner::{Agent, BuildError, ChatSession, SceneError, SceneRouter};
@@ -63,7 +63,7 @@ impl DemoTotals {
             cost_usd: reports.iter().filter_map(|report| report.result.cost_usd).sum(),
             failed: reports
                 .iter()
-                .filter(|report| report.result.stop_reason == StopCause::Error)
+                .filter(|report| report.result.stop_reason == RunEnd::Error)
                 .count(),
         }
     }
@@ -491,7 +491,7 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(reports.len(), 10);
         assert_eq!(reports[1].tools_called(), ["get_weather"]);
-        assert_eq!(reports[LIMIT_TURN].result.stop_reason, StopCause::MaxIterations);
+        assert_eq!(reports[LIMIT_TURN].result.stop_reason, RunEnd::MaxIterations);
         assert!(reports[9].result.tool_calls[0].is_error);
         // History is carried: the last request holds the worked example and
         // every earlier user turn.
@@ -544,7 +544,7 @@ mod tests {
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(reports[0].result.stop_reason, StopCause::Error);
+        assert_eq!(reports[0].result.stop_reason, RunEnd::Error);
         assert_eq!(DemoTotals::of(&reports).failed, 1);
         // The second turn starts from an empty history.
         assert_eq!(client.requests()[1].messages, [Message::user(TURNS[1].prompt)]);

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use agent_core::{StopCause, ToolCallRecord};
+use agent_core::{RunEnd, ToolCallRecord};
 use chrono::{Datelike, Months, NaiveDate};
 use serde_json::Value;
 
@@ -349,7 +349,7 @@ impl<'a> Turn<'a> {
 
     fn stopped_by_the_limit(&mut self) {
         let cause = self.report.result.stop_reason;
-        if !matches!(cause, StopCause::MaxIterations | StopCause::LoopDetected) {
+        if !matches!(cause, RunEnd::MaxIterations | RunEnd::LoopDetected) {
             self.fail(format!("ended {}, not at the iteration limit", cause.as_str()));
         }
     }
@@ -466,7 +466,7 @@ fn temperatures_in(text: &str) -> Vec<f64> {
 mod tests {
     use std::time::Duration;
 
-    use agent_core::{AgentRunResult, StopCause};
+    use agent_core::{AgentRunResult, RunEnd};
     use serde_json::json;
 
     use super::*;
@@ -490,7 +490,7 @@ mod tests {
         }
     }
 
-    fn report(index: usize, response: &str, calls: Vec<ToolCallRecord>, stop: StopCause) -> DemoTurnReport {
+    fn report(index: usize, response: &str, calls: Vec<ToolCallRecord>, stop: RunEnd) -> DemoTurnReport {
         DemoTurnReport {
             prompt: TURNS[index].prompt,
             result: AgentRunResult {
@@ -529,20 +529,15 @@ mod tests {
             1,
             "Tokyo: 12°C, cloudy.",
             vec![weather("Tokyo", 12.3)],
-            StopCause::Completed,
+            RunEnd::Completed,
         );
         assert_eq!(check_turn(1, &good, today()), Vec::<String>::new());
-        let wrong_city = report(1, "12 degrees.", vec![weather("Osaka", 12.3)], StopCause::Completed);
+        let wrong_city = report(1, "12 degrees.", vec![weather("Osaka", 12.3)], RunEnd::Completed);
         assert_eq!(
             check_turn(1, &wrong_city, today()),
             ["no successful get_weather for Tokyo"]
         );
-        let made_up = report(
-            1,
-            "It is 30 degrees.",
-            vec![weather("Tokyo", 12.3)],
-            StopCause::Completed,
-        );
+        let made_up = report(1, "It is 30 degrees.", vec![weather("Tokyo", 12.3)], RunEnd::Completed);
         assert_eq!(
             check_turn(1, &made_up, today()),
             ["the answer does not give the temperature (12.3)"]
@@ -551,20 +546,20 @@ mod tests {
 
     #[test]
     fn a_missing_city_needs_a_question_and_no_tool_result() {
-        let asked = report(2, "Which city is your favorite?", vec![], StopCause::Completed);
+        let asked = report(2, "Which city is your favorite?", vec![], RunEnd::Completed);
         assert!(check_turn(2, &asked, today()).is_empty());
         let placeholder = report(
             2,
             "It is 13 degrees there.",
             vec![weather("Your favorite city name", 13.7)],
-            StopCause::Completed,
+            RunEnd::Completed,
         );
         let failures = check_turn(2, &placeholder, today());
         assert_eq!(failures.len(), 2, "{failures:?}");
         assert!(failures[0].starts_with("information was missing, yet a tool ran: get_weather"));
         // A tool error (the tool refused the placeholder) is fine.
         let refused = call("get_weather", json!({"location": "?"}), &json!("unknown place"), true);
-        let refused = report(2, "Which city?", vec![refused], StopCause::Completed);
+        let refused = report(2, "Which city?", vec![refused], RunEnd::Completed);
         assert!(check_turn(2, &refused, today()).is_empty());
     }
 
@@ -579,9 +574,9 @@ mod tests {
                 false,
             )
         };
-        let good = report(5, "From $512.", vec![flights("2027-06-15")], StopCause::Completed);
+        let good = report(5, "From $512.", vec![flights("2027-06-15")], RunEnd::Completed);
         assert!(check_turn(5, &good, today()).is_empty());
-        let today_instead = report(5, "From $512.", vec![flights("2026-11-22")], StopCause::Completed);
+        let today_instead = report(5, "From $512.", vec![flights("2026-11-22")], RunEnd::Completed);
         assert_eq!(
             check_turn(5, &today_instead, today()),
             ["flights from New York to Paris on 2026-11-22, not 2027-06-15"]
@@ -595,7 +590,7 @@ mod tests {
             LIMIT_TURN,
             "Canberra 21 °C, Minsk -2 °C; I ran out of steps for the others.",
             calls.clone(),
-            StopCause::MaxIterations,
+            RunEnd::MaxIterations,
         );
         assert!(check_turn(LIMIT_TURN, &good, today()).is_empty());
         // A tool's summary quoted whole: its feels-like figure is the tool's too.
@@ -609,14 +604,14 @@ mod tests {
             LIMIT_TURN,
             "Paris, France: 8.4 °C (feels like 7.0 °C), mostly cloudy",
             vec![paris],
-            StopCause::MaxIterations,
+            RunEnd::MaxIterations,
         );
         assert!(check_turn(LIMIT_TURN, &quoted, today()).is_empty());
         let invented = report(
             LIMIT_TURN,
             "- Australia: 10 degrees\n- Belarus: 10 degrees",
             calls.clone(),
-            StopCause::MaxIterations,
+            RunEnd::MaxIterations,
         );
         assert_eq!(
             check_turn(LIMIT_TURN, &invented, today()),
@@ -626,7 +621,7 @@ mod tests {
             LIMIT_TURN,
             "{\"name\": \"get_weather\", \"arguments\": {\"loc",
             calls,
-            StopCause::Completed,
+            RunEnd::Completed,
         );
         let failures = check_turn(LIMIT_TURN, &fragment, today());
         assert!(
@@ -642,7 +637,7 @@ mod tests {
     #[test]
     fn the_report_prints_a_table_and_the_score() {
         let reports: Vec<DemoTurnReport> = (0..TURNS.len())
-            .map(|index| report(index, "I help with weather and flights.", vec![], StopCause::Completed))
+            .map(|index| report(index, "I help with weather and flights.", vec![], RunEnd::Completed))
             .collect();
         let checked = check_demo(&reports, today());
         assert_eq!(checked.passed(), 1);

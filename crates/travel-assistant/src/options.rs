@@ -1,7 +1,7 @@
 //! How the demo runs: [`DemoOptions`], the system prompt, and the scenes
 //! the turns may run through instead of one agent.
 
-use agent_runner::{AgentConfig, RequestOptions, RunConfig, Scene};
+use agent_runner::{AgentConfig, ModelSettings, RunConfig, Scene};
 use agent_tools_travel::NaiveDate;
 
 /// How the demo runs.
@@ -79,7 +79,7 @@ pub fn default_agent_config() -> AgentConfig {
             max_iterations: 5,
             ..RunConfig::default()
         },
-        request: RequestOptions {
+        request: ModelSettings {
             max_tokens: Some(256),
             temperature: Some(0.0),
             stop: Vec::new(),

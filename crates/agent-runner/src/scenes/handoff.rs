@@ -1,6 +1,6 @@
 //! Handoffs: an agent offered to another agent as a tool.
 
-use agent_core::{StopCause, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolProvider};
+use agent_core::{RunEnd, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolProvider};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -149,10 +149,8 @@ impl ToolProvider for AgentTool {
         };
         context.report_usage(result.usage, result.cost_usd);
         match result.stop_reason {
-            StopCause::Completed | StopCause::MaxIterations | StopCause::LoopDetected => {
-                Ok(ToolOutput::Text(result.response))
-            }
-            StopCause::Cancelled => Err(ToolError::Cancelled),
+            RunEnd::Completed | RunEnd::MaxIterations | RunEnd::LoopDetected => Ok(ToolOutput::Text(result.response)),
+            RunEnd::Cancelled => Err(ToolError::Cancelled),
             other => {
                 let detail = result.stop_detail.as_deref().unwrap_or("no detail");
                 Err(ToolError::failed(format!(

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use agent_core::{
     AgentEvent, AgentRunResult, CallPurpose, LlmClient, LlmError, LlmErrorKind, Message, ModelCallRecord, ModelCatalog,
-    StopCause, ToolContext, ToolRegistry,
+    RunEnd, ToolContext, ToolRegistry,
 };
 use futures::{Stream, StreamExt};
 use tracing::Instrument;
@@ -397,11 +397,7 @@ impl SceneRouter {
         let mut messages = history;
         messages.push(Message::user(user_message));
         let mut result = placeholder();
-        result.stop_reason = if cancelled {
-            StopCause::Cancelled
-        } else {
-            StopCause::Error
-        };
+        result.stop_reason = if cancelled { RunEnd::Cancelled } else { RunEnd::Error };
         result.stop_detail = Some(error.to_string());
         // Nothing ran but the routing call: its cost is the whole cost.
         result.cost_usd = choice.map(|_| 0.0);
@@ -422,7 +418,7 @@ impl SceneRouter {
 fn placeholder() -> AgentRunResult {
     AgentRunResult {
         response: String::new(),
-        stop_reason: StopCause::Error,
+        stop_reason: RunEnd::Error,
         stop_detail: None,
         iterations: 0,
         tool_calls: Vec::new(),

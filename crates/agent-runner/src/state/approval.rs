@@ -6,12 +6,12 @@
 //! its error result at once (it is never run); once nothing is pending,
 //! [`Step::RunTools`] runs the rest. A run left waiting (nobody decides, as
 //! when the driver has no [`ToolApprover`](agent_core::ToolApprover)) ends
-//! with [`StopCause::AwaitingApproval`] in its record, while its saved state
+//! with [`RunEnd::AwaitingApproval`] in its record, while its saved state
 //! can still be decided and resumed.
 //!
 //! [`Step::AwaitApproval`]: crate::Step::AwaitApproval
 //! [`Step::RunTools`]: crate::Step::RunTools
-//! [`StopCause::AwaitingApproval`]: agent_core::StopCause::AwaitingApproval
+//! [`RunEnd::AwaitingApproval`]: agent_core::RunEnd::AwaitingApproval
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent_core::{AgentEvent, CallPurpose, ChatResponse, ModelCallRecord, StopCause};
+use agent_core::{AgentEvent, CallPurpose, ChatResponse, ModelCallRecord, RunEnd};
 
 use super::{Phase, RunState};
 use crate::budget::{self, Estimate};
@@ -89,7 +89,7 @@ impl RunState {
             estimate,
         );
         if let Some(detail) = over {
-            self.interrupt(StopCause::BudgetExceeded, detail);
+            self.interrupt(RunEnd::BudgetExceeded, detail);
         }
     }
 }

@@ -154,7 +154,7 @@ impl RunState {
         let applied = self.apply_summary(cut, response.message.content.trim(), &mut pending);
         if let Some(detail) = budget::spent_over(&self.config.budget, self.usage, self.cost_usd) {
             self.end_compaction(pending);
-            self.interrupt(agent_core::StopCause::BudgetExceeded, detail);
+            self.interrupt(agent_core::RunEnd::BudgetExceeded, detail);
             return Ok(());
         }
         let unstarted = if applied && self.over_target() {

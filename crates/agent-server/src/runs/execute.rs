@@ -7,7 +7,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, StopCause, ToolContext, Usage};
+use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, RunEnd, ToolContext, Usage};
 use agent_runner::{RunCheckpoints, RunState, SavedRun, StoreCheckpoints, store_turn};
 use futures::{Stream, StreamExt};
 
@@ -153,7 +153,7 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
         return end_failed(&shared, &entry, message);
     };
     let store_error = match &session {
-        Some(_) if checkpointed && result.stop_reason == StopCause::AwaitingApproval => None,
+        Some(_) if checkpointed && result.stop_reason == RunEnd::AwaitingApproval => None,
         Some(session) => store_turn(
             shared.store.as_ref(),
             &session.stored,
@@ -225,7 +225,7 @@ fn end_failed(shared: &Shared, entry: &RunEntry, message: String) {
 pub(crate) fn failed_result(message: String, provider: &str, model: &str) -> AgentRunResult {
     AgentRunResult {
         response: String::new(),
-        stop_reason: StopCause::Error,
+        stop_reason: RunEnd::Error,
         stop_detail: Some(message),
         iterations: 0,
         tool_calls: Vec::new(),

@@ -30,7 +30,7 @@ pub(crate) mod registry;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, Message, StopCause};
+use agent_core::{AgentEvent, Message, RunEnd};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -169,7 +169,7 @@ pub(crate) async fn completed(entry: &RunEntry) -> Result<RunOutcome, ApiError> 
     let outcome = entry.ended().await;
     cancel_on_drop.disarm();
     let outcome = outcome.ok_or_else(|| ApiError::RunFailed("the run ended without a record".to_owned()))?;
-    if outcome.result.stop_reason == StopCause::Error {
+    if outcome.result.stop_reason == RunEnd::Error {
         let detail = outcome.result.stop_detail.as_deref().unwrap_or("the run failed");
         return Err(ApiError::RunFailed(detail.to_owned()));
     }

@@ -350,7 +350,7 @@ mod tests {
     /// conversation.
     fn ended_after(history_bytes: usize) -> RunOutcome {
         let mut result = super::super::execute::failed_result(String::new(), "p", "m");
-        result.stop_reason = agent_core::StopCause::Completed;
+        result.stop_reason = agent_core::RunEnd::Completed;
         result.stop_detail = None;
         result.response = "done".to_owned();
         result.iterations = 1;
@@ -399,7 +399,7 @@ mod tests {
                     result.usage.input_tokens,
                     result.iterations
                 ),
-                ("done", agent_core::StopCause::Completed, 42, 1),
+                ("done", agent_core::RunEnd::Completed, 42, 1),
                 "the rest of the record is"
             );
         }

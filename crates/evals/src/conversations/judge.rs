@@ -464,7 +464,7 @@ pub fn judge(expect: &Expect, result: &AgentRunResult, evidence: &Evidence) -> V
 
 #[cfg(test)]
 mod tests {
-    use agent_core::{Message, StopCause, ToolCallRecord, Usage};
+    use agent_core::{Message, RunEnd, ToolCallRecord, Usage};
     use serde_json::{Value, json};
 
     use super::*;
@@ -489,7 +489,7 @@ mod tests {
             .collect();
         AgentRunResult {
             response: answer.to_owned(),
-            stop_reason: StopCause::Completed,
+            stop_reason: RunEnd::Completed,
             stop_detail: None,
             iterations: 1,
             tool_calls,

@@ -46,7 +46,7 @@ use agent_app::config::{Overrides, Settings};
 use agent_app::env::{Env, HOME_VAR};
 use agent_app::providers::{Progress, build_client};
 use agent_app::tools::ToolBox;
-use agent_core::{AgentRunResult, LlmClient, Message, StopCause, ToolProvider};
+use agent_core::{AgentRunResult, LlmClient, Message, RunEnd, ToolProvider};
 use agent_provider_llama::models::{ModelStore, known_model};
 use agent_runner::Agent;
 use agent_tools_travel::{NaiveDate, TravelTools};
@@ -505,7 +505,7 @@ fn turn_line(
         })
         .collect();
     let answer: String = result.response.chars().take(100).collect::<String>().replace('\n', " ");
-    let stop = if result.stop_reason == StopCause::Completed {
+    let stop = if result.stop_reason == RunEnd::Completed {
         String::new()
     } else {
         format!(" stop={}", result.stop_reason.as_str())

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::config::{AnthropicConfig, PROVIDER_NAME};
-use crate::mapper::{RequestOptions, StreamMapper, build_request_body, parse_response};
+use crate::mapper::{BodyOptions, StreamMapper, build_request_body, parse_response};
 
 /// A Messages API client. Cheap to clone; its `Debug` output never shows the key.
 #[derive(Debug, Clone)]
@@ -16,8 +16,8 @@ pub struct AnthropicClient {
     http: HttpClient,
     url: String,
     headers: Vec<(String, String)>,
-    options: RequestOptions,
-    stream_options: RequestOptions,
+    options: BodyOptions,
+    stream_options: BodyOptions,
     capabilities: Capabilities,
 }
 

@@ -6,7 +6,7 @@ use agent_core::{Capabilities, LlmError};
 use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
-use crate::mapper::{DEFAULT_MAX_TOKENS, RequestOptions};
+use crate::mapper::{BodyOptions, DEFAULT_MAX_TOKENS};
 
 /// The default base URL (`/v1/messages` is appended).
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -179,8 +179,8 @@ impl AnthropicConfig {
     }
 
     /// The mapper options this configuration implies (for non-streamed requests).
-    pub fn request_options(&self) -> RequestOptions {
-        RequestOptions {
+    pub fn request_options(&self) -> BodyOptions {
+        BodyOptions {
             model: self.model.clone(),
             default_max_tokens: if self.default_max_tokens == 0 {
                 DEFAULT_MAX_TOKENS

@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use agent_core::{ChatRequest, Message, ToolDefinition};
-//! use agent_provider_anthropic::mapper::{RequestOptions, build_request_body};
+//! use agent_provider_anthropic::mapper::{BodyOptions, build_request_body};
 //! use serde_json::json;
 //!
 //! let request = ChatRequest {
@@ -34,7 +34,7 @@
 //!             json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
 //!         )])
 //! };
-//! let body = build_request_body(&request, &RequestOptions::new("claude-sonnet-4-5"))?;
+//! let body = build_request_body(&request, &BodyOptions::new("claude-sonnet-4-5"))?;
 //! let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
 //! assert_eq!(body["max_tokens"], 4096, "always sent: Anthropic requires it");
 //! let ephemeral = json!({"type": "ephemeral"});
@@ -69,6 +69,8 @@ pub use config::{
     AnthropicConfig, DEFAULT_ANTHROPIC_VERSION, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL, PROVIDER_NAME,
     ThinkingConfig,
 };
+pub use mapper::BodyOptions;
+#[allow(deprecated)]
 pub use mapper::RequestOptions;
 
 /// The README's examples, compiled as doctests.

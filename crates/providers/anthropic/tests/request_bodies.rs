@@ -6,7 +6,7 @@
 mod common;
 
 use agent_core::{ChatRequest, Message, ResponseFormat, ToolResult};
-use agent_provider_anthropic::RequestOptions;
+use agent_provider_anthropic::BodyOptions;
 use agent_provider_anthropic::mapper::parse_response;
 use agent_testing::require_wire;
 use common::{MODEL, body_json, canonical_requests};
@@ -52,7 +52,7 @@ fn breakpoints_of(body: &Value) -> Vec<String> {
 #[test]
 fn prompt_caching_marks_the_last_tool_the_system_prompt_and_the_last_message() {
     let request = agent_testing::canonical::prompt_caching_request();
-    let body = body_json(&request, &RequestOptions::new(MODEL));
+    let body = body_json(&request, &BodyOptions::new(MODEL));
     let last_message = body["messages"].as_array().unwrap().len() - 1;
     assert_eq!(
         breakpoints_of(&body),
@@ -81,7 +81,7 @@ fn prompt_caching_marks_the_last_tool_the_system_prompt_and_the_last_message() {
             prompt_caching: false,
             ..request
         },
-        &RequestOptions::new(MODEL),
+        &BodyOptions::new(MODEL),
     );
     assert!(breakpoints_of(&plain).is_empty());
     assert!(plain["system"].is_string());
@@ -100,7 +100,7 @@ fn no_body_ever_has_more_than_four_breakpoints_and_only_caching_ones_have_any() 
         prompt_caching: true,
         ..agent_testing::canonical::parallel_calls_request()
     };
-    let body = body_json(&request, &RequestOptions::new(MODEL));
+    let body = body_json(&request, &BodyOptions::new(MODEL));
     assert_eq!(
         breakpoints_of(&body),
         ["/system/0", "/messages/2/content/1", "/tools/0"]
@@ -109,7 +109,7 @@ fn no_body_ever_has_more_than_four_breakpoints_and_only_caching_ones_have_any() 
 
 #[test]
 fn tool_results_of_one_turn_share_one_user_message_and_errors_are_flagged() {
-    let body = body_json(&common::parallel_calls_request(), &RequestOptions::new(MODEL));
+    let body = body_json(&common::parallel_calls_request(), &BodyOptions::new(MODEL));
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 3);
     assert_eq!(
@@ -153,7 +153,7 @@ fn the_follow_up_turn_matches_the_recorded_tool_runner_request() {
         max_tokens: Some(1000),
         ..ChatRequest::new(history)
     };
-    let body = body_json(&request, &RequestOptions::new("claude-opus-4-8"));
+    let body = body_json(&request, &BodyOptions::new("claude-opus-4-8"));
     assert_eq!(body["messages"], follow_up["messages"]);
     assert_eq!(body["model"], follow_up["model"]);
     assert_eq!(body["max_tokens"], follow_up["max_tokens"]);
@@ -163,7 +163,7 @@ fn the_follow_up_turn_matches_the_recorded_tool_runner_request() {
 fn a_mid_conversation_system_message_stays_in_place_as_user_text() {
     let body = body_json(
         &agent_testing::canonical::multi_turn_request(),
-        &RequestOptions::new(MODEL),
+        &BodyOptions::new(MODEL),
     );
     assert_eq!(body["system"], "You are a helpful travel assistant.");
     let messages = body["messages"].as_array().unwrap();
@@ -213,7 +213,7 @@ fn thinking_blocks_go_back_unchanged_before_the_tool_use() {
             Message::tool(ToolResult::success("toolu_9", "get_weather", "-3 °C")),
         ])
     };
-    let body = body_json(&request, &RequestOptions::new(MODEL).with_thinking(1024));
+    let body = body_json(&request, &BodyOptions::new(MODEL).with_thinking(1024));
     assert_eq!(
         body["messages"][1]["content"],
         json!([
@@ -244,7 +244,7 @@ fn a_response_format_becomes_output_config_like_the_recorded_sdk_request() {
             recorded["messages"][0]["content"].as_str().unwrap(),
         )])
     };
-    let body = body_json(&request, &RequestOptions::new(MODEL));
+    let body = body_json(&request, &BodyOptions::new(MODEL));
     assert_eq!(&body, recorded);
 }
 
@@ -254,12 +254,12 @@ fn the_request_model_overrides_the_configured_one_and_max_tokens_is_always_sent(
         model: Some("claude-opus-4-5".into()),
         ..ChatRequest::new(vec![Message::user("hi")])
     };
-    let body = body_json(&request, &RequestOptions::new(MODEL));
+    let body = body_json(&request, &BodyOptions::new(MODEL));
     assert_eq!(body["model"], "claude-opus-4-5");
     assert_eq!(body["max_tokens"], 4096);
-    let options = RequestOptions {
+    let options = BodyOptions {
         default_max_tokens: 333,
-        ..RequestOptions::new(MODEL)
+        ..BodyOptions::new(MODEL)
     };
     assert_eq!(body_json(&request, &options)["max_tokens"], 333);
 }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::config::{GeminiConfig, PROVIDER_NAME};
-use crate::mapper::{RequestOptions, StreamMapper, build_request_body, parse_response};
+use crate::mapper::{BodyOptions, StreamMapper, build_request_body, parse_response};
 
 /// A client for the Gemini API (`generateContent`, `streamGenerateContent`).
 /// The key goes in the `x-goog-api-key` header, never in the URL. Cheap to
@@ -22,7 +22,7 @@ pub struct GeminiClient {
     url: String,
     stream_url: String,
     headers: Vec<(String, String)>,
-    options: RequestOptions,
+    options: BodyOptions,
     auth_hint: String,
 }
 

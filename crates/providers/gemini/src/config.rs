@@ -6,7 +6,7 @@ use agent_core::{Capabilities, LlmError};
 use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
-use crate::mapper::{RequestOptions, endpoint_path};
+use crate::mapper::{BodyOptions, endpoint_path};
 
 /// The default base URL (`/{api_version}/models/{model}:generateContent` is appended).
 pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -173,8 +173,8 @@ impl GeminiConfig {
     }
 
     /// The mapper options this configuration implies.
-    pub fn request_options(&self) -> RequestOptions {
-        RequestOptions {
+    pub fn request_options(&self) -> BodyOptions {
+        BodyOptions {
             model: self.model.clone(),
             thinking_budget: self.thinking_budget,
             thinking_level: self.thinking_level.clone(),

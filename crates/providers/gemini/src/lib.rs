@@ -41,7 +41,7 @@
 //!
 //! ```
 //! use agent_core::{ChatRequest, Message, ToolDefinition};
-//! use agent_provider_gemini::mapper::{RequestOptions, build_request_json};
+//! use agent_provider_gemini::mapper::{BodyOptions, build_request_json};
 //! use serde_json::json;
 //!
 //! let request = ChatRequest::new(vec![Message::user("Weather in Paris?")])
@@ -52,7 +52,7 @@
 //!         json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
 //!                "additionalProperties": false}),
 //!     )]);
-//! let body = build_request_json(&request, &RequestOptions::new("gemini-2.5-flash"))?;
+//! let body = build_request_json(&request, &BodyOptions::new("gemini-2.5-flash"))?;
 //! assert_eq!(body["systemInstruction"], json!({"parts": [{"text": "You are terse."}]}));
 //! assert_eq!(body["contents"][0], json!({"role": "user", "parts": [{"text": "Weather in Paris?"}]}));
 //! assert_eq!(
@@ -72,6 +72,8 @@ pub use config::{
     DEFAULT_API_VERSION, DEFAULT_GEMINI_BASE_URL, DEFAULT_MODEL, GEMINI_API_KEY_ENV, GOOGLE_API_KEY_ENV, GeminiConfig,
     PROVIDER_NAME,
 };
+pub use mapper::BodyOptions;
+#[allow(deprecated)]
 pub use mapper::RequestOptions;
 
 /// The README's examples, compiled as doctests.

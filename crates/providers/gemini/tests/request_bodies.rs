@@ -6,14 +6,14 @@
 mod common;
 
 use agent_core::{AssistantMessage, ChatRequest, Message, ToolDefinition, ToolResult};
-use agent_provider_gemini::RequestOptions;
+use agent_provider_gemini::BodyOptions;
 use agent_provider_gemini::mapper::parse_response;
 use agent_testing::require_wire;
 use common::{assemble, body_json, canonical_requests, decode_sse, interaction};
 use serde_json::{Value, json};
 
-fn options() -> RequestOptions {
-    RequestOptions::new("gemini-2.5-flash")
+fn options() -> BodyOptions {
+    BodyOptions::new("gemini-2.5-flash")
 }
 
 #[test]

@@ -94,7 +94,7 @@ fn a_recursive_type_is_refused_naming_the_reference() {
 #[test]
 fn a_schemars_tool_and_response_schema_in_a_request_body() {
     use agent_core::{ChatRequest, Message, ResponseFormat, ToolDefinition};
-    use agent_provider_gemini::RequestOptions;
+    use agent_provider_gemini::BodyOptions;
     use agent_provider_gemini::mapper::build_request_json;
 
     let request = ChatRequest {
@@ -109,7 +109,7 @@ fn a_schemars_tool_and_response_schema_in_a_request_body() {
             schema_of::<Trip>(),
         )])
     };
-    let body = build_request_json(&request, &RequestOptions::new("gemini-2.5-flash")).unwrap();
+    let body = build_request_json(&request, &BodyOptions::new("gemini-2.5-flash")).unwrap();
     assert_eq!(
         body["tools"][0]["functionDeclarations"][0]["parameters"],
         gemini::<Trip>()

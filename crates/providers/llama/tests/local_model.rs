@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    AssistantMessage, CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, StopCause, StopReason,
-    ToolCall, ToolChoice, ToolDefinition, ToolOutput, ToolResult,
+    AssistantMessage, CancellationToken, ChatRequest, LlmClient, LlmErrorKind, Message, RunEnd, StopReason, ToolCall,
+    ToolChoice, ToolDefinition, ToolOutput, ToolResult,
 };
 mod common;
 
@@ -92,7 +92,7 @@ fn the_agent_answers_a_product_by_calling_the_calculator() {
     assert_eq!(call.result, r#"{"result":7006652}"#, "{result:#?}");
     assert!(!call.is_error);
     assert!(
-        matches!(result.stop_reason, StopCause::Completed | StopCause::LoopDetected),
+        matches!(result.stop_reason, RunEnd::Completed | RunEnd::LoopDetected),
         "{result:#?}"
     );
     eprintln!("answer: {}", result.response);

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::config::OllamaConfig;
-use crate::mapper::{RequestOptions, StreamMapper, build_request_body, parse_response};
+use crate::mapper::{BodyOptions, StreamMapper, build_request_body, parse_response};
 
 /// The name this client reports as its provider.
 const PROVIDER: &str = "ollama";
@@ -19,8 +19,8 @@ pub struct OllamaClient {
     http: HttpClient,
     url: String,
     headers: Vec<(String, String)>,
-    options: RequestOptions,
-    stream_options: RequestOptions,
+    options: BodyOptions,
+    stream_options: BodyOptions,
     capabilities: Capabilities,
 }
 

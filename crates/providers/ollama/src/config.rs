@@ -7,7 +7,7 @@ use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::mapper::{KeepAlive, RequestOptions, Think};
+use crate::mapper::{BodyOptions, KeepAlive, Think};
 
 /// Where Ollama listens unless `base_url` or `OLLAMA_HOST` says otherwise.
 pub const DEFAULT_OLLAMA_URL: &str = "http://localhost:11434";
@@ -141,8 +141,8 @@ impl OllamaConfig {
     }
 
     /// The mapper options these settings give.
-    pub fn request_options(&self) -> RequestOptions {
-        RequestOptions {
+    pub fn request_options(&self) -> BodyOptions {
+        BodyOptions {
             model: self.model.clone(),
             stream: false,
             num_ctx: self.num_ctx,

@@ -25,7 +25,7 @@
 //!
 //! ```
 //! use agent_core::{ChatRequest, Message, ToolDefinition};
-//! use agent_provider_ollama::mapper::{RequestOptions, build_request_body};
+//! use agent_provider_ollama::mapper::{BodyOptions, build_request_body};
 //! use serde_json::json;
 //!
 //! let request = ChatRequest {
@@ -38,7 +38,7 @@
 //!             json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
 //!         )])
 //! };
-//! let body = build_request_body(&request, &RequestOptions::new("llama3.2"))?;
+//! let body = build_request_body(&request, &BodyOptions::new("llama3.2"))?;
 //! let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
 //! assert_eq!(body["messages"][0], json!({"role": "system", "content": "You are terse."}));
 //! assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
@@ -68,7 +68,9 @@ pub mod mapper;
 
 pub use client::OllamaClient;
 pub use config::{DEFAULT_MODEL, DEFAULT_OLLAMA_PORT, DEFAULT_OLLAMA_URL, OLLAMA_HOST_ENV, OllamaConfig};
-pub use mapper::{KeepAlive, RequestOptions, Think};
+#[allow(deprecated)]
+pub use mapper::RequestOptions;
+pub use mapper::{BodyOptions, KeepAlive, Think};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

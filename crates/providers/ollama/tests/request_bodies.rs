@@ -7,7 +7,7 @@ mod common;
 use agent_core::{
     AssistantMessage, ChatRequest, LlmErrorKind, Message, ToolCall, ToolChoice, ToolDefinition, ToolResult,
 };
-use agent_provider_ollama::RequestOptions;
+use agent_provider_ollama::BodyOptions;
 use agent_provider_ollama::mapper::build_request_body;
 use agent_testing::canonical;
 use agent_testing::require_wire;
@@ -48,7 +48,7 @@ fn the_documented_tool_history_request_is_rebuilt_exactly() {
         Message::tool(ToolResult::success("call_1", "get_weather", "11 degrees celsius")),
     ])
     .with_tools(vec![tool_from(&example, 0)]);
-    let mut body = body_json(&request, &RequestOptions::new("llama3.2"));
+    let mut body = body_json(&request, &BodyOptions::new("llama3.2"));
     // We always write the call's `index` and `type`, as Ollama's
     // tool-calling guide does; the older API example omits them.
     let call = &mut body["messages"][1]["tool_calls"][0];
@@ -81,7 +81,7 @@ fn the_documented_parallel_tool_results_request_is_rebuilt_exactly() {
     for (call, result) in calls.iter().zip(results) {
         messages.push(Message::tool(ToolResult::success(&call.id, &call.name, result)));
     }
-    let mut body = body_json(&ChatRequest::new(messages), &RequestOptions::new("qwen3"));
+    let mut body = body_json(&ChatRequest::new(messages), &BodyOptions::new("qwen3"));
     // The guide's assistant turn has no `content`; ours says "" explicitly.
     assert_eq!(body["messages"][1]["content"], "");
     body["messages"][1].as_object_mut().unwrap().remove("content");
@@ -101,7 +101,7 @@ fn the_documented_structured_output_request_is_rebuilt_exactly() {
         }),
         ..ChatRequest::new(vec![Message::user(example["messages"][0]["content"].as_str().unwrap())])
     };
-    let body = body_json(&request, &RequestOptions::new("llama3.1"));
+    let body = body_json(&request, &BodyOptions::new("llama3.1"));
     assert_eq!(sorted(body), sorted(example));
 }
 
@@ -109,11 +109,11 @@ fn the_documented_structured_output_request_is_rebuilt_exactly() {
 fn configured_options_are_sent_and_the_request_wins_over_them() {
     let examples = require_wire!("ollama/docs_examples");
     let example = examples.json("api_md_chat_request_reproducible_outputs.request.json");
-    let options = RequestOptions {
+    let options = BodyOptions {
         extra_options: [("seed".to_owned(), json!(101)), ("temperature".to_owned(), json!(0.9))]
             .into_iter()
             .collect(),
-        ..RequestOptions::new("llama3.2").streaming()
+        ..BodyOptions::new("llama3.2").streaming()
     };
     let request = ChatRequest {
         temperature: Some(0.0),
@@ -132,7 +132,7 @@ fn configured_options_are_sent_and_the_request_wins_over_them() {
 
 #[test]
 fn malformed_arguments_go_back_as_text_inside_an_object() {
-    let body = body_json(&canonical::parallel_calls_request(), &RequestOptions::new("m"));
+    let body = body_json(&canonical::parallel_calls_request(), &BodyOptions::new("m"));
     let calls = &body["messages"][2]["tool_calls"];
     assert_eq!(
         calls[0]["function"]["arguments"],
@@ -156,7 +156,7 @@ fn malformed_arguments_go_back_as_text_inside_an_object() {
 #[test]
 fn tool_choice_none_sends_no_tools_and_a_named_tool_only_that_one() {
     let base = canonical::conversation("tools_nested_schemas").unwrap();
-    let named = body_json(&base, &RequestOptions::new("m"));
+    let named = body_json(&base, &BodyOptions::new("m"));
     let names: Vec<&str> = named["tools"]
         .as_array()
         .unwrap()
@@ -169,7 +169,7 @@ fn tool_choice_none_sends_no_tools_and_a_named_tool_only_that_one() {
         tool_choice: ToolChoice::None,
         ..base.clone()
     };
-    assert!(body_json(&none, &RequestOptions::new("m")).get("tools").is_none());
+    assert!(body_json(&none, &BodyOptions::new("m")).get("tools").is_none());
 
     let unknown = ChatRequest {
         tool_choice: ToolChoice::Tool {
@@ -177,7 +177,7 @@ fn tool_choice_none_sends_no_tools_and_a_named_tool_only_that_one() {
         },
         ..base
     };
-    let error = build_request_body(&unknown, &RequestOptions::new("m")).unwrap_err();
+    let error = build_request_body(&unknown, &BodyOptions::new("m")).unwrap_err();
     assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
     assert!(
         error.message.contains("book_hotel") && error.message.contains("search_flights"),
@@ -187,7 +187,7 @@ fn tool_choice_none_sends_no_tools_and_a_named_tool_only_that_one() {
 
 #[test]
 fn reasoning_text_goes_back_as_thinking() {
-    let body = body_json(&canonical::multi_turn_request(), &RequestOptions::new("m"));
+    let body = body_json(&canonical::multi_turn_request(), &BodyOptions::new("m"));
     assert_eq!(body["messages"][4]["thinking"], "The user wants a conversion.");
     assert!(body["messages"][2].get("thinking").is_none());
 }
@@ -198,15 +198,12 @@ fn the_request_model_overrides_the_configured_one_and_nan_is_refused() {
         model: Some("mistral".into()),
         ..ChatRequest::new(vec![Message::user("hi")])
     };
-    assert_eq!(
-        body_json(&request, &RequestOptions::new("llama3.2"))["model"],
-        "mistral"
-    );
+    assert_eq!(body_json(&request, &BodyOptions::new("llama3.2"))["model"], "mistral");
     let nan = ChatRequest {
         temperature: Some(f32::NAN),
         ..ChatRequest::new(vec![Message::user("hi")])
     };
-    let error = build_request_body(&nan, &RequestOptions::new("m")).unwrap_err();
+    let error = build_request_body(&nan, &BodyOptions::new("m")).unwrap_err();
     assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
 }
 

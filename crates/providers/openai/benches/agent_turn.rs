@@ -22,7 +22,7 @@ use agent_core::{
     CancellationToken, Capabilities, ChatRequest, ChatResponse, LlmClient, LlmError, Message, ToolContext, ToolError,
 };
 use agent_http::{AuthHeader, HttpClient, HttpConfig, SecretString};
-use agent_provider_openai::mapper::{RequestOptions, build_request_body, parse_response};
+use agent_provider_openai::mapper::{BodyOptions, build_request_body, parse_response};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::Agent;
 use agent_testing::loopback::{CannedServer, json_response};
@@ -304,7 +304,7 @@ fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, co
     });
 
     // Breakdown of Agentry's turn.
-    let options = RequestOptions::new(MODEL);
+    let options = BodyOptions::new(MODEL);
     let definitions = agent.registry().definitions();
     let first = ChatRequest::new(vec![Message::user(QUESTION)])
         .with_system(SYSTEM)

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::config::{OpenAiConfig, Variant};
-use crate::mapper::{RequestOptions, StreamMapper, build_request_body, parse_response};
+use crate::mapper::{BodyOptions, StreamMapper, build_request_body, parse_response};
 
 /// A Chat Completions client for OpenAI, Azure OpenAI or an OpenAI-compatible
 /// server. Cheap to clone; its `Debug` output never shows the key.
@@ -17,8 +17,8 @@ pub struct OpenAiClient {
     http: HttpClient,
     url: String,
     headers: Vec<(String, String)>,
-    options: RequestOptions,
-    stream_options: RequestOptions,
+    options: BodyOptions,
+    stream_options: BodyOptions,
     provider: String,
     capabilities: Capabilities,
 }

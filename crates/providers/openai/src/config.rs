@@ -7,7 +7,7 @@ use agent_core::{Capabilities, LlmError};
 use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
-use crate::mapper::{MaxTokensField, RequestOptions, SystemRole};
+use crate::mapper::{BodyOptions, MaxTokensField, SystemRole};
 
 /// The default OpenAI base URL (`/chat/completions` is appended).
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -354,8 +354,8 @@ impl OpenAiConfig {
     }
 
     /// The mapper options this configuration implies (for non-streamed requests).
-    pub fn request_options(&self) -> RequestOptions {
-        RequestOptions {
+    pub fn request_options(&self) -> BodyOptions {
+        BodyOptions {
             model: self.model.clone(),
             system_role: self.system_role,
             max_tokens_field: self.max_tokens_field.unwrap_or(match self.variant {

@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use agent_core::{ChatRequest, Message, ToolDefinition};
-//! use agent_provider_openai::mapper::{RequestOptions, build_request_body};
+//! use agent_provider_openai::mapper::{BodyOptions, build_request_body};
 //! use serde_json::json;
 //!
 //! let request = ChatRequest::new(vec![Message::user("Weather in Paris?")])
@@ -31,7 +31,7 @@
 //!         "Current weather for a city",
 //!         json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
 //!     )]);
-//! let body = build_request_body(&request, &RequestOptions::new("gpt-4o-mini"))?;
+//! let body = build_request_body(&request, &BodyOptions::new("gpt-4o-mini"))?;
 //! let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
 //! assert_eq!(body["messages"][0], json!({"role": "system", "content": "You are terse."}));
 //! assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
@@ -61,7 +61,9 @@ pub mod mapper;
 
 pub use client::OpenAiClient;
 pub use config::{DEFAULT_AZURE_API_VERSION, DEFAULT_MODEL, DEFAULT_OPENAI_BASE_URL, OpenAiConfig, Variant};
-pub use mapper::{MaxTokensField, RequestOptions, SystemRole};
+#[allow(deprecated)]
+pub use mapper::RequestOptions;
+pub use mapper::{BodyOptions, MaxTokensField, SystemRole};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

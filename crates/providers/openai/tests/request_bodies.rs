@@ -6,7 +6,7 @@
 mod common;
 
 use agent_core::{ChatRequest, Message, ToolChoice};
-use agent_provider_openai::RequestOptions;
+use agent_provider_openai::BodyOptions;
 use agent_provider_openai::mapper::build_request_body;
 use agent_testing::require_wire;
 use agent_testing::wire::Wire;
@@ -22,7 +22,7 @@ fn canonical_request_bodies_match_their_snapshots() {
 
 #[test]
 fn tool_calls_carry_string_arguments_and_raw_text_unchanged() {
-    let body = body_json(&parallel_calls_request(), &RequestOptions::new("gpt-4o-mini"));
+    let body = body_json(&parallel_calls_request(), &BodyOptions::new("gpt-4o-mini"));
     let calls = &body["messages"][2]["tool_calls"];
     assert_eq!(
         calls[0]["function"]["arguments"],
@@ -49,7 +49,7 @@ fn an_error_result_that_already_says_so_is_not_prefixed_twice() {
         "t",
         "Error: boom",
     ))]);
-    let body = body_json(&request, &RequestOptions::new("m"));
+    let body = body_json(&request, &BodyOptions::new("m"));
     assert_eq!(body["messages"][0]["content"], "Error: boom");
 }
 
@@ -60,7 +60,7 @@ fn tool_choice_and_parallel_flag_are_omitted_without_tools() {
         parallel_tool_calls: Some(true),
         ..ChatRequest::new(vec![Message::user("hi")])
     };
-    let body = body_json(&request, &RequestOptions::new("m"));
+    let body = body_json(&request, &BodyOptions::new("m"));
     let object = body.as_object().unwrap();
     assert_eq!(object.keys().collect::<Vec<_>>(), ["model", "messages"]);
 
@@ -69,7 +69,7 @@ fn tool_choice_and_parallel_flag_are_omitted_without_tools() {
         parallel_tool_calls: Some(true),
         ..ChatRequest::new(vec![Message::user("hi")]).with_tools(vec![weather_tool()])
     };
-    let body = body_json(&with_tools, &RequestOptions::new("m"));
+    let body = body_json(&with_tools, &BodyOptions::new("m"));
     assert_eq!(body["tool_choice"], "none");
     assert_eq!(body["parallel_tool_calls"], true);
 }
@@ -81,7 +81,7 @@ fn the_request_model_overrides_the_configured_one() {
         ..ChatRequest::new(vec![Message::user("hi")])
     };
     assert_eq!(
-        body_json(&request, &RequestOptions::new("gpt-4o-mini"))["model"],
+        body_json(&request, &BodyOptions::new("gpt-4o-mini"))["model"],
         "gpt-4.1"
     );
 }
@@ -89,13 +89,13 @@ fn the_request_model_overrides_the_configured_one() {
 #[test]
 fn reasoning_is_echoed_only_when_asked() {
     let request = common::multi_turn_request();
-    let plain = body_json(&request, &RequestOptions::new("m"));
+    let plain = body_json(&request, &BodyOptions::new("m"));
     assert!(plain["messages"][4].get("reasoning_content").is_none());
     let echo = body_json(
         &request,
-        &RequestOptions {
+        &BodyOptions {
             send_reasoning_content: true,
-            ..RequestOptions::new("m")
+            ..BodyOptions::new("m")
         },
     );
     assert_eq!(echo["messages"][4]["reasoning_content"], "The user wants a conversion.");
@@ -107,7 +107,7 @@ fn a_non_finite_temperature_is_refused() {
         temperature: Some(f32::NAN),
         ..ChatRequest::new(vec![Message::user("hi")])
     };
-    let error = build_request_body(&request, &RequestOptions::new("m")).unwrap_err();
+    let error = build_request_body(&request, &BodyOptions::new("m")).unwrap_err();
     assert_eq!(error.kind, agent_core::LlmErrorKind::InvalidRequest);
 }
 

@@ -23,7 +23,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// How [`build_request_body`] shapes the body, beyond what the request says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestOptions {
+pub struct BodyOptions {
     /// The model, unless [`ChatRequest::model`](agent_core::ChatRequest::model) overrides it.
     pub model: String,
     /// `max_tokens` when [`ChatRequest::max_tokens`](agent_core::ChatRequest::max_tokens) is unset.
@@ -34,7 +34,7 @@ pub struct RequestOptions {
     pub stream: bool,
 }
 
-impl RequestOptions {
+impl BodyOptions {
     /// Options for `model`: `max_tokens` 4096 by default, no extended
     /// thinking, not streamed.
     pub fn new(model: impl Into<String>) -> Self {
@@ -58,3 +58,10 @@ impl RequestOptions {
         self
     }
 }
+
+/// The former name of [`BodyOptions`].
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `BodyOptions`: the runner's and every provider's options shared the name `RequestOptions`"
+)]
+pub type RequestOptions = BodyOptions;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
-use super::RequestOptions;
+use super::BodyOptions;
 use super::turns::{Block, BlockKind, CacheControl, EPHEMERAL, Turn, group_turns, is_blank};
 
 /// The key a tool call's malformed argument text is sent under: Anthropic
@@ -55,7 +55,7 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 /// anyway, with a message saying what to change: a temperature outside
 /// 0–1 or not finite, a thinking budget under 1024 tokens or not below
 /// `max_tokens`, a forced tool choice together with extended thinking.
-pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Result<Vec<u8>, LlmError> {
+pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Result<Vec<u8>, LlmError> {
     let max_tokens = request.max_tokens.unwrap_or(options.default_max_tokens);
     let has_tools = !request.tools.is_empty();
     validate(request, options, max_tokens, has_tools)?;
@@ -101,7 +101,7 @@ pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Re
 /// Anthropic's smallest extended-thinking budget.
 const MIN_THINKING_BUDGET: u32 = 1024;
 
-fn validate(request: &ChatRequest, options: &RequestOptions, max_tokens: u32, has_tools: bool) -> Result<(), LlmError> {
+fn validate(request: &ChatRequest, options: &BodyOptions, max_tokens: u32, has_tools: bool) -> Result<(), LlmError> {
     // With thinking on the temperature is not sent, so it needs no check.
     let sent_temperature = request.temperature.filter(|_| options.thinking_budget.is_none());
     if let Some(temperature) = sent_temperature
@@ -350,8 +350,7 @@ mod tests {
     use super::*;
 
     fn body(request: &ChatRequest) -> Value {
-        serde_json::from_slice(&build_request_body(request, &RequestOptions::new("claude-sonnet-4-5")).unwrap())
-            .unwrap()
+        serde_json::from_slice(&build_request_body(request, &BodyOptions::new("claude-sonnet-4-5")).unwrap()).unwrap()
     }
 
     #[test]
@@ -406,9 +405,8 @@ mod tests {
 
     #[test]
     fn invalid_settings_are_refused_with_what_to_change() {
-        let refuse =
-            |request: &ChatRequest, options: &RequestOptions| build_request_body(request, options).unwrap_err();
-        let options = RequestOptions::new("m");
+        let refuse = |request: &ChatRequest, options: &BodyOptions| build_request_body(request, options).unwrap_err();
+        let options = BodyOptions::new("m");
         for temperature in [f32::NAN, 1.5, -0.1] {
             let request = ChatRequest {
                 temperature: Some(temperature),
@@ -418,10 +416,10 @@ mod tests {
             assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
             assert!(error.message.contains("between 0 and 1"), "{error}");
         }
-        let thinking = RequestOptions::new("m").with_thinking(4096);
+        let thinking = BodyOptions::new("m").with_thinking(4096);
         let error = refuse(&ChatRequest::new(vec![Message::user("hi")]), &thinking);
         assert!(error.message.contains("max_tokens (4096) must be greater"), "{error}");
-        let tiny = RequestOptions::new("m").with_thinking(100);
+        let tiny = BodyOptions::new("m").with_thinking(100);
         let error = refuse(&ChatRequest::new(vec![Message::user("hi")]), &tiny);
         assert!(error.message.contains("at least 1024 tokens, got 100"), "{error}");
         let forced = ChatRequest {
@@ -440,7 +438,7 @@ mod tests {
             temperature: Some(0.7),
             ..ChatRequest::new(vec![Message::user("hi")])
         };
-        let bytes = build_request_body(&request, &RequestOptions::new("m").with_thinking(2048)).unwrap();
+        let bytes = build_request_body(&request, &BodyOptions::new("m").with_thinking(2048)).unwrap();
         let body: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 2048}));
         assert!(body.get("temperature").is_none());

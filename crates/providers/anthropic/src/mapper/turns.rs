@@ -268,11 +268,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::mapper::{RequestOptions, build_request_body};
+    use crate::mapper::{BodyOptions, build_request_body};
 
     fn body(request: &ChatRequest) -> Value {
-        serde_json::from_slice(&build_request_body(request, &RequestOptions::new("claude-sonnet-4-5")).unwrap())
-            .unwrap()
+        serde_json::from_slice(&build_request_body(request, &BodyOptions::new("claude-sonnet-4-5")).unwrap()).unwrap()
     }
 
     #[test]

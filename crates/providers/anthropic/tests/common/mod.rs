@@ -11,7 +11,7 @@ use agent_core::{
     AssistantMessage, ChatRequest, ChatResponse, LlmError, Message, ReasoningBlock, StreamAccumulator, StreamEvent,
     ToolCall, ToolResult,
 };
-use agent_provider_anthropic::RequestOptions;
+use agent_provider_anthropic::BodyOptions;
 use agent_provider_anthropic::mapper::{StreamMapper, build_request_body};
 use serde_json::{Value, json};
 
@@ -58,9 +58,9 @@ pub fn thinking_round_trip_request() -> ChatRequest {
 
 /// Every canonical conversation with the options Anthropic sends it with,
 /// plus Anthropic-only cases: snapshot name, request, options.
-pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, RequestOptions)> {
-    let options = RequestOptions::new(MODEL);
-    let mut requests: Vec<(&'static str, ChatRequest, RequestOptions)> = agent_testing::canonical::conversations()
+pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, BodyOptions)> {
+    let options = BodyOptions::new(MODEL);
+    let mut requests: Vec<(&'static str, ChatRequest, BodyOptions)> = agent_testing::canonical::conversations()
         .into_iter()
         .map(|(name, request)| (name, request, options.clone()))
         .collect();
@@ -90,7 +90,7 @@ pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, RequestOptions)> 
 }
 
 /// The body as JSON (keys in wire order).
-pub fn body_json(request: &ChatRequest, options: &RequestOptions) -> Value {
+pub fn body_json(request: &ChatRequest, options: &BodyOptions) -> Value {
     let bytes = build_request_body(request, options).unwrap();
     serde_json::from_slice(&bytes).unwrap()
 }

@@ -21,7 +21,7 @@ pub use wire::SYNTHETIC_ID_PREFIX;
 
 /// How [`build_request_body`] shapes the body, beyond what the request says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestOptions {
+pub struct BodyOptions {
     /// The model, unless [`ChatRequest::model`](agent_core::ChatRequest::model) overrides it
     /// (Gemini takes it in the URL, see [`endpoint_path`]).
     pub model: String,
@@ -35,7 +35,7 @@ pub struct RequestOptions {
     pub include_thoughts: Option<bool>,
 }
 
-impl RequestOptions {
+impl BodyOptions {
     /// Options for `model` with no thinking settings.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
@@ -84,3 +84,10 @@ pub fn endpoint_path(api_version: &str, model: &str, stream: bool) -> Result<Str
 fn is_path_safe(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
 }
+
+/// The former name of [`BodyOptions`].
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `BodyOptions`: the runner's and every provider's options shared the name `RequestOptions`"
+)]
+pub type RequestOptions = BodyOptions;

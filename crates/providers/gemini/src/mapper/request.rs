@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use agent_core::{AssistantMessage, ChatRequest, LlmError, Message, ToolChoice, ToolDefinition, ToolResult};
 use serde_json::{Map, Value, json};
 
-use super::RequestOptions;
+use super::BodyOptions;
 use super::schema::{SchemaOptions, to_gemini_schema};
 use super::wire::is_synthetic;
 
@@ -45,14 +45,14 @@ pub const MID_CONVERSATION_SYSTEM_MARKER: &str = "[System instruction] ";
 /// Fails (invalid request) for a schema Gemini's subset cannot express, a
 /// non-finite temperature, a forced tool that is not defined, or a request
 /// with no message to send.
-pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Result<Vec<u8>, LlmError> {
+pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Result<Vec<u8>, LlmError> {
     let body = build_request_json(request, options)?;
     serde_json::to_vec(&body)
         .map_err(|error| LlmError::invalid_request(format!("the request cannot be encoded as JSON: {error}")))
 }
 
 /// [`build_request_body`] as a JSON value (what the tests snapshot).
-pub fn build_request_json(request: &ChatRequest, options: &RequestOptions) -> Result<Value, LlmError> {
+pub fn build_request_json(request: &ChatRequest, options: &BodyOptions) -> Result<Value, LlmError> {
     let mut body = Map::new();
     let (system, contents) = conversation(request)?;
     if !system.is_empty() {
@@ -260,7 +260,7 @@ fn calling_config(choice: &ToolChoice, tools: &[ToolDefinition]) -> Result<Value
     })
 }
 
-fn generation_config(request: &ChatRequest, options: &RequestOptions) -> Result<Map<String, Value>, LlmError> {
+fn generation_config(request: &ChatRequest, options: &BodyOptions) -> Result<Map<String, Value>, LlmError> {
     let mut config = Map::new();
     if let Some(max_tokens) = request.max_tokens {
         config.insert("maxOutputTokens".into(), json!(max_tokens));
@@ -319,7 +319,7 @@ mod tests {
     use super::*;
 
     fn body(request: &ChatRequest) -> Value {
-        build_request_json(request, &RequestOptions::new("gemini-2.5-flash")).unwrap()
+        build_request_json(request, &BodyOptions::new("gemini-2.5-flash")).unwrap()
     }
 
     #[test]
@@ -442,7 +442,7 @@ mod tests {
 
     #[test]
     fn invalid_requests_are_refused_with_a_reason() {
-        let options = RequestOptions::new("m");
+        let options = BodyOptions::new("m");
         let empty = ChatRequest::new(vec![Message::system("only instructions")]);
         let error = build_request_json(&empty, &options).unwrap_err();
         assert_eq!(error.kind, LlmErrorKind::InvalidRequest);

@@ -10,7 +10,7 @@
 #![allow(dead_code, unused_imports, clippy::unwrap_used)]
 
 use agent_core::{ChatRequest, ChatResponse, LlmError, Message, StreamAccumulator, StreamEvent};
-use agent_provider_gemini::RequestOptions;
+use agent_provider_gemini::BodyOptions;
 use agent_provider_gemini::mapper::{EventMapper, StreamMapper, build_request_json};
 use agent_testing::wire::Wire;
 use serde_json::Value;
@@ -134,9 +134,9 @@ pub use agent_testing::canonical::{multi_turn_request, parallel_calls_request, w
 
 /// The shared canonical conversations with the options Gemini sends them
 /// with, plus Gemini-only variants: snapshot name, request, options.
-pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, RequestOptions)> {
-    let options = RequestOptions::new("gemini-2.5-flash");
-    let mut requests: Vec<(&'static str, ChatRequest, RequestOptions)> = agent_testing::canonical::conversations()
+pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, BodyOptions)> {
+    let options = BodyOptions::new("gemini-2.5-flash");
+    let mut requests: Vec<(&'static str, ChatRequest, BodyOptions)> = agent_testing::canonical::conversations()
         .into_iter()
         .map(|(name, request)| (name, request, options.clone()))
         .collect();
@@ -146,16 +146,16 @@ pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, RequestOptions)> 
             max_tokens: Some(2048),
             ..ChatRequest::new(vec![Message::user("Prove that there are infinitely many primes.")])
         },
-        RequestOptions {
+        BodyOptions {
             thinking_budget: Some(1024),
             include_thoughts: Some(true),
-            ..RequestOptions::new("gemini-2.5-pro")
+            ..BodyOptions::new("gemini-2.5-pro")
         },
     ));
     requests
 }
 
 /// The body as JSON (keys in wire order).
-pub fn body_json(request: &ChatRequest, options: &RequestOptions) -> Value {
+pub fn body_json(request: &ChatRequest, options: &BodyOptions) -> Value {
     build_request_json(request, options).unwrap()
 }

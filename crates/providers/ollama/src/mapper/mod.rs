@@ -41,7 +41,7 @@ pub enum Think {
 
 /// How [`build_request_body`] shapes the body, beyond what the request says.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RequestOptions {
+pub struct BodyOptions {
     /// The model, unless [`ChatRequest::model`](agent_core::ChatRequest::model) overrides it.
     pub model: String,
     /// Ask for a streamed (NDJSON) reply. Always sent, since Ollama streams by default.
@@ -56,7 +56,7 @@ pub struct RequestOptions {
     pub extra_options: BTreeMap<String, Value>,
 }
 
-impl RequestOptions {
+impl BodyOptions {
     /// Options for `model`: not streamed, nothing else set.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
@@ -75,3 +75,10 @@ impl RequestOptions {
         self
     }
 }
+
+/// The former name of [`BodyOptions`].
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `BodyOptions`: the runner's and every provider's options shared the name `RequestOptions`"
+)]
+pub type RequestOptions = BodyOptions;

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
-use super::{KeepAlive, RequestOptions, Think};
+use super::{BodyOptions, KeepAlive, Think};
 
 /// The key under which arguments that are not a JSON object are sent back
 /// (Ollama wants an object; the text the model wrote is kept).
@@ -33,7 +33,7 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 ///
 /// Fails for values JSON cannot carry (a non-finite temperature) and for a
 /// named tool choice that names no offered tool.
-pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Result<Vec<u8>, LlmError> {
+pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Result<Vec<u8>, LlmError> {
     if let Some(temperature) = request.temperature
         && !temperature.is_finite()
     {

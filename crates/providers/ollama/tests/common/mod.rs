@@ -8,25 +8,25 @@
 use agent_core::{ChatRequest, ChatResponse, LlmError, StreamAccumulator, StreamEvent};
 use agent_http::ndjson::NdjsonDecoder;
 use agent_provider_ollama::mapper::{StreamMapper, build_request_body};
-use agent_provider_ollama::{KeepAlive, RequestOptions, Think};
+use agent_provider_ollama::{BodyOptions, KeepAlive, Think};
 use serde_json::{Value, json};
 
 /// The canonical conversations with the options Ollama sends them with,
 /// plus Ollama-only variants: snapshot name, request, options.
-pub fn canonical_requests() -> Vec<(String, ChatRequest, RequestOptions)> {
-    let options = RequestOptions::new("llama3.2");
-    let mut requests: Vec<(String, ChatRequest, RequestOptions)> = agent_testing::canonical::conversations()
+pub fn canonical_requests() -> Vec<(String, ChatRequest, BodyOptions)> {
+    let options = BodyOptions::new("llama3.2");
+    let mut requests: Vec<(String, ChatRequest, BodyOptions)> = agent_testing::canonical::conversations()
         .into_iter()
         .map(|(name, request)| (name.to_owned(), request, options.clone()))
         .collect();
-    let configured = RequestOptions {
+    let configured = BodyOptions {
         num_ctx: Some(8192),
         keep_alive: Some(KeepAlive::Duration("10m".into())),
         think: Some(Think::Level("low".into())),
         extra_options: [("seed".to_owned(), json!(7)), ("temperature".to_owned(), json!(1.5))]
             .into_iter()
             .collect(),
-        ..RequestOptions::new("qwen3").streaming()
+        ..BodyOptions::new("qwen3").streaming()
     };
     requests.push((
         "streamed_with_configured_options".to_owned(),
@@ -37,7 +37,7 @@ pub fn canonical_requests() -> Vec<(String, ChatRequest, RequestOptions)> {
 }
 
 /// The body as JSON (keys in wire order).
-pub fn body_json(request: &ChatRequest, options: &RequestOptions) -> Value {
+pub fn body_json(request: &ChatRequest, options: &BodyOptions) -> Value {
     serde_json::from_slice(&build_request_body(request, options).unwrap()).unwrap()
 }
 

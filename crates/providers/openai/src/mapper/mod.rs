@@ -53,7 +53,7 @@ pub enum MaxTokensField {
 
 /// How [`build_request_body`] shapes the body, beyond what the request says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestOptions {
+pub struct BodyOptions {
     /// The model, unless [`ChatRequest::model`](agent_core::ChatRequest::model) overrides it.
     pub model: String,
     /// The role of the system prompt (and of system messages in the history).
@@ -68,7 +68,7 @@ pub struct RequestOptions {
     pub send_reasoning_content: bool,
 }
 
-impl RequestOptions {
+impl BodyOptions {
     /// Options for `model` with the defaults: `system` role,
     /// `max_completion_tokens`, not streamed.
     pub fn new(model: impl Into<String>) -> Self {
@@ -88,3 +88,10 @@ impl RequestOptions {
         self
     }
 }
+
+/// The former name of [`BodyOptions`].
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `BodyOptions`: the runner's and every provider's options shared the name `RequestOptions`"
+)]
+pub type RequestOptions = BodyOptions;

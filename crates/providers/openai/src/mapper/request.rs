@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
-use super::{MaxTokensField, RequestOptions, SystemRole};
+use super::{BodyOptions, MaxTokensField, SystemRole};
 
 /// Serialises `request` as a Chat Completions body (JSON bytes).
 ///
@@ -23,7 +23,7 @@ use super::{MaxTokensField, RequestOptions, SystemRole};
 /// - the token limit goes in `max_completion_tokens` or `max_tokens`, as configured.
 ///
 /// Fails only for values JSON cannot carry (a non-finite temperature).
-pub fn build_request_body(request: &ChatRequest, options: &RequestOptions) -> Result<Vec<u8>, LlmError> {
+pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Result<Vec<u8>, LlmError> {
     if let Some(temperature) = request.temperature
         && !temperature.is_finite()
     {

@@ -7,7 +7,7 @@
 
 use agent_core::{ChatRequest, Message};
 use agent_provider_openai::mapper::EventMapper as _;
-use agent_provider_openai::{MaxTokensField, RequestOptions, SystemRole};
+use agent_provider_openai::{BodyOptions, MaxTokensField, SystemRole};
 use serde_json::Value;
 
 pub use agent_testing::canonical::{multi_turn_request, parallel_calls_request, weather_tool};
@@ -15,25 +15,25 @@ pub use agent_testing::wire::stem;
 
 /// The shared canonical conversations with the options OpenAI sends them
 /// with, plus OpenAI-only variants: snapshot name, request, options.
-pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, RequestOptions)> {
-    let options = RequestOptions::new("gpt-4o-mini");
-    let mut requests: Vec<(&'static str, ChatRequest, RequestOptions)> = agent_testing::canonical::conversations()
+pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, BodyOptions)> {
+    let options = BodyOptions::new("gpt-4o-mini");
+    let mut requests: Vec<(&'static str, ChatRequest, BodyOptions)> = agent_testing::canonical::conversations()
         .into_iter()
         .map(|(name, request)| match name {
             "multi_turn" => (
                 "multi_turn_developer_role",
                 request,
-                RequestOptions {
+                BodyOptions {
                     system_role: SystemRole::Developer,
-                    ..RequestOptions::new("o3-mini")
+                    ..BodyOptions::new("o3-mini")
                 },
             ),
             "max_tokens_required_tool" => (
                 "compatible_server_max_tokens",
                 request,
-                RequestOptions {
+                BodyOptions {
                     max_tokens_field: MaxTokensField::MaxTokens,
-                    ..RequestOptions::new("qwen2.5-7b-instruct")
+                    ..BodyOptions::new("qwen2.5-7b-instruct")
                 },
             ),
             other => (other, request, options.clone()),
@@ -51,7 +51,7 @@ pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, RequestOptions)> 
 }
 
 /// The body as JSON (keys in wire order).
-pub fn body_json(request: &ChatRequest, options: &RequestOptions) -> Value {
+pub fn body_json(request: &ChatRequest, options: &BodyOptions) -> Value {
     let bytes = agent_provider_openai::mapper::build_request_body(request, options).unwrap();
     serde_json::from_slice(&bytes).unwrap()
 }
