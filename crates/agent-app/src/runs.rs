@@ -376,14 +376,16 @@ async fn finish(
         // unwatched runs ask for them, unless it runs in this process, where
         // streaming costs nothing and shows how far the model got.
         let stream_replies = output.stream || settings.provider()?.runs_in_process();
-        let events: BoxStream<'static, AgentEvent> = if stream_replies {
-            Box::pin(agent.stream_from(state, context, checkpoints))
+        let request = resumed(&agent, state, context, checkpoints);
+        let request = if stream_replies {
+            request
         } else {
-            Box::pin(agent.watch_from(state, context, checkpoints))
+            request.whole_replies()
         };
+        let events: BoxStream<'static, AgentEvent> = Box::pin(request.stream());
         print_stream(events, output.console()).await?
     } else {
-        match agent.resume_with_checkpoints(state, &context, checkpoints).await {
+        match resumed(&agent, state, context, checkpoints).await {
             Ok(result) => result,
             Err(error) => *error.result,
         }
@@ -537,4 +539,18 @@ pub(crate) fn cancel_on_ctrl_c() -> (ToolContext, tokio::task::JoinHandle<()>) {
         })
     };
     (ToolContext::new().with_cancel(cancel), watcher)
+}
+
+/// The run of `state` for `context`, checkpointed when `checkpoints` is given.
+fn resumed(
+    agent: &Agent,
+    state: agent_runner::RunState,
+    context: ToolContext,
+    checkpoints: Option<Arc<dyn RunCheckpoints>>,
+) -> agent_runner::RunRequest {
+    let request = agent.resume(state).context(context);
+    match checkpoints {
+        Some(checkpoints) => request.checkpoints(checkpoints),
+        None => request,
+    }
 }

@@ -317,7 +317,7 @@ impl TurnRunner for Agent {
         user_message: &str,
         context: ToolContext,
     ) -> BoxStream<'static, AgentEvent> {
-        Box::pin(Agent::run_stream(self, history, user_message, context))
+        Box::pin(self.run(user_message).history(history).context(context).stream())
     }
 }
 
