@@ -31,7 +31,6 @@
 //!
 //! ```no_run
 //! use agent_app::{assemble, config::{Overrides, Settings}, env::Env, providers, tools::ToolBox};
-//! use agent_core::ToolContext;
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), agent_app::error::AppError> {
@@ -40,7 +39,7 @@
 //! let tools = ToolBox::from_settings(&settings, &env).await?;
 //! let client = providers::build_client(&settings, &env, providers::Progress::Show).await?;
 //! let agent = assemble::build_agent(&settings, client, &tools);
-//! let result = agent.run(Vec::new(), "What is 17 * 23?", &ToolContext::new()).await;
+//! let result = agent.run("What is 17 * 23?").await;
 //! # let _ = result;
 //! # Ok(())
 //! # }
