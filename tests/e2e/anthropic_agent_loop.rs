@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, StopCause, ToolContext, Usage};
+use agent_core::{AgentEvent, RunEnd, Usage};
 use agent_provider_anthropic::{AnthropicClient, AnthropicConfig};
 use agent_runner::Agent;
 use agentry_tests::{request_bodies, scripted_server, weather_tools};
@@ -98,12 +98,9 @@ fn assert_second_request(body: &Value) {
 async fn a_tool_call_then_a_final_answer() {
     let server = scripted_server(vec![tool_call(), final_answer()]).await;
     let (agent, runs) = agent(&server);
-    let result = agent
-        .run(Vec::new(), "What's the weather in Paris?", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent.run("What's the weather in Paris?").await.unwrap();
 
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
     assert_eq!(result.iterations, 2);
     assert_eq!(result.provider, "anthropic");
@@ -158,10 +155,7 @@ async fn the_same_run_streamed() {
     let sse = |body: String| ResponseTemplate::new(200).set_body_raw(body, "text/event-stream");
     let server = scripted_server(vec![sse(first), sse(second)]).await;
     let (agent, runs) = agent(&server);
-    let events: Vec<AgentEvent> = agent
-        .run_stream(Vec::new(), "What's the weather in Paris?", ToolContext::new())
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = agent.run("What's the weather in Paris?").stream().collect().await;
     let text: String = events
         .iter()
         .filter_map(|event| match event {
@@ -173,7 +167,7 @@ async fn the_same_run_streamed() {
     let Some(AgentEvent::RunFinished { result }) = events.last() else {
         panic!("the stream ends with RunFinished: {events:?}");
     };
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
     assert_eq!(result.tool_calls[0].arguments, json!({"city": "Paris"}));
     assert_eq!(result.usage, Usage::new(280, 30), "usage is the same streamed or not");

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, StopCause, ToolContext};
+use agent_core::{AgentEvent, RunEnd};
 use agent_provider_gemini::{GeminiClient, GeminiConfig};
 use agent_runner::Agent;
 use agentry_tests::{scripted_server, weather_tools};
@@ -89,12 +89,9 @@ fn assert_tool_round_went_back(body: &Value) {
 async fn a_tool_call_then_a_final_answer() {
     let server = scripted_server(vec![tool_call(), final_answer()]).await;
     let (agent, runs) = agent(&server);
-    let result = agent
-        .run(Vec::new(), "What's the weather in Paris?", &ToolContext::new())
-        .await
-        .unwrap();
+    let result = agent.run("What's the weather in Paris?").await.unwrap();
 
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
     assert_eq!(result.iterations, 2);
     assert_eq!(result.provider, "gcp.gemini");
@@ -153,10 +150,7 @@ async fn the_same_run_streamed() {
     ]);
     let server = scripted_server(vec![first, second]).await;
     let (agent, runs) = agent(&server);
-    let events: Vec<AgentEvent> = agent
-        .run_stream(Vec::new(), "What's the weather in Paris?", ToolContext::new())
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = agent.run("What's the weather in Paris?").stream().collect().await;
     let text: String = events
         .iter()
         .filter_map(|event| match event {
@@ -168,7 +162,7 @@ async fn the_same_run_streamed() {
     let Some(AgentEvent::RunFinished { result }) = events.last() else {
         panic!("the stream ends with RunFinished: {events:?}");
     };
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
     assert_eq!(result.tool_calls[0].id, "gemini_synth_resp-w1_0");
     assert_eq!(result.tool_calls[0].arguments, json!({"city": "Paris"}));

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, AgentRunResult, StopCause, ToolContext};
+use agent_core::{AgentEvent, AgentRunResult, RunEnd};
 use agent_provider_ollama::{OllamaClient, OllamaConfig};
 use agent_runner::Agent;
 use agentry_tests::weather_tools;
@@ -77,7 +77,7 @@ async fn run(streamed: bool) {
         .build();
     let prompt = "What's the weather in Paris?";
     let result: AgentRunResult = if streamed {
-        let events: Vec<AgentEvent> = agent.run_stream(Vec::new(), prompt, ToolContext::new()).collect().await;
+        let events: Vec<AgentEvent> = agent.run(prompt).stream().collect().await;
         let text: String = events
             .iter()
             .filter_map(|event| match event {
@@ -94,10 +94,10 @@ async fn run(streamed: bool) {
         };
         (**result).clone()
     } else {
-        agent.run(Vec::new(), prompt, &ToolContext::new()).await.unwrap()
+        agent.run(prompt).await.unwrap()
     };
 
-    assert_eq!(result.stop_reason, StopCause::Completed, "streamed: {streamed}");
+    assert_eq!(result.stop_reason, RunEnd::Completed, "streamed: {streamed}");
     assert_eq!(result.response, "It is 18 °C and cloudy in Paris.");
     assert_eq!(result.provider, "ollama");
     assert_eq!(runs.load(Ordering::SeqCst), 1);

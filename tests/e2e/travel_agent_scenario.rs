@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{StopCause, ToolContext};
+use agent_core::RunEnd;
 use agent_runner::Agent;
 use agent_testing::{ScriptedClient, response};
 use agent_tools_travel::{NaiveDate, TravelTools};
@@ -22,12 +22,9 @@ async fn whats_the_weather_in_tokyo_makes_one_get_weather_call_recorded_with_its
         .name("travel-assistant")
         .tools(Arc::new(registry))
         .build();
-    let result = agent
-        .run(vec![], "What's the weather in Tokyo?", &ToolContext::new())
-        .await
-        .expect("run");
+    let result = agent.run("What's the weather in Tokyo?").await.expect("run");
 
-    assert_eq!(result.stop_reason, StopCause::Completed);
+    assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.tool_calls.len(), 1);
     let call = &result.tool_calls[0];
     assert_eq!(call.name, "get_weather");

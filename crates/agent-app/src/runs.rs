@@ -376,7 +376,7 @@ async fn finish(
         // unwatched runs ask for them, unless it runs in this process, where
         // streaming costs nothing and shows how far the model got.
         let stream_replies = output.stream || settings.provider()?.runs_in_process();
-        let request = resumed(&agent, state, context, checkpoints);
+        let request = resumed(agent, state, context, checkpoints);
         let request = if stream_replies {
             request
         } else {
@@ -385,7 +385,7 @@ async fn finish(
         let events: BoxStream<'static, AgentEvent> = Box::pin(request.stream());
         print_stream(events, output.console()).await?
     } else {
-        match resumed(&agent, state, context, checkpoints).await {
+        match resumed(agent, state, context, checkpoints).await {
             Ok(result) => result,
             Err(error) => *error.result,
         }

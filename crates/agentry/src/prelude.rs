@@ -9,10 +9,10 @@
 
 pub use crate::schemars::{self, JsonSchema};
 pub use agent_core::{
-    AgentEvent, AgentRunResult, LlmClient, LlmError, Message, StopCause, ToolContext, ToolError, ToolOutput,
+    AgentEvent, AgentRunResult, LlmClient, LlmError, Message, RunEnd, StopCause, ToolContext, ToolError, ToolOutput,
     ToolProvider,
 };
-pub use agent_runner::{Agent, AgentBuilder, AgentConfig, BuildError, RunError};
+pub use agent_runner::{Agent, AgentBuilder, AgentConfig, BuildError, RunError, RunRequest, Session};
 pub use agent_tools::{Json, NoArgs, Tool, ToolSet, TypedTool};
 pub use futures::StreamExt;
 pub use serde::{self, Deserialize, Serialize};
