@@ -23,9 +23,9 @@ const NOT_ALONE: &[&str] = &["default", "full", "any-provider", "llama"];
 
 /// The most crates `agent-app --no-default-features --features openai` may
 /// pull in (normal dependencies, counted by name, the crate itself included).
-/// 220 since the store helpers left agent-core for their own crate,
-/// `agent-store`, which the runner uses (no third-party crate was added).
-pub const MAX_OPENAI_ONLY_CRATES: usize = 220;
+/// 218 measured on 2026-12-02, after the facade took the factories and
+/// the app dropped `dirs`; the bound is under 220.
+pub const MAX_OPENAI_ONLY_CRATES: usize = 219;
 
 /// Checks each feature alone, then the openai-only crate count.
 pub fn run(cargo: &str, workspace: &Path) -> Result<(), String> {

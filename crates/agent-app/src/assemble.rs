@@ -87,8 +87,7 @@ mod tests {
     use agent_testing::ScriptedClient;
 
     use super::*;
-    use crate::config::{CONFIG_FILE_NAME, Overrides};
-    use crate::env::Env;
+    use crate::config::{CONFIG_FILE_NAME, Env, Overrides};
 
     #[tokio::test]
     async fn the_tool_result_cap_and_budgets_of_the_file_reach_the_loop() {
@@ -100,7 +99,7 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         let env = Env::from_pairs([("AGENTRY_HOME", dir.path().to_string_lossy().into_owned())]);
         let settings = Settings::load(&Overrides::default(), &env, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let tools = ToolBox::from_settings(&settings, &env)
+        let tools = crate::tools::ToolBox::from_settings(&settings, &env)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let agent = build_agent(&settings, Arc::new(ScriptedClient::new()), &tools);

@@ -10,7 +10,8 @@
 //! anything but `y`/`yes` denies it, and the model reads that it was refused.
 
 use std::fmt::Write as _;
-use std::io;
+use std::io::{self, IsTerminal as _};
+use std::path::Path;
 #[cfg(feature = "line-editor")]
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,13 +20,26 @@ use agent_core::{
     AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, ToolApprover, ToolCall, ToolContext,
 };
 use agent_runner::ChatSession;
+use clap::Args;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::args::AgentOptions;
+use crate::assemble::build_agent;
+use crate::config::{Env, Settings};
 use crate::console::{Console, brief, count, stop_note};
-use crate::error::AppError;
+use crate::error::{AppError, EXIT_OK};
+use crate::providers::{Progress, build_client};
 use crate::scenes::TurnRunner;
+
+/// `agentry chat`.
+#[derive(Debug, Clone, Args)]
+pub struct ChatArgs {
+    /// Agent options.
+    #[command(flatten)]
+    pub agent: AgentOptions,
+}
 
 /// What the user typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -485,6 +499,85 @@ impl<T: Interrupts + ?Sized> Interrupts for Arc<T> {
     }
 }
 
+/// A chat's session: every turn is stored as it ends.
+struct StoredChat {
+    session: crate::runs::OpenSession,
+    provider: String,
+}
+
+#[async_trait::async_trait]
+impl ChatSink for StoredChat {
+    async fn turn_finished(
+        &mut self,
+        history: &[agent_core::Message],
+        result: &AgentRunResult,
+    ) -> Result<(), AppError> {
+        let session = &self.session;
+        session
+            .store
+            .record_turn(&session.name, &self.provider, history, result)
+            .await
+    }
+
+    async fn reset(&mut self) -> Result<(), AppError> {
+        self.session.store.reset(&self.session.name).await
+    }
+}
+
+/// `agentry chat`; `quiet` (`--quiet`) shows no progress.
+pub(crate) async fn chat(args: ChatArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
+    let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
+    let tools = crate::tools::ToolBox::from_settings(&settings, env).await?;
+    let session = crate::runs::open_session(&settings, args.agent.session.as_deref(), false).await?;
+    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
+    let router = crate::scenes::router_for(&settings, &client, &tools)?;
+    let agent = build_agent(&settings, client, &tools);
+    let runner: &dyn crate::scenes::TurnRunner = match &router {
+        Some(router) => router,
+        None => &agent,
+    };
+    let history_file = io::stdin()
+        .is_terminal()
+        .then(|| settings.home.join("chat_history.txt"));
+    #[cfg(feature = "line-editor")]
+    let mut reader = Rustyline::new(history_file)?;
+    #[cfg(not(feature = "line-editor"))]
+    let mut reader = {
+        let _ = history_file;
+        PlainLines::stdio()
+    };
+    let mut console = if quiet {
+        Console::new(io::stdout())
+    } else {
+        Console::stdout()
+    };
+    let model = agent.client().model().to_owned();
+    let provider = settings.provider()?.name().to_owned();
+    let (mut conversation, mut sink): (ChatSession, Box<dyn ChatSink>) = match session {
+        Some(session) => (
+            ChatSession::with_history(session.messages.clone()),
+            Box::new(StoredChat { session, provider }),
+        ),
+        None => (ChatSession::default(), Box::new(Unsaved)),
+    };
+    // Leaving with Ctrl-C is as deliberate as /exit: both end with status 0.
+    run_chat(
+        runner,
+        &mut reader,
+        &mut console,
+        &CtrlC,
+        &mut conversation,
+        sink.as_mut(),
+    )
+    .await?;
+    if conversation.runs > 0 {
+        console
+            .line(&cost_report(&conversation, &model))
+            .map_err(|error| AppError::io("writing to stdout", error))?;
+    }
+    Ok(EXIT_OK)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
@@ -534,7 +627,7 @@ mod tests {
     fn agent(client: ScriptedClient) -> Agent {
         Agent::builder(Arc::new(client.with_model("gpt-4o-mini")))
             .tools_from(Arc::new(agent_tools_math::tool_set()))
-            .catalog(Arc::new(crate::catalog::to_catalog(&crate::catalog::shipped_entries())))
+            .catalog(Arc::new(crate::config::to_catalog(&crate::config::shipped_entries())))
             .build()
     }
 

@@ -32,26 +32,21 @@
 //! `cancelled` or `budget_exceeded`; with `--json` its object is printed
 //! first).
 
-use std::io::{self, IsTerminal, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agent_core::AgentRunResult;
-use agent_runner::ChatSession;
-use chrono::NaiveDate;
 use clap::{Args, Parser, Subcommand};
 
-use crate::assemble::build_agent;
-use crate::chat::{ChatSink, CtrlC, Unsaved, cost_report, run_chat};
-use crate::config::{Overrides, Settings};
-use crate::console::Console;
-use crate::env::Env;
+use crate::args::{DemoArgs, tool_list};
+use crate::chat::ChatArgs;
+use crate::config::{Env, Overrides, Settings};
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
-use crate::providers::{Progress, build_client};
+use crate::output::stdout_line;
+use crate::runs::{ResumeArgs, RunArgs};
 use crate::sessions::{SessionStore, not_found};
 #[cfg(feature = "telemetry")]
-use crate::telemetry::Telemetry;
-use crate::tools::ToolBox;
+use agentry::telemetry::{Telemetry, Tracer};
 
 /// Agentry: tool-using LLM agents from the command line.
 #[derive(Debug, Clone, Parser)]
@@ -98,181 +93,6 @@ pub enum Command {
     /// start its MCP servers and send keys where it says (a change to the
     /// file withdraws the trust).
     Trust(crate::trust::TrustArgs),
-}
-
-/// Options that choose the provider and model (shared by `run`, `chat` and `demo`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ProviderOptions {
-    /// Configuration file (default: $AGENTRY_CONFIG, else ./agentry.toml).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Provider (the ones this build has are listed in the help text).
-    #[arg(long, value_name = "NAME", help = provider_help())]
-    pub provider: Option<String>,
-    /// Model name (or, for llama, a .gguf file).
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// Base URL of the chosen provider (e.g. http://localhost:8000/v1).
-    #[arg(long = "base-url", value_name = "URL")]
-    pub base_url: Option<String>,
-}
-
-/// The `--provider` help: only the providers compiled into this build.
-fn provider_help() -> String {
-    format!("Provider: {}", crate::providers::ProviderKind::compiled_names())
-}
-
-impl ProviderOptions {
-    pub(crate) fn overrides(&self) -> Overrides {
-        Overrides {
-            config: self.config.clone(),
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            base_url: self.base_url.clone(),
-            ..Overrides::default()
-        }
-    }
-}
-
-/// Options that choose and shape the agent (shared by `run`, `chat` and `serve`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct AgentShape {
-    /// Provider and model.
-    #[command(flatten)]
-    pub provider: ProviderOptions,
-    /// Tool domains to enable, comma-separated (replaces [tools] enabled; "" for none).
-    #[arg(long, value_name = "a,b", value_delimiter = ',')]
-    pub tools: Option<Vec<String>>,
-    /// Model calls that may request tools before the answer is forced.
-    #[arg(long = "max-iterations", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_iterations: Option<u32>,
-}
-
-impl AgentShape {
-    pub(crate) fn overrides(&self) -> Overrides {
-        Overrides {
-            tools: self.tools.as_deref().map(tool_list),
-            max_iterations: self.max_iterations,
-            ..self.provider.overrides()
-        }
-    }
-}
-
-/// The agent's options and the stored conversation it continues (`run`, `chat`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct AgentOptions {
-    /// Provider, model, tools and iterations.
-    #[command(flatten)]
-    pub shape: AgentShape,
-    /// Continue the stored conversation NAME, and save it afterwards.
-    #[arg(long, value_name = "NAME")]
-    pub session: Option<String>,
-}
-
-impl AgentOptions {
-    pub(crate) fn overrides(&self) -> Overrides {
-        self.shape.overrides()
-    }
-}
-
-/// `--tools a,b` as domain names: trimmed, empty entries dropped (so `--tools ""` means none).
-fn tool_list(tools: &[String]) -> Vec<String> {
-    tools
-        .iter()
-        .map(|t| t.trim().to_owned())
-        .filter(|t| !t.is_empty())
-        .collect()
-}
-
-/// `agentry run`.
-#[derive(Debug, Clone, Args)]
-pub struct RunArgs {
-    /// Agent options.
-    #[command(flatten)]
-    pub agent: AgentOptions,
-    /// Stream the reply and print text as it arrives.
-    #[arg(long)]
-    pub stream: bool,
-    /// Print one JSON object with the answer, tool calls and usage (only that, even with --stream).
-    #[arg(long)]
-    pub json: bool,
-    /// The answer must be JSON matching this JSON Schema file: it is asked
-    /// for in that format, validated (retried once), and printed as JSON
-    /// (with --json: as the object's `output` key).
-    #[arg(long, value_name = "FILE", conflicts_with = "stream")]
-    pub schema: Option<PathBuf>,
-    /// The prompt ("-" reads it from standard input).
-    #[arg(value_name = "PROMPT")]
-    pub prompt: String,
-}
-
-/// `agentry resume`.
-#[derive(Debug, Clone, Args)]
-pub struct ResumeArgs {
-    /// Provider and model: they must be those of the interrupted run.
-    #[command(flatten)]
-    pub provider: ProviderOptions,
-    /// Tool domains to enable, comma-separated (replaces [tools] enabled).
-    #[arg(long, value_name = "a,b", value_delimiter = ',')]
-    pub tools: Option<Vec<String>>,
-    /// Stream the reply and print text as it arrives.
-    #[arg(long)]
-    pub stream: bool,
-    /// Print one JSON object with the answer, tool calls and usage, as `run --json` does.
-    #[arg(long)]
-    pub json: bool,
-    /// Approve the waiting tool call ID (of a run paused with stop reason
-    /// `awaiting_approval`); repeat for several.
-    #[arg(long, value_name = "ID")]
-    pub approve: Vec<String>,
-    /// Deny the waiting tool call ID: it does not run, the model is told the
-    /// user refused it; repeat for several.
-    #[arg(long, value_name = "ID")]
-    pub deny: Vec<String>,
-    /// Why the calls given with --deny were refused (the model reads it).
-    #[arg(long, value_name = "TEXT", requires = "deny")]
-    pub reason: Option<String>,
-    /// The session whose run to continue.
-    #[arg(value_name = "SESSION")]
-    pub session: String,
-}
-
-impl ResumeArgs {
-    pub(crate) fn overrides(&self) -> Overrides {
-        Overrides {
-            tools: self.tools.as_deref().map(tool_list),
-            ..self.provider.overrides()
-        }
-    }
-}
-
-/// `agentry chat`.
-#[derive(Debug, Clone, Args)]
-pub struct ChatArgs {
-    /// Agent options.
-    #[command(flatten)]
-    pub agent: AgentOptions,
-}
-
-/// `agentry demo`.
-#[derive(Debug, Clone, Args)]
-pub struct DemoArgs {
-    /// Provider and model (default: the configured ones, else the embedded local model).
-    #[command(flatten)]
-    pub provider: ProviderOptions,
-    /// After the ten turns, check each against its expectations (tools
-    /// called and not, their arguments, facts in the answer, questions back)
-    /// and print a verdict per turn and the score, N/10.
-    #[arg(long)]
-    pub check: bool,
-    /// With --check: exit 1 when fewer than N turns pass.
-    #[arg(long, value_name = "N", requires = "check")]
-    pub min_pass: Option<usize>,
-    /// The date the demo takes as today (YYYY-MM-DD; default: the system
-    /// date). The prompts and the tools' data depend on it, so a fixed date
-    /// repeats a run.
-    #[arg(long, value_name = "DATE")]
-    pub today: Option<NaiveDate>,
 }
 
 /// `agentry tools`.
@@ -425,7 +245,7 @@ fn init_tracing(cli: &Cli, env: &Env) -> Option<Export> {
 
 /// The OTLP export `[telemetry]` asks for, started; a failure is a warning.
 #[cfg(feature = "telemetry")]
-fn start_export(settings: &Settings) -> Option<(Telemetry, opentelemetry_sdk::trace::Tracer)> {
+fn start_export(settings: &Settings) -> Option<(Telemetry, Tracer)> {
     match Telemetry::start(&settings.config.telemetry) {
         Ok(started) => started,
         Err(error) => {
@@ -437,7 +257,7 @@ fn start_export(settings: &Settings) -> Option<(Telemetry, opentelemetry_sdk::tr
 
 /// The stderr log `fmt` (if any) and the OTLP export, installed together.
 #[cfg(feature = "telemetry")]
-fn install_with_export<F>(fmt: Option<F>, telemetry: Telemetry, tracer: opentelemetry_sdk::trace::Tracer) -> Telemetry
+fn install_with_export<F>(fmt: Option<F>, telemetry: Telemetry, tracer: Tracer) -> Telemetry
 where
     F: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
 {
@@ -466,7 +286,10 @@ pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     match cli.command {
         Command::Run(args) => crate::runs::run(args, env, cwd, quiet).await,
         Command::Resume(args) => crate::runs::resume(args, env, cwd, quiet).await,
-        Command::Chat(args) => chat(args, env, cwd, quiet).await,
+        Command::Chat(args) => crate::chat::chat(args, env, cwd, quiet).await,
+        #[cfg(feature = "demo")]
+        Command::Demo(args) => crate::demo::run(args, env, cwd, quiet).await,
+        #[cfg(not(feature = "demo"))]
         Command::Demo(args) => demo(args, env, cwd, quiet).await,
         Command::Tools(args) => tools(&args, env, cwd).await,
         Command::Sessions(command) => sessions(command, env).await,
@@ -476,162 +299,11 @@ pub async fn execute(cli: Cli, env: &Env, cwd: &Path) -> Result<u8, AppError> {
     }
 }
 
-pub(crate) fn stdout_line(text: &str) -> Result<(), AppError> {
-    let mut out = io::stdout().lock();
-    writeln!(out, "{text}")
-        .and_then(|()| out.flush())
-        .map_err(|error| AppError::io("writing to stdout", error))
-}
-
-pub(crate) fn read_prompt(prompt: &str) -> Result<String, AppError> {
-    let prompt = if prompt == "-" {
-        let mut text = String::new();
-        io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|error| AppError::io("reading the prompt from stdin", error))?;
-        text
-    } else {
-        prompt.to_owned()
-    };
-    if prompt.trim().is_empty() {
-        return Err(AppError::Usage(
-            "the prompt is empty: pass it as the last argument, or \"-\" to read it from stdin".to_owned(),
-        ));
-    }
-    Ok(prompt)
-}
-
-/// A chat's session: every turn is stored as it ends.
-struct StoredChat {
-    session: crate::runs::OpenSession,
-    provider: String,
-}
-
-#[async_trait::async_trait]
-impl ChatSink for StoredChat {
-    async fn turn_finished(
-        &mut self,
-        history: &[agent_core::Message],
-        result: &AgentRunResult,
-    ) -> Result<(), AppError> {
-        let session = &self.session;
-        session
-            .store
-            .record_turn(&session.name, &self.provider, history, result)
-            .await
-    }
-
-    async fn reset(&mut self) -> Result<(), AppError> {
-        self.session.store.reset(&self.session.name).await
-    }
-}
-
-async fn chat(args: ChatArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
-    let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env).await?;
-    let session = crate::runs::open_session(&settings, args.agent.session.as_deref(), false).await?;
-    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
-    let router = crate::scenes::router_for(&settings, &client, &tools)?;
-    let agent = build_agent(&settings, client, &tools);
-    let runner: &dyn crate::scenes::TurnRunner = match &router {
-        Some(router) => router,
-        None => &agent,
-    };
-    let history_file = io::stdin()
-        .is_terminal()
-        .then(|| settings.home.join("chat_history.txt"));
-    #[cfg(feature = "line-editor")]
-    let mut reader = crate::chat::Rustyline::new(history_file)?;
-    #[cfg(not(feature = "line-editor"))]
-    let mut reader = {
-        let _ = history_file;
-        crate::chat::PlainLines::stdio()
-    };
-    let mut console = if quiet {
-        Console::new(io::stdout())
-    } else {
-        Console::stdout()
-    };
-    let model = agent.client().model().to_owned();
-    let provider = settings.provider()?.name().to_owned();
-    let (mut conversation, mut sink): (ChatSession, Box<dyn ChatSink>) = match session {
-        Some(session) => (
-            ChatSession::with_history(session.messages.clone()),
-            Box::new(StoredChat { session, provider }),
-        ),
-        None => (ChatSession::default(), Box::new(Unsaved)),
-    };
-    // Leaving with Ctrl-C is as deliberate as /exit: both end with status 0.
-    run_chat(
-        runner,
-        &mut reader,
-        &mut console,
-        &CtrlC,
-        &mut conversation,
-        sink.as_mut(),
-    )
-    .await?;
-    if conversation.runs > 0 {
-        console
-            .line(&cost_report(&conversation, &model))
-            .map_err(|error| AppError::io("writing to stdout", error))?;
-    }
-    Ok(EXIT_OK)
-}
-
 /// `agentry demo` in a build without the `demo` feature.
 #[cfg(not(feature = "demo"))]
 #[expect(clippy::unused_async, reason = "the same signature as the build with the demo")]
 async fn demo(_: DemoArgs, _: &Env, _: &Path, _: bool) -> Result<u8, AppError> {
     Err(crate::error::ConfigError::not_compiled("`agentry demo`", "demo").into())
-}
-
-#[cfg(feature = "demo")]
-async fn demo(args: DemoArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
-    use agent_core::StopCause;
-    use agent_travel_assistant::check_demo;
-
-    use crate::assemble::catalog_for;
-    use crate::demo::run_demo;
-
-    let settings = Settings::load(&args.provider.overrides(), env, cwd)?;
-    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
-    let catalog = catalog_for(&settings, client.as_ref());
-    let mut options = crate::demo::options(&settings, args.today);
-    if let Some(specs) = crate::scenes::specs(&settings)? {
-        options.scenes = Some(crate::demo::scenes(&specs, &options)?);
-    }
-    let console = if quiet {
-        Console::new(io::stdout())
-    } else {
-        Console::stdout()
-    };
-    let mut console = console.with_text_prefix("assistant> ");
-    let reports = run_demo(client, catalog, &options, &mut console).await?;
-    let failed = reports
-        .iter()
-        .filter(|report| report.result.stop_reason == StopCause::Error)
-        .count();
-    if args.check {
-        let checked = check_demo(&reports, options.today);
-        stdout_line("")?;
-        stdout_line(&checked.to_string())?;
-        if let Some(min) = args.min_pass
-            && checked.passed() < min
-        {
-            eprintln!(
-                "error: {} of {} turns passed, fewer than --min-pass {min}",
-                checked.passed(),
-                reports.len()
-            );
-            return Ok(EXIT_FAILURE);
-        }
-    }
-    if failed > 0 {
-        eprintln!("error: {failed} of {} turns failed", reports.len());
-        return Ok(EXIT_FAILURE);
-    }
-    Ok(EXIT_OK)
 }
 
 async fn tools(args: &ToolsArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> {
@@ -641,7 +313,7 @@ async fn tools(args: &ToolsArgs, env: &Env, cwd: &Path) -> Result<u8, AppError> 
         ..Overrides::default()
     };
     let settings = Settings::load(&overrides, env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env).await?;
+    let tools = crate::tools::ToolBox::from_settings(&settings, env).await?;
     if args.json {
         let value = serde_json::json!({"domains": tools.domains(), "tools": tools.listing()});
         stdout_line(&serde_json::to_string_pretty(&value).unwrap_or_default())?;

@@ -7,24 +7,30 @@
 //! is named after its source (the file's path, `environment variable
 //! AGENTRY_MODEL`, `command-line flag --provider`), so an error names where
 //! the bad value came from and the key it was under.
+//!
+//! The file's tables are read into the types of the crates they configure:
+//! `[agent]` holds the runner's [`RunConfig`] and [`RequestOptions`] (their
+//! keys sit beside `provider` and `model`), `[providers.NAME]`,
+//! `[tools.NAME]` and `[mcp.servers.NAME]` stay raw until the facade's
+//! factory ([`agentry::ProviderConfig::from_table`],
+//! [`agentry::ToolDomain::build`]) reads the chosen ones. This module
+//! depends on no other module of the app but its errors.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use agent_core::ModelCatalog;
-use agent_runner::{AgentConfig, Budget, Grounding, RequestOptions, RunConfig, ToolProtocol};
+use agent_core::{ModelCatalog, ModelInfo, Pricing};
+use agent_prompts::PromptTemplate;
+use agent_runner::{AgentConfig, Budget, Grounding, RequestOptions, RunConfig};
+use agentry::{ProviderKind, ToolDomain};
 use figment::providers::{Format, Serialized, Toml};
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider, Source};
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{self, CatalogEntry};
-use crate::env::{CONFIG_VAR, Env, MODEL_VAR, OVERRIDE_PREFIX, PROVIDER_VAR};
 use crate::error::ConfigError;
-use crate::providers::ProviderKind;
-use crate::tools::{tool_domain, tool_domain_names};
 
 /// The file looked for in the working directory.
 pub const CONFIG_FILE_NAME: &str = "agentry.toml";
@@ -36,6 +42,166 @@ pub const DEFAULT_PROVIDER: &str = "llama";
 /// seconds (`[agent] max_turn_secs`).
 pub const LLAMA_MAX_TURN_SECS: f64 = 120.0;
 
+/// `$AGENTRY_HOME`: where models and sessions live.
+pub const HOME_VAR: &str = "AGENTRY_HOME";
+/// `$AGENTRY_CONFIG`: the configuration file when `--config` is not given.
+pub const CONFIG_VAR: &str = "AGENTRY_CONFIG";
+/// `$AGENTRY_PROVIDER`: overrides `agent.provider`.
+pub const PROVIDER_VAR: &str = "AGENTRY_PROVIDER";
+/// `$AGENTRY_MODEL`: overrides `agent.model`.
+pub const MODEL_VAR: &str = "AGENTRY_MODEL";
+/// Prefix of generic overrides: `AGENTRY_AGENT__MAX_TOKENS=512` sets
+/// `agent.max_tokens` (`__` separates keys, names are lowercased).
+pub const OVERRIDE_PREFIX: &str = "AGENTRY_";
+
+/// Environment variables, looked up by name: a snapshot, injectable so that
+/// tests never depend on (or change) the real process environment. Its
+/// `Debug` output lists the names only, never the values (they may hold
+/// API keys).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Env {
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    /// The process environment (variables that are not valid UTF-8 are skipped).
+    pub fn from_process() -> Self {
+        Self {
+            vars: std::env::vars_os()
+                .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+                .collect(),
+        }
+    }
+
+    /// An environment holding exactly these variables.
+    pub fn from_pairs<I, K, V>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self {
+            vars: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        }
+    }
+
+    /// The value of `name`, when set and not blank.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.vars.get(name).filter(|value| !value.trim().is_empty()).cloned()
+    }
+
+    /// Every variable, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// `$AGENTRY_HOME`, else the user's data directory + `agentry`.
+    pub fn agentry_home(&self) -> PathBuf {
+        if let Some(home) = self.get(HOME_VAR) {
+            return PathBuf::from(home);
+        }
+        self.data_dir().unwrap_or_else(std::env::temp_dir).join("agentry")
+    }
+
+    /// The user's data directory, as the platform names it: `%APPDATA%` on
+    /// Windows, `~/Library/Application Support` on macOS, else
+    /// `$XDG_DATA_HOME` (when absolute) or `~/.local/share`.
+    fn data_dir(&self) -> Option<PathBuf> {
+        let home = || self.get("HOME").or_else(|| self.get("USERPROFILE")).map(PathBuf::from);
+        if cfg!(windows) {
+            return self.get("APPDATA").map(PathBuf::from).or_else(home);
+        }
+        if cfg!(target_os = "macos") {
+            return home().map(|home| home.join("Library/Application Support"));
+        }
+        self.get("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|dir| dir.is_absolute())
+            .or_else(|| home().map(|home| home.join(".local/share")))
+    }
+}
+
+impl fmt::Debug for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Env")
+            .field("names", &self.vars.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The model catalog shipped with Agentry, as TOML: model name -> [`CatalogEntry`].
+pub const SHIPPED_CATALOG: &str = include_str!("../data/models.toml");
+
+/// One model's entry, as written in `data/models.toml` and in
+/// `[catalog."model-name"]` tables. Prices are US dollars per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogEntry {
+    /// The provider that serves the model (`openai`, `anthropic`, `llama`, ...).
+    #[serde(default)]
+    pub provider: String,
+    /// Context window in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Uncached prompt tokens.
+    pub input: f64,
+    /// Generated tokens.
+    pub output: f64,
+    /// Prompt tokens read from the cache (the input price when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
+    /// Prompt tokens written to the cache (the input price when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+impl CatalogEntry {
+    /// The core type.
+    pub fn to_model_info(&self) -> ModelInfo {
+        ModelInfo {
+            provider: self.provider.clone(),
+            context_window: self.context_window,
+            pricing: Pricing {
+                input_per_million: self.input,
+                output_per_million: self.output,
+                cached_input_per_million: self.cached_input,
+                cache_write_per_million: self.cache_write,
+            },
+        }
+    }
+
+    /// Whether every price is a finite, non-negative number.
+    pub fn prices_are_valid(&self) -> bool {
+        [Some(self.input), Some(self.output), self.cached_input, self.cache_write]
+            .into_iter()
+            .flatten()
+            .all(|price| price.is_finite() && price >= 0.0)
+    }
+}
+
+/// The shipped entries. The file is part of the binary and covered by tests;
+/// should it ever fail to parse, the catalog is empty (costs are then
+/// reported as unknown) rather than the program failing.
+pub fn shipped_entries() -> BTreeMap<String, CatalogEntry> {
+    parse_catalog(SHIPPED_CATALOG).unwrap_or_default()
+}
+
+/// Catalog entries from TOML text; the error names the entry and key at fault.
+pub fn parse_catalog(text: &str) -> Result<BTreeMap<String, CatalogEntry>, String> {
+    Figment::from(Toml::string(text))
+        .extract()
+        .map_err(|error| error.to_string())
+}
+
+/// A [`ModelCatalog`] of `entries`.
+pub fn to_catalog(entries: &BTreeMap<String, CatalogEntry>) -> ModelCatalog {
+    let mut catalog = ModelCatalog::new();
+    for (name, entry) in entries {
+        catalog.insert(name.clone(), entry.to_model_info());
+    }
+    catalog
+}
+
 /// Values from command-line flags; each beats the file and the environment.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
@@ -45,7 +211,7 @@ pub struct Overrides {
     pub provider: Option<String>,
     /// `--model NAME`.
     pub model: Option<String>,
-    /// `--base-url URL`: replaces the chosen provider's base URL.
+    /// `--base-url URL`: the chosen provider's `base_url`.
     pub base_url: Option<String>,
     /// `--tools a,b`: replaces `tools.enabled`.
     pub tools: Option<Vec<String>>,
@@ -53,131 +219,164 @@ pub struct Overrides {
     pub max_iterations: Option<u32>,
 }
 
-/// The `[agent]` table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+/// The `[agent]` table: the provider and model, the system prompt, and the
+/// runner's configuration, whose keys ([`RunConfig`]'s `max_iterations`,
+/// `tool_protocol`, `reask_repeated_calls`, ...; [`RequestOptions`]'
+/// `max_tokens`, `temperature`, `prompt_caching`, ...) sit in the table
+/// beside them.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct AgentSettings {
     /// `llama | openai | azure-openai | openai-compatible | anthropic | gemini | ollama`.
     pub provider: String,
-    /// The model; unset: the provider table's `model`, else the provider's default.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The model; unset: the provider table's `model`, else the provider's
+    /// default. It is put in the provider's table as its `model` key.
     pub model: Option<String>,
-    /// Model calls that may request tools before the answer is forced.
-    pub max_iterations: u32,
-    /// Upper bound on generated tokens per model call.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u32>,
-    /// Sampling temperature.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
-    /// Ask the provider to cache the stable prompt prefix.
-    pub prompt_caching: bool,
-    /// `auto | native | text` (and `react`).
-    pub tool_protocol: ToolProtocol,
     /// Replaces the built-in system prompt.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
-    /// Budgets that end a run early.
-    pub budget: BudgetSettings,
     /// Check every final answer's figures against the user's words and the
     /// tool results, re-ask the model and never pass on an invented figure
     /// (`agent_runner::Grounding`). Unset: on for `llama`, off for the
     /// others.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub grounding: Option<bool>,
-    /// A reply that only repeats calls already answered in the turn is not
-    /// run: the model is asked once more with the calls and the question
-    /// restated, then the answer is forced (`RunConfig::reask_repeated_calls`).
-    pub reask_repeated_calls: bool,
     /// The time one turn may take, in seconds: past it the turn ends with
     /// what was found so far (`budget_exceeded`). Unset: 120 for `llama`
     /// (a small local model can otherwise write for many minutes), none for
     /// the others; 0: no limit. With `[agent.budget] deadline_secs` too, the
     /// shorter applies.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_turn_secs: Option<f64>,
+    /// `[agent.budget]`: budgets that end a run early.
+    pub budget: BudgetSettings,
+    /// The loop's policies (its `budget` and `grounding` are the keys above).
+    #[serde(flatten)]
+    pub run: RunConfig,
+    /// What every request carries (`prompt_caching` on by default).
+    #[serde(flatten)]
+    pub request: RequestOptions,
+    /// Keys of none of the above: typos, reported by [`Settings::read`].
+    #[serde(flatten)]
+    #[allow(
+        clippy::zero_sized_map_values,
+        reason = "only the keys are wanted; a set cannot be flattened"
+    )]
+    unknown: BTreeMap<String, IgnoredAny>,
 }
+
+/// The keys of `[agent]` that are not the runner's.
+const AGENT_KEYS: [&str; 6] = [
+    "provider",
+    "model",
+    "system_prompt",
+    "grounding",
+    "max_turn_secs",
+    "budget",
+];
 
 impl Default for AgentSettings {
     fn default() -> Self {
         Self {
             provider: DEFAULT_PROVIDER.to_owned(),
             model: None,
-            max_iterations: 10,
-            max_tokens: None,
-            temperature: None,
-            prompt_caching: true,
-            tool_protocol: ToolProtocol::Auto,
             system_prompt: None,
-            budget: BudgetSettings::default(),
             grounding: None,
-            reask_repeated_calls: true,
             max_turn_secs: None,
+            budget: BudgetSettings::default(),
+            run: RunConfig::default(),
+            request: RequestOptions {
+                prompt_caching: true,
+                ..RequestOptions::default()
+            },
+            unknown: BTreeMap::new(),
         }
     }
 }
 
-/// The `[agent.budget]` table.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+/// The `[agent.budget]` table: the runner's [`Budget`], with the deadline
+/// in seconds (`deadline_secs`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct BudgetSettings {
-    /// Maximum input + output tokens of one run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_total_tokens: Option<u64>,
-    /// Maximum estimated cost of one run, in USD.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_cost_usd: Option<f64>,
-    /// Maximum tool executions of one run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_tool_calls: Option<u32>,
+    /// `max_total_tokens`, `max_cost_usd`, `max_tool_calls`.
+    #[serde(flatten)]
+    pub limits: Budget,
     /// Wall-clock limit of one run, in seconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline_secs: Option<f64>,
+    /// Keys of none of the above, reported by [`Settings::read`].
+    #[serde(flatten)]
+    #[allow(
+        clippy::zero_sized_map_values,
+        reason = "only the keys are wanted; a set cannot be flattened"
+    )]
+    unknown: BTreeMap<String, IgnoredAny>,
 }
 
 impl BudgetSettings {
     /// The runner's budget.
-    pub fn to_budget(self) -> Budget {
-        Budget {
-            max_total_tokens: self.max_total_tokens,
-            max_cost_usd: self.max_cost_usd,
-            max_tool_calls: self.max_tool_calls,
-            deadline: self
-                .deadline_secs
-                .and_then(|secs| std::time::Duration::try_from_secs_f64(secs).ok())
-                .filter(|deadline| !deadline.is_zero()),
+    pub fn to_budget(&self) -> Budget {
+        let mut budget = self.limits;
+        if let Some(secs) = self.deadline_secs {
+            budget.deadline = std::time::Duration::try_from_secs_f64(secs)
+                .ok()
+                .filter(|deadline| !deadline.is_zero());
         }
+        budget
     }
 }
 
-/// The `[tools]` table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+/// The `[tools]` table; `[tools.NAME]`, the options of the built-in domain
+/// NAME, is read when the domain is built.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct ToolSettings {
     /// Tool domains the agent may use.
     pub enabled: Vec<String>,
     /// How long one tool call may run, in seconds (no limit when unset).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<f64>,
     /// The longest tool result kept in the conversation, in bytes; longer
-    /// ones are cut with a marker saying so. 0: no cap.
-    pub max_result_bytes: usize,
+    /// ones are cut with a marker saying so. 0: no cap. Unset: `[agent]
+    /// max_tool_result_bytes`, 32 KiB by default.
+    pub max_result_bytes: Option<usize>,
     /// Tools whose calls wait for the user's approval before they run:
     /// `chat` asks y/N, `run` pauses (stop reason `awaiting_approval`) and
     /// `agentry resume NAME --approve ID|--deny ID` continues.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub require_approval: Vec<String>,
-    /// `[tools.sql]`, passed to `agent_tools_sql::SqlConfig`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sql: Option<RawTable>,
-    /// `[tools.web]`, passed to `agent_tools_web::WebConfig`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub web: Option<RawTable>,
+    /// The names of the `[tools.NAME]` tables (checked by [`Settings::read`]).
+    #[serde(flatten)]
+    #[allow(
+        clippy::zero_sized_map_values,
+        reason = "only the keys are wanted; a set cannot be flattened"
+    )]
+    tables: BTreeMap<String, IgnoredAny>,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self {
+            enabled: default_domains(),
+            timeout_secs: None,
+            max_result_bytes: None,
+            require_approval: Vec::new(),
+            tables: BTreeMap::new(),
+        }
+    }
+}
+
+/// The keys of `[tools]` besides the domains' tables.
+const TOOLS_KEYS: [&str; 4] = ["enabled", "timeout_secs", "max_result_bytes", "require_approval"];
+
+/// The domains enabled when `[tools] enabled` is not set: math and the
+/// travel demo's, those of them this build has.
+pub fn default_domains() -> Vec<String> {
+    [ToolDomain::Math, ToolDomain::Travel]
+        .into_iter()
+        .filter(|domain| domain.is_compiled())
+        .map(|domain| domain.name().to_owned())
+        .collect()
 }
 
 /// A table kept raw until its crate deserialises it. `Debug` shows its keys
 /// only: it may hold a secret (`api_key`).
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(transparent)]
 pub struct RawTable(pub Dict);
 
@@ -194,23 +393,10 @@ impl fmt::Debug for RawTable {
     }
 }
 
-impl Default for ToolSettings {
-    fn default() -> Self {
-        Self {
-            enabled: crate::tools::default_domains(),
-            timeout_secs: None,
-            max_result_bytes: agent_runner::DEFAULT_MAX_TOOL_RESULT_BYTES,
-            require_approval: Vec::new(),
-            sql: None,
-            web: None,
-        }
-    }
-}
-
-/// The `[providers.NAME]` tables, kept raw until the chosen provider's
-/// crate deserialises its own. `Debug` shows table names only: a table may
-/// hold an `api_key`.
-#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The `[providers.NAME]` tables, kept raw until the facade reads the
+/// chosen provider's ([`agentry::ProviderConfig::from_table`]). `Debug`
+/// shows table names and keys only: a table may hold an `api_key`.
+#[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(transparent)]
 pub struct ProviderTables(pub BTreeMap<String, RawTable>);
 
@@ -220,63 +406,232 @@ impl fmt::Debug for ProviderTables {
     }
 }
 
-/// The `[telemetry]` table: OpenTelemetry (OTLP) export of the GenAI spans
-/// and metrics. Nothing is exported, and no exporter thread started, unless
-/// `otlp_endpoint` is set. `Debug` shows header names only: a header may
-/// hold a token.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub use agentry::telemetry::{TELEMETRY_PROTOCOLS, TelemetryConfig as TelemetrySettings};
+
+/// The `[mcp]` table: `[mcp.servers.NAME]`, each MCP server a tool domain
+/// NAME, enabled like any other through `[tools] enabled` or `--tools`:
+///
+/// ```toml
+/// [mcp.servers.everything]       # a stdio server: a command and its arguments
+/// command = "npx"
+/// args = ["-y", "@modelcontextprotocol/server-everything"]
+/// env = { LOG_LEVEL = "warn" }   # besides PATH, HOME, ... (see `inherit_env`)
+/// cwd = "servers"                # relative to this file
+///
+/// [mcp.servers.remote]           # a streamable-HTTP server
+/// url = "https://mcp.example.com/mcp"
+/// headers = { Authorization = "Bearer ..." }   # never logged
+/// ```
+///
+/// `Debug` shows server names and their keys only: `env` and `headers` may
+/// hold secrets.
+#[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct TelemetrySettings {
-    /// The collector's base URL, e.g. `http://localhost:4318`; spans go to
-    /// `{otlp_endpoint}/v1/traces`, metrics to `{otlp_endpoint}/v1/metrics`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub otlp_endpoint: Option<String>,
-    /// The OTLP transport: `http/protobuf` (the only one supported).
-    pub protocol: String,
-    /// The `service.name` resource attribute.
-    pub service_name: String,
-    /// Extra HTTP headers sent with every export (e.g. an API key).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, String>,
-    /// How often metrics are exported, in seconds (and once at exit).
-    pub metrics_interval_secs: f64,
+pub struct McpSettings {
+    /// `[mcp.servers.NAME]`: the MCP servers, each a tool domain NAME.
+    pub servers: BTreeMap<String, RawTable>,
 }
 
-/// The OTLP protocols `telemetry.protocol` accepts.
-pub const TELEMETRY_PROTOCOLS: &[&str] = &["http/protobuf"];
+impl fmt::Debug for McpSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.servers.iter()).finish()
+    }
+}
 
-impl Default for TelemetrySettings {
+impl McpSettings {
+    /// Whether no server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Whether `name` is a configured server.
+    pub fn has(&self, name: &str) -> bool {
+        self.servers.contains_key(name)
+    }
+}
+
+/// The `[scenes]` table as read: `default`, and one raw table per scene,
+/// checked by [`Settings::scene_specs`].
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SceneTables {
+    /// The scene that runs when the model names none of them.
+    #[serde(default)]
+    pub default: Option<String>,
+    /// `[scenes.NAME]`.
+    #[serde(flatten)]
+    pub scenes: BTreeMap<String, RawTable>,
+}
+
+impl SceneTables {
+    /// Whether no scene (and no default) is configured.
+    pub fn is_empty(&self) -> bool {
+        self.default.is_none() && self.scenes.is_empty()
+    }
+}
+
+/// One `[scenes.NAME]` table (the facade's).
+pub use agentry::SceneConfig as SceneEntry;
+
+/// A configured scene, its template file read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SceneSpec {
+    /// The scene's name (its table's key).
+    pub name: String,
+    /// The table.
+    pub entry: SceneEntry,
+    /// The template's text, when `prompt_template` is set.
+    pub template: Option<String>,
+}
+
+/// Every configured scene, in the order of their names, and the default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SceneSpecs {
+    /// The scenes.
+    pub scenes: Vec<SceneSpec>,
+    /// `[scenes] default`.
+    pub default: Option<String>,
+}
+
+/// The `[serve]` table: API keys and limits of `agentry serve`.
+///
+/// ```toml
+/// [serve]
+/// # printf %s YOUR_KEY | sha256sum    (keys are stored as hashes only)
+/// api_keys = ["sha256:85dbe15d75ef9308c7ae0f33c7a324cc6f4bf519a2ed2f3027bd33c140a4f9aa"]
+/// max_body_bytes = 1048576       # 413 above it
+/// max_runs_per_key = 8           # 429 above it
+/// requests_per_minute = 600      # per key; 429 with Retry-After above it (0: no limit)
+/// drain_secs = 0                 # /readyz says 503 this long before the listener closes
+/// shutdown_grace_secs = 30       # runs may finish this long at shutdown, then are cancelled
+/// header_read_timeout_secs = 10  # a request's headers must arrive within it (idle keep-alive too)
+/// body_timeout_secs = 30         # a request's body must arrive within it (408 past it)
+/// max_connections = 1024         # more connections wait to be accepted
+/// max_ended_runs_per_key = 100   # ended runs kept for GET /v1/runs/{id}, per key
+/// max_sessions_per_key = 1000    # 409 above it
+/// ```
+#[cfg(feature = "serve")]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeSettings {
+    /// The API keys, as `sha256:` hashes.
+    pub api_keys: Vec<String>,
+    /// The largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Runs one key may have in flight.
+    pub max_runs_per_key: usize,
+    /// Requests one key may send a minute (0: no limit).
+    pub requests_per_minute: u32,
+    /// Seconds `/readyz` answers 503 at shutdown before the listener closes.
+    pub drain_secs: u64,
+    /// Seconds runs may go on at shutdown before they are cancelled.
+    pub shutdown_grace_secs: u64,
+    /// Seconds a client has to send a request's headers; an idle
+    /// keep-alive connection is closed after as long (at least 1).
+    pub header_read_timeout_secs: u64,
+    /// Seconds a client has to send a request's body once its headers
+    /// arrived (408 past it; at least 1).
+    pub body_timeout_secs: u64,
+    /// Connections served at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// Ended runs kept per key for `GET /v1/runs/{id}`.
+    pub max_ended_runs_per_key: usize,
+    /// Sessions one key may have (409 above it).
+    pub max_sessions_per_key: usize,
+}
+
+#[cfg(feature = "serve")]
+impl Default for ServeSettings {
     fn default() -> Self {
+        use agent_server::{
+            DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
+            DEFAULT_MAX_ENDED_RUNS_PER_KEY, DEFAULT_MAX_RUNS_PER_KEY, DEFAULT_MAX_SESSIONS_PER_KEY,
+            DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE,
+        };
         Self {
-            otlp_endpoint: None,
-            protocol: "http/protobuf".to_owned(),
-            service_name: "agentry".to_owned(),
-            headers: BTreeMap::new(),
-            metrics_interval_secs: 60.0,
+            api_keys: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_runs_per_key: DEFAULT_MAX_RUNS_PER_KEY,
+            requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
+            drain_secs: 0,
+            shutdown_grace_secs: DEFAULT_SHUTDOWN_GRACE.as_secs(),
+            header_read_timeout_secs: DEFAULT_HEADER_READ_TIMEOUT.as_secs(),
+            body_timeout_secs: DEFAULT_BODY_TIMEOUT.as_secs(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_ended_runs_per_key: DEFAULT_MAX_ENDED_RUNS_PER_KEY,
+            max_sessions_per_key: DEFAULT_MAX_SESSIONS_PER_KEY,
         }
     }
 }
 
-impl fmt::Debug for TelemetrySettings {
+/// The `[store]` table: where `agentry serve` keeps sessions.
+///
+/// ```toml
+/// [store]
+/// # Default: a SQLite file in $AGENTRY_HOME/serve. Instances sharing a
+/// # PostgreSQL database continue each other's sessions.
+/// url = "postgres://agentry@db.internal/agentry"
+/// ```
+#[derive(Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreSettings {
+    /// `postgres://...` (or `postgresql://`), or `sqlite:PATH`; none: a
+    /// SQLite file in `$AGENTRY_HOME/serve`.
+    pub url: Option<String>,
+}
+
+impl fmt::Debug for StoreSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TelemetrySettings")
-            .field("otlp_endpoint", &self.otlp_endpoint)
-            .field("protocol", &self.protocol)
-            .field("service_name", &self.service_name)
-            .field("headers", &self.headers.keys().collect::<Vec<_>>())
-            .field("metrics_interval_secs", &self.metrics_interval_secs)
+        f.debug_struct("StoreSettings")
+            .field("url", &self.url.as_deref().map(redact_url))
             .finish()
     }
 }
 
+/// `url` with its passwords replaced by `[redacted]`: the one in the user
+/// information (`user:PASSWORD@host`) and any query parameter whose name
+/// holds `password` (`?password=...`, `&sslpassword=...`), in any case.
+pub fn redact_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut shown = redact_user_info(base);
+    if let Some(query) = query {
+        shown.push('?');
+        let parameters: Vec<String> = query
+            .split('&')
+            .map(|parameter| match parameter.split_once('=') {
+                Some((name, _)) if name.to_ascii_lowercase().contains("password") => format!("{name}=[redacted]"),
+                _ => parameter.to_owned(),
+            })
+            .collect();
+        shown.push_str(&parameters.join("&"));
+    }
+    shown
+}
+
+/// `scheme://user:PASSWORD@host/path` with the password redacted.
+fn redact_user_info(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) if user_info.contains(':') => {
+            let user = user_info.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:[redacted]@{host}{path}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// The whole file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// `[agent]`.
     pub agent: AgentSettings,
     /// `[providers.NAME]`.
-    #[serde(skip_serializing_if = "is_empty_tables")]
     pub providers: ProviderTables,
     /// `[tools]`.
     pub tools: ToolSettings,
@@ -284,27 +639,18 @@ pub struct Config {
     pub catalog: BTreeMap<String, CatalogEntry>,
     /// `[telemetry]`.
     pub telemetry: TelemetrySettings,
-    /// `[mcp]`: MCP servers, each a tool domain (see [`crate::mcp`]).
-    #[serde(skip_serializing_if = "crate::mcp::McpSettings::is_empty")]
-    pub mcp: crate::mcp::McpSettings,
-    /// `[scenes]`: named sub-agents (see [`crate::scenes`]).
-    #[serde(skip_serializing_if = "crate::scenes::SceneTables::is_empty")]
-    pub scenes: crate::scenes::SceneTables,
-    /// `[serve]`: API keys and limits of `agentry serve` (see [`crate::serve`]).
+    /// `[mcp]`: MCP servers, each a tool domain.
+    pub mcp: McpSettings,
+    /// `[scenes]`: named sub-agents the model routes each request to.
+    pub scenes: SceneTables,
+    /// `[serve]`: API keys and limits of `agentry serve`.
     #[cfg(feature = "serve")]
-    #[serde(skip_serializing_if = "crate::serve::ServeSettings::is_default")]
-    pub serve: crate::serve::ServeSettings,
+    pub serve: ServeSettings,
     /// `[serve]`, unchecked: this build has no `agentry serve`.
     #[cfg(not(feature = "serve"))]
-    #[serde(skip_serializing_if = "RawTable::is_empty")]
     pub serve: RawTable,
-    /// `[store]`: where `agentry serve` keeps sessions (see [`crate::serve`]).
-    #[serde(skip_serializing_if = "crate::serve::StoreSettings::is_default")]
-    pub store: crate::serve::StoreSettings,
-}
-
-fn is_empty_tables(tables: &ProviderTables) -> bool {
-    tables.0.is_empty()
+    /// `[store]`: where `agentry serve` keeps sessions.
+    pub store: StoreSettings,
 }
 
 impl Default for Config {
@@ -313,15 +659,15 @@ impl Default for Config {
             agent: AgentSettings::default(),
             providers: ProviderTables::default(),
             tools: ToolSettings::default(),
-            catalog: catalog::shipped_entries(),
+            catalog: shipped_entries(),
             telemetry: TelemetrySettings::default(),
-            mcp: crate::mcp::McpSettings::default(),
-            scenes: crate::scenes::SceneTables::default(),
+            mcp: McpSettings::default(),
+            scenes: SceneTables::default(),
             #[cfg(feature = "serve")]
-            serve: crate::serve::ServeSettings::default(),
+            serve: ServeSettings::default(),
             #[cfg(not(feature = "serve"))]
             serve: RawTable::default(),
-            store: crate::serve::StoreSettings::default(),
+            store: StoreSettings::default(),
         }
     }
 }
@@ -334,7 +680,7 @@ pub struct Settings {
     pub config: Config,
     /// The file read, if any.
     pub file: Option<PathBuf>,
-    /// `--base-url`.
+    /// `--base-url`: the chosen provider's `base_url`.
     pub base_url: Option<String>,
     /// `$AGENTRY_HOME` (or its default).
     pub home: PathBuf,
@@ -385,25 +731,19 @@ fn layer(name: impl Into<String>, key: &str, value: Value) -> Layer {
 }
 
 impl Settings {
-    /// Loads the configuration for these flags, environment and working
-    /// directory, validates it, and refuses a working-directory
-    /// `agentry.toml` that sets keys which run programs or send secrets
-    /// until the user trusts it (see [`crate::trust`]).
-    pub fn load(overrides: &Overrides, env: &Env, cwd: &Path) -> Result<Self, ConfigError> {
-        let settings = Self::read(overrides, env, cwd)?;
-        crate::trust::check(&settings, env)?;
-        Ok(settings)
-    }
-
-    /// [`load`](Self::load) without the trust check: for `agentry trust`,
-    /// which shows what a file would do before the user trusts it. Nothing
-    /// read this way may start a process or send a request.
+    /// Reads the configuration for these flags, environment and working
+    /// directory and validates it, without the trust check of
+    /// `Settings::load` (see `crate::trust`): for `agentry trust`, which
+    /// shows what a file would do before the user trusts it. Nothing read
+    /// this way may start a process or send a request.
     pub fn read(overrides: &Overrides, env: &Env, cwd: &Path) -> Result<Self, ConfigError> {
         let file = config_file(overrides, env, cwd)?;
         let file_is_local = file.as_ref().is_some_and(|path| *path == cwd.join(CONFIG_FILE_NAME))
             && overrides.config.is_none()
             && env.get(CONFIG_VAR).is_none();
-        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        // The shipped catalog is the one default merged under the file:
+        // `[catalog."m"] input = 1` changes one price of the shipped entry.
+        let mut figment = Figment::from(Serialized::default("catalog", shipped_entries()));
         if let Some(path) = &file {
             figment = figment.merge(Toml::file_exact(path));
         }
@@ -413,33 +753,32 @@ impl Settings {
                 figment = figment.merge(layer(format!("environment variable {name}"), &key, value));
             }
         }
-        if let Some(provider) = env.get(PROVIDER_VAR) {
-            figment = figment.merge(layer(
+        let flags = [
+            (
+                env.get(PROVIDER_VAR),
                 format!("environment variable {PROVIDER_VAR}"),
                 "agent.provider",
-                Value::from(provider),
-            ));
-        }
-        if let Some(model) = env.get(MODEL_VAR) {
-            figment = figment.merge(layer(
+            ),
+            (
+                env.get(MODEL_VAR),
                 format!("environment variable {MODEL_VAR}"),
                 "agent.model",
-                Value::from(model),
-            ));
-        }
-        if let Some(provider) = &overrides.provider {
-            figment = figment.merge(layer(
-                "command-line flag --provider",
+            ),
+            (
+                overrides.provider.clone(),
+                "command-line flag --provider".to_owned(),
                 "agent.provider",
-                Value::from(provider.clone()),
-            ));
-        }
-        if let Some(model) = &overrides.model {
-            figment = figment.merge(layer(
-                "command-line flag --model",
+            ),
+            (
+                overrides.model.clone(),
+                "command-line flag --model".to_owned(),
                 "agent.model",
-                Value::from(model.clone()),
-            ));
+            ),
+        ];
+        for (value, name, key) in flags {
+            if let Some(value) = value {
+                figment = figment.merge(layer(name, key, Value::from(value)));
+            }
         }
         if let Some(max) = overrides.max_iterations {
             figment = figment.merge(layer(
@@ -452,7 +791,12 @@ impl Settings {
             let list: Vec<Value> = tools.iter().map(|t| Value::from(t.trim().to_owned())).collect();
             figment = figment.merge(layer("command-line flag --tools", "tools.enabled", Value::from(list)));
         }
-        let config: Config = figment.extract().map_err(from_figment)?;
+        let mut config: Config = figment
+            .extract()
+            .map_err(|error| from_figment(&locate_flattened(&figment, error)))?;
+        if !figment.contains("agent.prompt_caching") {
+            config.agent.request.prompt_caching = true;
+        }
         let settings = Self {
             config,
             file,
@@ -469,56 +813,57 @@ impl Settings {
     fn validate(&self) -> Result<(), ConfigError> {
         self.provider()?;
         let agent = &self.config.agent;
+        let expected = |names: &[&[&'static str]]| {
+            let mut valid: Vec<&str> = Vec::new();
+            for name in names.iter().flat_map(|names| names.iter()) {
+                if !valid.contains(name) {
+                    valid.push(name);
+                }
+            }
+            valid.join(", ")
+        };
+        if let Some(key) = agent.unknown.keys().next() {
+            let valid = [
+                &AGENT_KEYS[..],
+                struct_fields::<RunConfig>(),
+                struct_fields::<RequestOptions>(),
+            ];
+            return Err(self.unknown_key(&format!("agent.{key}"), expected(&valid)));
+        }
+        if let Some(key) = agent.budget.unknown.keys().next() {
+            let valid = [struct_fields::<Budget>(), &["deadline_secs"][..]];
+            return Err(self.unknown_key(&format!("agent.budget.{key}"), expected(&valid)));
+        }
         if let Err(error) = self.agent_config().validate() {
             // `run.max_iterations` is `agent.max_iterations` in the file.
             let field = error.field.split_once('.').map_or(error.field, |(_, rest)| rest);
             return Err(self.invalid(&format!("agent.{field}"), error.requirement));
         }
-        if let Some(secs) = agent.budget.deadline_secs
-            && !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok())
-        {
-            return Err(self.invalid("agent.budget.deadline_secs", "must be a positive number of seconds"));
-        }
-        if let Some(secs) = agent.max_turn_secs
-            && !(secs >= 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok())
-        {
-            return Err(self.invalid(
-                "agent.max_turn_secs",
-                "must be 0 (no limit) or a positive number of seconds",
-            ));
-        }
-        if let Some(secs) = self.config.tools.timeout_secs
-            && !(secs > 0.0 && std::time::Duration::try_from_secs_f64(secs).is_ok())
-        {
-            return Err(self.invalid("tools.timeout_secs", "must be a positive number of seconds"));
-        }
-        crate::mcp::validate(self)?;
-        crate::scenes::validate(self)?;
-        #[cfg(feature = "serve")]
-        crate::serve::api_keys(self)?;
-        for name in &self.config.tools.enabled {
-            if let Some(domain) = tool_domain(name) {
-                domain.check_compiled()?;
-            } else if !self.config.mcp.has(name) {
-                let mut available = tool_domain_names();
-                for server in self.config.mcp.servers.keys() {
-                    available.push_str(", ");
-                    available.push_str(server);
-                }
-                return Err(ConfigError::UnknownToolDomain {
-                    origin: self.origin("tools.enabled"),
-                    name: name.clone(),
-                    available,
-                });
+        let seconds = [
+            ("agent.budget.deadline_secs", agent.budget.deadline_secs, false),
+            ("agent.max_turn_secs", agent.max_turn_secs, true),
+            ("tools.timeout_secs", self.config.tools.timeout_secs, false),
+        ];
+        for (key, secs, zero_allowed) in seconds {
+            if let Some(secs) = secs
+                && !((secs > 0.0 || (zero_allowed && secs == 0.0))
+                    && std::time::Duration::try_from_secs_f64(secs).is_ok())
+            {
+                let requirement = if zero_allowed {
+                    "must be 0 (no limit) or a positive number of seconds"
+                } else {
+                    "must be a positive number of seconds"
+                };
+                return Err(self.invalid(key, requirement));
             }
         }
+        self.validate_tools()?;
+        self.scene_specs()?;
+        #[cfg(feature = "serve")]
+        self.api_keys()?;
         for name in self.config.providers.0.keys() {
             if ProviderKind::parse(name).is_none() {
-                return Err(ConfigError::UnknownKey {
-                    origin: self.origin(&format!("providers.{name}")),
-                    key: format!("providers.{name}"),
-                    expected: ProviderKind::all_names(),
-                });
+                return Err(self.unknown_key(&format!("providers.{name}"), ProviderKind::all_names()));
             }
         }
         self.validate_telemetry()?;
@@ -530,84 +875,77 @@ impl Settings {
         Ok(())
     }
 
-    /// Checks the `[telemetry]` table.
-    fn validate_telemetry(&self) -> Result<(), ConfigError> {
-        let telemetry = &self.config.telemetry;
-        if let Some(endpoint) = &telemetry.otlp_endpoint {
-            let parsed = url::Url::parse(endpoint.trim());
-            if !parsed.is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host()) {
-                return Err(self.invalid(
-                    "telemetry.otlp_endpoint",
-                    "must be an http:// or https:// URL, e.g. \"http://localhost:4318\"",
-                ));
+    /// Checks `[tools]` and `[mcp]`: every enabled domain is a built-in one
+    /// of this build or an MCP server, every `[tools.NAME]` a built-in
+    /// domain's, every `[mcp.servers.NAME]` a valid server table (nothing is
+    /// started).
+    fn validate_tools(&self) -> Result<(), ConfigError> {
+        let tools = &self.config.tools;
+        for name in tools.tables.keys() {
+            if ToolDomain::parse(name).is_none() {
+                let valid = TOOLS_KEYS.into_iter().chain(ToolDomain::ALL.map(ToolDomain::name));
+                return Err(self.unknown_key(&format!("tools.{name}"), valid.collect::<Vec<_>>().join(", ")));
             }
         }
-        if !TELEMETRY_PROTOCOLS.contains(&telemetry.protocol.as_str()) {
-            return Err(self.invalid(
-                "telemetry.protocol",
-                &format!(
-                    "unsupported OTLP protocol \"{}\"; supported: {}",
-                    telemetry.protocol,
-                    TELEMETRY_PROTOCOLS.join(", ")
-                ),
-            ));
+        for name in self.config.mcp.servers.keys() {
+            let key = format!("mcp.servers.{name}");
+            agentry::check_mcp_name(name).map_err(|message| self.invalid(&key, &message))?;
+            // Without the `mcp` feature the table is checked when the domain
+            // is enabled: building it says which feature to build with.
+            #[cfg(feature = "mcp")]
+            self.mcp_server(name)?
+                .transport(name)
+                .map_err(|error| self.invalid(&key, &error.to_string()))?;
         }
-        if telemetry.service_name.trim().is_empty() {
-            return Err(self.invalid("telemetry.service_name", "must not be empty"));
-        }
-        for (name, value) in &telemetry.headers {
-            let valid_name = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            if !valid_name {
-                return Err(self.invalid("telemetry.headers", &format!("\"{name}\" is not a valid header name")));
+        for name in &tools.enabled {
+            if let Some(domain) = ToolDomain::parse(name) {
+                if !domain.is_compiled() {
+                    return Err(domain.not_compiled().into());
+                }
+            } else if !self.config.mcp.has(name) {
+                let mut available = ToolDomain::compiled_names();
+                for server in self.config.mcp.servers.keys() {
+                    available.push_str(", ");
+                    available.push_str(server);
+                }
+                return Err(ConfigError::UnknownToolDomain {
+                    origin: self.origin("tools.enabled"),
+                    name: name.clone(),
+                    available,
+                });
             }
-            if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
-                return Err(self.invalid(
-                    &format!("telemetry.headers.{name}"),
-                    "must not contain control characters",
-                ));
-            }
-        }
-        let interval = telemetry.metrics_interval_secs;
-        if !(interval > 0.0 && std::time::Duration::try_from_secs_f64(interval).is_ok()) {
-            return Err(self.invalid(
-                "telemetry.metrics_interval_secs",
-                "must be a positive number of seconds",
-            ));
         }
         Ok(())
     }
 
+    /// Checks the `[telemetry]` table.
+    fn validate_telemetry(&self) -> Result<(), ConfigError> {
+        self.config
+            .telemetry
+            .validate()
+            .map_err(|error| self.invalid(&format!("telemetry.{}", error.key), &error.message))
+    }
+
     /// The runner's configuration of every agent built from these settings:
-    /// `[agent]`'s loop policies, budgets and request options, and
-    /// `[tools] max_result_bytes`. The one place the file's keys meet
-    /// [`AgentConfig`], which checks the ranges.
+    /// `[agent]`'s [`RunConfig`] and [`RequestOptions`], with the budget of
+    /// `[agent.budget]` and the turn's time limit, grounding as
+    /// [`grounding`](Self::grounding) says, and `[tools] max_result_bytes`.
     pub fn agent_config(&self) -> AgentConfig {
         let agent = &self.config.agent;
-        let mut budget = agent.budget.to_budget();
+        let mut run = agent.run.clone();
+        run.budget = agent.budget.to_budget();
         // The turn's time limit and the budget's deadline: the shorter.
-        budget.deadline = match (budget.deadline, self.max_turn()) {
+        run.budget.deadline = match (run.budget.deadline, self.max_turn()) {
             (Some(deadline), Some(turn)) => Some(deadline.min(turn)),
             (deadline, turn) => deadline.or(turn),
         };
+        if let Some(bytes) = self.config.tools.max_result_bytes {
+            run.max_tool_result_bytes = bytes;
+        }
+        run.grounding = self.grounding();
         AgentConfig {
-            run: RunConfig {
-                max_iterations: agent.max_iterations,
-                tool_protocol: agent.tool_protocol,
-                budget,
-                max_tool_result_bytes: self.config.tools.max_result_bytes,
-                grounding: self.grounding(),
-                reask_repeated_calls: agent.reask_repeated_calls,
-                ..RunConfig::default()
-            },
-            request: RequestOptions {
-                max_tokens: agent.max_tokens,
-                temperature: agent.temperature,
-                stop: Vec::new(),
-                prompt_caching: agent.prompt_caching,
-            },
+            run,
+            request: agent.request.clone(),
         }
     }
 
@@ -615,9 +953,11 @@ impl Settings {
     /// [`LLAMA_MAX_TURN_SECS`] for the embedded local model and none for
     /// the hosted providers.
     pub fn max_turn(&self) -> Option<std::time::Duration> {
-        let secs = self.config.agent.max_turn_secs.or_else(|| {
-            matches!(self.provider(), Ok(crate::providers::ProviderKind::Llama)).then_some(LLAMA_MAX_TURN_SECS)
-        })?;
+        let secs = self
+            .config
+            .agent
+            .max_turn_secs
+            .or_else(|| (self.provider() == Ok(ProviderKind::Llama)).then_some(LLAMA_MAX_TURN_SECS))?;
         std::time::Duration::try_from_secs_f64(secs)
             .ok()
             .filter(|limit| !limit.is_zero())
@@ -631,7 +971,7 @@ impl Settings {
             .config
             .agent
             .grounding
-            .unwrap_or_else(|| matches!(self.provider(), Ok(crate::providers::ProviderKind::Llama)));
+            .unwrap_or_else(|| self.provider() == Ok(ProviderKind::Llama));
         if on { Grounding::On } else { Grounding::Off }
     }
 
@@ -640,6 +980,14 @@ impl Settings {
             origin: self.origin(key),
             key: key.to_owned(),
             message: message.to_owned(),
+        }
+    }
+
+    fn unknown_key(&self, key: &str, expected: String) -> ConfigError {
+        ConfigError::UnknownKey {
+            origin: self.origin(key),
+            key: key.to_owned(),
+            expected,
         }
     }
 
@@ -654,7 +1002,8 @@ impl Settings {
     }
 
     /// Where the value of `key` came from: a file's path, `environment
-    /// variable X`, `command-line flag --y`, or `the defaults`.
+    /// variable X`, `command-line flag --y`, or the file (`configuration`
+    /// without one) for a default.
     pub fn origin(&self, key: &str) -> String {
         self.figment.find_metadata(key).map_or_else(
             || self.default_origin(),
@@ -696,41 +1045,38 @@ impl Settings {
             .map_or_else(|| "configuration".to_owned(), |path| path.display().to_string())
     }
 
-    /// The `[providers.NAME]` table as the provider crate's config type; the
-    /// type's default when there is no table.
-    pub fn provider_table<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, ConfigError> {
-        let key = format!("providers.{name}");
-        if !self.figment.contains(&key) {
-            return Ok(T::default());
+    /// The table at the dotted `key` (e.g. `providers.openai`) as raw
+    /// values, for a factory to read; an empty table when there is none.
+    pub fn table_value(&self, key: &str) -> Dict {
+        match self.figment.find_value(key) {
+            Ok(Value::Dict(_, dict)) => dict,
+            _ => Dict::new(),
         }
-        self.figment
-            .extract_inner(&key)
-            .map_err(|error| from_figment_at(error, &key))
-    }
-
-    /// A `[tools.NAME]` table as the tool crate's config type; `None` when
-    /// there is no table.
-    pub fn tool_table<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, ConfigError> {
-        let key = format!("tools.{name}");
-        if !self.figment.contains(&key) {
-            return Ok(None);
-        }
-        self.figment
-            .extract_inner(&key)
-            .map(Some)
-            .map_err(|error| from_figment_at(error, &key))
     }
 
     /// The table at the dotted `key` (e.g. `mcp.servers.time`) as `T`;
     /// `None` when there is no such table.
     pub fn table<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, ConfigError> {
-        if !self.figment.contains(key) {
+        let Ok(value) = self.figment.find_value(key) else {
             return Ok(None);
-        }
-        self.figment
-            .extract_inner(key)
+        };
+        T::deserialize(&value)
             .map(Some)
-            .map_err(|error| from_figment_at(error, key))
+            .map_err(|error| self.key_error(&error, key))
+    }
+
+    /// An error of deserialising the table at `table` (through
+    /// [`table_value`](Self::table_value)) as a [`ConfigError`] naming the
+    /// whole key and where it was set.
+    pub fn key_error(&self, error: &figment::Error, table: &str) -> ConfigError {
+        let mut path: Vec<String> = table
+            .split('.')
+            .filter(|part| !part.is_empty())
+            .map(str::to_owned)
+            .collect();
+        path.extend(error.path.iter().cloned());
+        let origin = self.origin(&path.join("."));
+        config_error(&error.kind, &path, origin)
     }
 
     /// `path` (the value of `key`) made absolute: a relative path written in
@@ -752,9 +1098,87 @@ impl Settings {
         }
     }
 
+    /// The path at `name` of the table `table` (found at `key`), made
+    /// absolute by [`resolve_path`](Self::resolve_path), back in the table.
+    pub fn resolve_path_in(&self, table: &mut Dict, key: &str, name: &str) {
+        if let Some(path) = table.get(name).and_then(Value::as_str) {
+            let resolved = self.resolve_path(&format!("{key}.{name}"), Path::new(path));
+            table.insert(name.to_owned(), Value::from(resolved.display().to_string()));
+        }
+    }
+
+    /// The `[mcp.servers.NAME]` table of server `name` (the defaults when
+    /// there is none), its `cwd` resolved against the file it came from.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_server(&self, name: &str) -> Result<agentry::mcp::McpServerConfig, ConfigError> {
+        let key = format!("mcp.servers.{name}");
+        let mut config: agentry::mcp::McpServerConfig = self.table(&key)?.unwrap_or_default();
+        if let Some(cwd) = &config.cwd {
+            config.cwd = Some(self.resolve_path(&format!("{key}.cwd"), cwd));
+        }
+        Ok(config)
+    }
+
+    /// The configured keys of `agentry serve`, or the error naming `serve.api_keys`.
+    #[cfg(feature = "serve")]
+    pub fn api_keys(&self) -> Result<agent_server::ApiKeys, ConfigError> {
+        agent_server::ApiKeys::from_hashes(&self.config.serve.api_keys)
+            .map_err(|error| self.invalid("serve.api_keys", &error.to_string()))
+    }
+
+    /// The configured scenes, their template files read (relative to the
+    /// file); `None` when there are none. Errors name the key.
+    pub fn scene_specs(&self) -> Result<Option<SceneSpecs>, ConfigError> {
+        let tables = &self.config.scenes;
+        if tables.is_empty() {
+            return Ok(None);
+        }
+        if tables.scenes.is_empty() {
+            return Err(self.invalid(
+                "scenes.default",
+                "there are no scenes: add a `[scenes.NAME]` table with a `description`",
+            ));
+        }
+        let mut scenes = Vec::with_capacity(tables.scenes.len());
+        for name in tables.scenes.keys() {
+            let key = format!("scenes.{name}");
+            let Some(entry) = self.table::<SceneEntry>(&key)? else {
+                return Err(self.invalid(&key, "must be a table"));
+            };
+            if entry.description.trim().is_empty() {
+                return Err(self.invalid(&format!("{key}.description"), "must not be empty"));
+            }
+            let template = match (&entry.system_prompt, &entry.prompt_template) {
+                (Some(_), Some(_)) => {
+                    return Err(self.invalid(&key, "set either `system_prompt` or `prompt_template`, not both"));
+                }
+                (_, Some(path)) => {
+                    let template_key = format!("{key}.prompt_template");
+                    let full = self.resolve_path(&template_key, path);
+                    let text = std::fs::read_to_string(&full).map_err(|error| {
+                        self.invalid(&template_key, &format!("cannot read {}: {error}", full.display()))
+                    })?;
+                    PromptTemplate::parse(text.as_str())
+                        .map_err(|error| self.invalid(&template_key, &format!("{}: {error}", full.display())))?;
+                    Some(text)
+                }
+                _ => None,
+            };
+            scenes.push(SceneSpec {
+                name: name.clone(),
+                entry,
+                template,
+            });
+        }
+        Ok(Some(SceneSpecs {
+            scenes,
+            default: tables.default.clone(),
+        }))
+    }
+
     /// The shipped catalog with the `[catalog]` overrides applied.
     pub fn catalog(&self) -> ModelCatalog {
-        catalog::to_catalog(&self.config.catalog)
+        to_catalog(&self.config.catalog)
     }
 
     /// Where sessions are stored: `$AGENTRY_HOME/sessions`.
@@ -807,35 +1231,87 @@ fn describe(metadata: &Metadata, file: Option<&Path>) -> String {
     }
 }
 
-/// A figment error as a [`ConfigError`] naming the source and the key.
-fn from_figment(error: figment::Error) -> ConfigError {
-    from_figment_at(error, "")
+/// The field names of the struct `T` deserialises (serde's `FIELDS`),
+/// found by asking it to deserialise from a probe that only records them.
+fn struct_fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{Error as _, Visitor, value::Error};
+
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> serde::Deserializer<'de> for Probe<'_> {
+        type Error = Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
+            Err(Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Error> {
+            *self.0 = fields;
+            Err(Error::custom("probed"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
 }
 
-/// [`from_figment`] for an error of `extract_inner(prefix)`, whose path
-/// figment gives as the inner path followed by the prefix's parts.
+/// A table with flattened parts (`[agent]`'s runner options, the budget's
+/// limits) reports a bad value at the table, not at its key: finds the key
+/// whose value alone fails, so that the error names it.
+fn locate_flattened(figment: &Figment, error: figment::Error) -> figment::Error {
+    fn culprit<T: DeserializeOwned>(figment: &Figment, table: &str) -> Option<String> {
+        let Ok(Value::Dict(tag, dict)) = figment.find_value(table) else {
+            return None;
+        };
+        dict.into_iter().find_map(|(key, value)| {
+            let alone = Value::Dict(tag, Dict::from([(key.clone(), value)]));
+            alone.deserialize::<T>().is_err().then(|| format!("{table}.{key}"))
+        })
+    }
+    let mut error = error
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| figment::Error::from("unknown error"));
+    let located = match error.path.join(".").as_str() {
+        "agent" => culprit::<AgentSettings>(figment, "agent"),
+        "agent.budget" => culprit::<BudgetSettings>(figment, "agent.budget"),
+        _ => None,
+    };
+    if let Some(key) = located {
+        error.metadata = figment.find_metadata(&key).cloned();
+        error.path = key.split('.').map(str::to_owned).collect();
+    }
+    error
+}
+
+/// A figment error of the whole configuration as a [`ConfigError`] naming
+/// the source and the key.
+fn from_figment(error: &figment::Error) -> ConfigError {
+    let origin = error.metadata.as_ref().map_or_else(
+        || "configuration".to_owned(),
+        |metadata| describe(metadata, None).replace("the built-in defaults", "configuration"),
+    );
+    config_error(&error.kind, &error.path, origin)
+}
+
 /// The field named by serde's "unknown field `x`" message.
 fn flattened_unknown_field(message: &str) -> Option<&str> {
     message.strip_prefix("unknown field `")?.split('`').next()
 }
 
-fn from_figment_at(error: figment::Error, prefix: &str) -> ConfigError {
-    let error = error
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| figment::Error::from("unknown error"));
-    let origin = error.metadata.as_ref().map_or_else(
-        || "configuration".to_owned(),
-        |metadata| describe(metadata, None).replace("the built-in defaults", "configuration"),
-    );
-    let mut path = error.path.clone();
-    let prefix: Vec<&str> = prefix.split('.').filter(|part| !part.is_empty()).collect();
-    if !prefix.is_empty() && path.ends_with(&prefix.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>()) {
-        path.truncate(path.len() - prefix.len());
-        let mut full: Vec<String> = prefix.iter().map(|p| (*p).to_owned()).collect();
-        full.extend(path);
-        path = full;
-    }
+/// The error of `kind` at the key `path`, set in `origin`.
+fn config_error(kind: &figment::error::Kind, path: &[String], origin: String) -> ConfigError {
     let key = path.join(".");
     let join = |field: &str| {
         if key.is_empty() {
@@ -848,7 +1324,7 @@ fn from_figment_at(error: figment::Error, prefix: &str) -> ConfigError {
     };
     // A table with flattened settings (e.g. a provider's HTTP options)
     // reports an unknown key as a message, without the valid ones.
-    if let figment::error::Kind::Message(message) = &error.kind
+    if let figment::error::Kind::Message(message) = kind
         && let Some(field) = flattened_unknown_field(message)
     {
         return ConfigError::UnknownKey {
@@ -857,7 +1333,7 @@ fn from_figment_at(error: figment::Error, prefix: &str) -> ConfigError {
             expected: "those in the annotated agentry.toml of the README".to_owned(),
         };
     }
-    match &error.kind {
+    match kind {
         figment::error::Kind::UnknownField(field, expected) => ConfigError::UnknownKey {
             origin,
             key: join(field),
@@ -895,6 +1371,8 @@ fn missing_hint(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use std::fs;
+
+    use agent_core::Usage;
 
     use super::*;
 
@@ -965,10 +1443,10 @@ mod tests {
         let settings = load_in(dir.path(), None, &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(settings.file, None);
         assert_eq!(settings.config.agent.provider, "llama");
-        assert_eq!(settings.config.agent.max_iterations, 10);
-        #[cfg(feature = "demo")]
+        assert_eq!(settings.config.agent.run.max_iterations, 10);
+        #[cfg(feature = "travel")]
         assert_eq!(settings.config.tools.enabled, ["math", "travel"]);
-        assert_eq!(settings.config.tools.enabled, crate::tools::default_domains());
+        assert_eq!(settings.config.tools.enabled, default_domains());
         assert!(settings.config.catalog.contains_key("gpt-4o-mini"));
     }
 
@@ -1010,8 +1488,8 @@ mod tests {
         let settings = load_in(dir.path(), Some(toml), &env, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(settings.config.agent.provider, "openai");
         assert_eq!(settings.config.agent.model.as_deref(), Some("from-env"));
-        assert_eq!(settings.config.agent.max_iterations, 4);
-        assert_eq!(settings.config.agent.max_tokens, Some(512));
+        assert_eq!(settings.config.agent.run.max_iterations, 4);
+        assert_eq!(settings.config.agent.request.max_tokens, Some(512));
         assert!(settings.origin("agent.model").contains("AGENTRY_MODEL"));
 
         let overrides = Overrides {
@@ -1022,7 +1500,7 @@ mod tests {
         };
         let settings = load_in(dir.path(), None, &env, &overrides).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(settings.config.agent.model.as_deref(), Some("from-flag"));
-        assert_eq!(settings.config.agent.max_iterations, 2);
+        assert_eq!(settings.config.agent.run.max_iterations, 2);
         assert_eq!(settings.config.tools.enabled, ["math"]);
         assert_eq!(settings.origin("agent.model"), "command-line flag --model");
     }
@@ -1034,7 +1512,7 @@ mod tests {
         fs::write(&other, "[agent]\nmax_iterations = 7\n").unwrap_or_else(|e| panic!("{e}"));
         let env = [("AGENTRY_CONFIG", other.to_str().unwrap_or_default())];
         let settings = load_in(dir.path(), None, &env, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(settings.config.agent.max_iterations, 7);
+        assert_eq!(settings.config.agent.run.max_iterations, 7);
         assert_eq!(settings.file.as_deref(), Some(other.as_path()));
 
         let missing = Overrides {
@@ -1110,7 +1588,7 @@ mod tests {
         );
     }
 
-    #[cfg(all(feature = "demo", feature = "sql", feature = "web"))]
+    #[cfg(all(feature = "travel", feature = "sql", feature = "web"))]
     #[test]
     fn an_unknown_tool_domain_lists_the_available_ones() {
         let dir = tempdir();
@@ -1178,49 +1656,6 @@ mod tests {
         assert!(error.contains("unknown key `providers.openia`"), "{error}");
     }
 
-    #[cfg(feature = "openai")]
-    #[test]
-    fn a_misspelt_key_in_a_provider_table_is_an_error_naming_it() {
-        let dir = tempdir();
-        let good = "[providers.openai]\nmodel = \"m\"\nmax_retries = 2\n";
-        let settings = load_in(dir.path(), Some(good), &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-        let config: agent_provider_openai::OpenAiConfig =
-            settings.provider_table("openai").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((config.model.as_str(), config.http.max_retries), ("m", 2));
-
-        let misspelt = "[providers.openai]\nmodel = \"m\"\nmax_retrys = 2\n";
-        let settings =
-            load_in(dir.path(), Some(misspelt), &[], &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-        let error = settings
-            .provider_table::<agent_provider_openai::OpenAiConfig>("openai")
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(
-            error.contains("unknown key `providers.openai.max_retrys`") && error.contains("annotated agentry.toml"),
-            "{error}"
-        );
-    }
-
-    #[cfg(feature = "sql")]
-    #[test]
-    fn a_misspelt_key_in_a_tool_table_is_an_error_naming_it() {
-        let dir = tempdir();
-        let settings = load_in(
-            dir.path(),
-            Some("[tools.sql]\npth = \"x.db\"\n"),
-            &[],
-            &Overrides::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let error = settings
-            .tool_table::<agent_tools_sql::SqlConfig>("sql")
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(error.contains("unknown key `tools.sql.pth`"), "{error}");
-    }
-
     #[test]
     fn relative_paths_in_a_file_are_relative_to_it() {
         let dir = tempdir();
@@ -1260,5 +1695,68 @@ mod tests {
                 .unwrap_or_default();
             assert!(error.contains(key), "{toml}: {error}");
         }
+    }
+
+    #[test]
+    fn the_shipped_catalog_parses_and_prices_are_sane() {
+        let entries = parse_catalog(SHIPPED_CATALOG).unwrap_or_else(|error| panic!("data/models.toml: {error}"));
+        assert!(entries.len() >= 20, "{}", entries.len());
+        for (name, entry) in &entries {
+            assert!(entry.prices_are_valid(), "{name}");
+            assert!(!entry.provider.is_empty(), "{name} has no provider");
+            if let Some(cached) = entry.cached_input {
+                assert!(cached <= entry.input, "{name}: cached input dearer than input");
+            }
+        }
+        for provider in ["openai", "anthropic", "gemini", "llama"] {
+            assert!(
+                entries.values().any(|entry| entry.provider == provider),
+                "no {provider} model"
+            );
+        }
+    }
+
+    #[test]
+    fn local_models_are_free_and_remote_ones_are_not() {
+        let catalog = to_catalog(&shipped_entries());
+        let usage = Usage::new(1_000_000, 1_000_000);
+        assert_eq!(catalog.cost("qwen2.5-coder-0.5b", &usage), Some(0.0));
+        let cost = catalog.cost("gpt-4o-mini-2024-07-18", &usage).unwrap_or_default();
+        assert!((cost - 0.75).abs() < 1e-9, "{cost}");
+        assert!(catalog.cost("claude-sonnet-5-5", &usage).unwrap_or_default() > 0.0);
+        assert!(catalog.cost("gemini-2.5-flash", &usage).unwrap_or_default() > 0.0);
+    }
+
+    #[test]
+    fn blank_values_count_as_unset() {
+        let env = Env::from_pairs([("A", "1"), ("B", "  ")]);
+        assert_eq!(env.get("A").as_deref(), Some("1"));
+        assert_eq!(env.get("B"), None);
+        assert_eq!(env.get("C"), None);
+    }
+
+    #[test]
+    fn debug_shows_names_not_values() {
+        let env = Env::from_pairs([("OPENAI_API_KEY", "sk-secret-value")]);
+        let debug = format!("{env:?}");
+        assert!(debug.contains("OPENAI_API_KEY"));
+        assert!(!debug.contains("sk-secret-value"));
+    }
+
+    #[test]
+    fn home_comes_from_the_variable() {
+        let env = Env::from_pairs([(HOME_VAR, "/data/agentry")]);
+        assert_eq!(env.agentry_home(), PathBuf::from("/data/agentry"));
+    }
+
+    #[cfg(all(unix, not(target_os = "macos")))]
+    #[test]
+    fn without_the_variable_home_is_in_the_users_data_directory() {
+        let env = Env::from_pairs([("HOME", "/home/u")]);
+        assert_eq!(env.agentry_home(), PathBuf::from("/home/u/.local/share/agentry"));
+        let env = Env::from_pairs([("HOME", "/home/u"), ("XDG_DATA_HOME", "/data")]);
+        assert_eq!(env.agentry_home(), PathBuf::from("/data/agentry"));
+        let env = Env::from_pairs([("HOME", "/home/u"), ("XDG_DATA_HOME", "relative")]);
+        assert_eq!(env.agentry_home(), PathBuf::from("/home/u/.local/share/agentry"));
     }
 }

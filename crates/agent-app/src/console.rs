@@ -1,7 +1,7 @@
 //! [`Console`]: renders a run's [`AgentEvent`]s for people — text as it
 //! arrives, each tool call with its arguments, a spinner while it runs, its
 //! result or error in brief — and, on a terminal, the progress line of what
-//! the model is doing (`crate::progress`).
+//! the model is doing (`console::progress`).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -11,7 +11,9 @@ use std::time::Duration;
 use agent_core::{AgentEvent, GroundingAction, GroundingFault, StopCause, ToolChoice};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::progress::PhaseLine;
+mod progress;
+
+use progress::PhaseLine;
 
 /// Where text and notes go, and whether tools get spinners.
 pub struct Console {

@@ -4,18 +4,21 @@
 //! answer, tool calls and a summary line, and the totals.
 
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
-use agent_core::{LlmClient, ModelCatalog};
+use agent_core::{LlmClient, ModelCatalog, StopCause};
 use agent_travel_assistant::{
-    DemoError, DemoEvent, DemoOptions, DemoScenes, DemoTotals, DemoTurnReport, NaiveDate, run_turns,
+    DemoError, DemoEvent, DemoOptions, DemoScenes, DemoTotals, DemoTurnReport, NaiveDate, check_demo, run_turns,
 };
 
-use crate::assemble::default_system_prompt;
-use crate::config::Settings;
+use crate::args::DemoArgs;
+use crate::assemble::{catalog_for, default_system_prompt};
+use crate::config::{Env, SceneSpecs, Settings};
 use crate::console::{Console, count, stop_note};
-use crate::error::{AppError, ConfigError};
-use crate::scenes::SceneSpecs;
+use crate::error::{AppError, ConfigError, EXIT_FAILURE, EXIT_OK};
+use crate::output::stdout_line;
+use crate::providers::{Progress, build_client};
 
 /// The demo's scenes from `[scenes]`: scenes without a prompt of their own
 /// get the demo's system prompt (of `options`) and a line naming them.
@@ -64,6 +67,48 @@ pub async fn run_demo(
             DemoError::Observer(error) => AppError::io("writing the demo", error),
             other => AppError::RunFailed(other.to_string()),
         })
+}
+
+/// `agentry demo`; `quiet` (`--quiet`) shows no progress.
+pub(crate) async fn run(args: DemoArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
+    let settings = Settings::load(&args.provider.overrides(), env, cwd)?;
+    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
+    let catalog = catalog_for(&settings, client.as_ref());
+    let mut options = options(&settings, args.today);
+    if let Some(specs) = settings.scene_specs()? {
+        options.scenes = Some(scenes(&specs, &options)?);
+    }
+    let console = if quiet {
+        Console::new(io::stdout())
+    } else {
+        Console::stdout()
+    };
+    let mut console = console.with_text_prefix("assistant> ");
+    let reports = run_demo(client, catalog, &options, &mut console).await?;
+    let failed = reports
+        .iter()
+        .filter(|report| report.result.stop_reason == StopCause::Error)
+        .count();
+    if args.check {
+        let checked = check_demo(&reports, options.today);
+        stdout_line("")?;
+        stdout_line(&checked.to_string())?;
+        if let Some(min) = args.min_pass
+            && checked.passed() < min
+        {
+            eprintln!(
+                "error: {} of {} turns passed, fewer than --min-pass {min}",
+                checked.passed(),
+                reports.len()
+            );
+            return Ok(EXIT_FAILURE);
+        }
+    }
+    if failed > 0 {
+        eprintln!("error: {failed} of {} turns failed", reports.len());
+        return Ok(EXIT_FAILURE);
+    }
+    Ok(EXIT_OK)
 }
 
 /// Writes one step of the demo.
@@ -160,7 +205,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_demo_runs_its_turns_through_the_configured_scenes() {
-        let entry = |description: &str, tools: &[&str]| crate::scenes::SceneEntry {
+        let entry = |description: &str, tools: &[&str]| crate::config::SceneEntry {
             description: description.to_owned(),
             system_prompt: None,
             prompt_template: None,
@@ -170,12 +215,12 @@ mod tests {
         };
         let specs = SceneSpecs {
             scenes: vec![
-                crate::scenes::SceneSpec {
+                crate::config::SceneSpec {
                     name: "weather".into(),
                     entry: entry("Weather in a city", &["get_weather"]),
                     template: None,
                 },
-                crate::scenes::SceneSpec {
+                crate::config::SceneSpec {
                     name: "math".into(),
                     entry: entry("Arithmetic", &["math", "divide_by_secret_number"]),
                     template: None,

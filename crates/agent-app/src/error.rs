@@ -182,7 +182,7 @@ pub enum AppError {
     /// exit 2 for a bad `[mcp.servers.NAME]` table).
     #[cfg(feature = "mcp")]
     #[error(transparent)]
-    Mcp(#[from] agent_tools_mcp::McpError),
+    Mcp(#[from] agentry::mcp::McpError),
 }
 
 impl ConfigError {
@@ -195,6 +195,12 @@ impl ConfigError {
     }
 }
 
+impl From<agentry::NotCompiled> for ConfigError {
+    fn from(error: agentry::NotCompiled) -> Self {
+        Self::not_compiled(error.what, error.feature)
+    }
+}
+
 impl AppError {
     /// The process exit status for this error: 2 for usage and
     /// configuration errors, 1 for everything else.
@@ -202,7 +208,7 @@ impl AppError {
         match self {
             Self::Config(_) | Self::Usage(_) => EXIT_USAGE,
             #[cfg(feature = "mcp")]
-            Self::Mcp(agent_tools_mcp::McpError::Config { .. }) => EXIT_USAGE,
+            Self::Mcp(agentry::mcp::McpError::Config { .. }) => EXIT_USAGE,
             #[cfg(feature = "mcp")]
             Self::Mcp(_) => EXIT_FAILURE,
             Self::Llm(_) | Self::ModelFetch(_) | Self::Session(_) | Self::RunFailed(_) | Self::Io { .. } => {

@@ -6,9 +6,9 @@
 
 use url::Url;
 
-use crate::config::Settings;
-use crate::env::Env;
-use crate::providers::ProviderKind;
+use agentry::ProviderKind;
+
+use crate::config::{Env, Settings};
 
 /// One line per key of the chosen provider's table that the working
 /// directory's `agentry.toml` set and that would send the user's key
@@ -64,24 +64,11 @@ fn risk(kind: ProviderKind, url: &Url) -> Option<String> {
     if url.scheme() == "http" && !loopback {
         return Some(format!("over plain HTTP to {host}"));
     }
-    let expected = expected_hosts(kind);
+    let expected = kind.key_hosts();
     let known = expected
         .iter()
         .any(|suffix| host == suffix.trim_start_matches('.') || (suffix.starts_with('.') && host.ends_with(suffix)));
     (!expected.is_empty() && !known).then(|| format!("to {host}, not {}", expected.join(" or *")))
-}
-
-/// The hosts (or, starting with `.`, host suffixes) a provider's key is
-/// meant for; empty where any host is expected.
-fn expected_hosts(kind: ProviderKind) -> &'static [&'static str] {
-    match kind {
-        ProviderKind::OpenAi => &["api.openai.com"],
-        ProviderKind::AzureOpenAi => &[".openai.azure.com", ".cognitiveservices.azure.com"],
-        ProviderKind::Anthropic => &["api.anthropic.com"],
-        ProviderKind::Gemini => &["generativelanguage.googleapis.com"],
-        ProviderKind::Ollama => &["localhost", "127.0.0.1", "::1"],
-        ProviderKind::OpenAiCompatible | ProviderKind::Llama => &[],
-    }
 }
 
 #[cfg(test)]

@@ -1,18 +1,21 @@
 //! # agent-app
 //!
-//! Agentry's composition root and the `agentry` binary: the only crate that
-//! knows every provider and tool crate. It turns configuration into a model
-//! client, a tool registry and an agent, and offers them on the command line.
+//! Agentry's composition root and the `agentry` binary. The factory from
+//! configuration to parts is the facade's ([`agentry::ProviderConfig`],
+//! [`agentry::ToolDomain`], [`agentry::ToolBox`]); this crate reads
+//! `agentry.toml` into it and offers the result on the command line.
 //!
 //! - [`config`]: `agentry.toml` (from `--config`, `$AGENTRY_CONFIG` or the
 //!   working directory), environment overrides and flags, merged with
-//!   figment; errors name the file, the key and the fix.
-//! - [`providers`]: one factory from configuration to `Arc<dyn LlmClient>`,
-//!   each provider crate behind a cargo feature (`llama`, `openai`).
-//! - [`tools`]: the tool domains (`math`, `travel`, `sql`, `web`).
-//! - [`mcp`]: MCP servers as tool domains (`[mcp.servers.NAME]`), and
-//!   `agentry mcp`, which serves the enabled tools over stdio.
-//! - [`catalog`]: model prices shipped in `data/models.toml`, overridable.
+//!   figment into the runner's and the facade's types; errors name the
+//!   file, the key and the fix. The model prices shipped in
+//!   `data/models.toml` are its default `[catalog]`.
+//! - [`providers`]: the configured provider's client, through the facade,
+//!   plus what only the app does (the local model's download and progress
+//!   bar, paths relative to the file, setup errors as exit statuses).
+//! - [`tools`]: the enabled tool domains (`math`, `travel`, `sql`, `web`,
+//!   and MCP servers, `[mcp.servers.NAME]`), through the facade;
+//!   [`mcp`]: `agentry mcp`, which serves the enabled tools over stdio.
 //! - [`output`]: the `run --json` contract.
 //! - [`scenes`]: `[scenes]`, named sub-agents the model routes each request to.
 //! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts
@@ -24,13 +27,14 @@
 //! - [`cli`]: the commands (`run` and `resume` live in a module of their own).
 //! - [`trust`]: a working-directory `agentry.toml` that runs programs or
 //!   sends secrets is refused until `agentry trust` records it.
-//! - [`telemetry`]: `[telemetry]`, OTLP/HTTP export of the GenAI spans and
-//!   metrics (tracing-opentelemetry and a `metrics` recorder).
+//! - `[telemetry]`, OTLP/HTTP export of the GenAI spans and metrics, is the
+//!   facade's (`agentry::telemetry`, feature `telemetry`); [`cli`] installs
+//!   it as a tracing-opentelemetry layer and a `metrics` recorder.
 //!
 //! Building an agent from configuration, as the binary does:
 //!
 //! ```no_run
-//! use agent_app::{assemble, config::{Overrides, Settings}, env::Env, providers, tools::ToolBox};
+//! use agent_app::{assemble, config::{Env, Overrides, Settings}, providers, tools::ToolBox};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), agent_app::error::AppError> {
@@ -45,26 +49,28 @@
 //! # }
 //! ```
 
+pub mod args;
 pub mod assemble;
-pub mod catalog;
 pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod console;
 #[cfg(feature = "demo")]
 pub mod demo;
-pub mod env;
 pub mod error;
 pub mod key_exposure;
 pub mod mcp;
 pub mod output;
-mod progress;
 pub mod providers;
 mod runs;
 pub mod scenes;
 pub mod serve;
 pub mod sessions;
-#[cfg(feature = "telemetry")]
-pub mod telemetry;
 pub mod tools;
 pub mod trust;
+
+/// The environment snapshot and the variables Agentry reads (defined in
+/// [`config`], which reads them).
+pub mod env {
+    pub use crate::config::{CONFIG_VAR, Env, HOME_VAR, MODEL_VAR, OVERRIDE_PREFIX, PROVIDER_VAR};
+}

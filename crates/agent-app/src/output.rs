@@ -26,7 +26,7 @@
 //! model's price is not in the catalog. `provider` is the configured
 //! provider (`agent.provider`, e.g. `azure-openai`); `model` the model the
 //! requests went to. With `[scenes]` configured it has one more key,
-//! `scene`: the scene that ran (see [`crate::scenes`]). With `run --schema FILE` the object has one more key,
+//! `scene`: the scene that ran (see `crate::scenes`). With `run --schema FILE` the object has one more key,
 //! `output`: the validated JSON answer. With grounding on (`agent.grounding`,
 //! the default of the `llama` provider) it has one more key, `grounding`:
 //! `{"checked": true, "ungrounded": ["22 °C"], "faults": ["ungrounded_figures"],
@@ -34,9 +34,21 @@
 //! tool result and what the runner did (`reasked_for_call`,
 //! `reasked_with_results`, `replaced`); the empty lists are left out.
 
+use std::io::{self, Write as _};
+
 use agent_core::{AgentRunResult, GroundingRecord, StopCause, ToolCallRecord};
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::error::AppError;
+
+/// Writes `text` and a newline to stdout, flushed.
+pub fn stdout_line(text: &str) -> Result<(), AppError> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|error| AppError::io("writing to stdout", error))
+}
 
 /// The object `run --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -27,28 +27,109 @@
 //! `agentry resume NAME --approve ID` / `--deny ID` decides the waiting calls
 //! and continues it (a denied call is an error result the model reads).
 
-use std::io::{self, IsTerminal};
-use std::path::Path;
+use std::io::{self, IsTerminal, Read as _};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_core::{AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, StopCause, ToolContext};
+use agent_runner::scenes::{SceneError, SceneRouter};
 use agent_runner::{
     Agent, ResumeError, RunCheckpoints, RunState, SavedRun, SavedRunError, StoreCheckpoints, TypedError, check_schema,
 };
-use futures::stream::BoxStream;
+use clap::Args;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
+use crate::args::{AgentOptions, ProviderOptions};
 use crate::assemble::build_agent;
-use crate::cli::{ResumeArgs, RunArgs, read_prompt, stdout_line};
-use crate::config::Settings;
+use crate::config::{Env, Overrides, Settings};
 use crate::console::{Console, brief, stop_note};
-use crate::env::Env;
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK};
-use crate::output::{RunOutput, is_success};
+use crate::output::{RunOutput, is_success, stdout_line};
 use crate::providers::{Progress, build_client};
 use crate::sessions::{SessionLock, SessionStore, validate_name};
-use crate::tools::ToolBox;
+
+/// `agentry run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Agent options.
+    #[command(flatten)]
+    pub agent: AgentOptions,
+    /// Stream the reply and print text as it arrives.
+    #[arg(long)]
+    pub stream: bool,
+    /// Print one JSON object with the answer, tool calls and usage (only that, even with --stream).
+    #[arg(long)]
+    pub json: bool,
+    /// The answer must be JSON matching this JSON Schema file: it is asked
+    /// for in that format, validated (retried once), and printed as JSON
+    /// (with --json: as the object's `output` key).
+    #[arg(long, value_name = "FILE", conflicts_with = "stream")]
+    pub schema: Option<PathBuf>,
+    /// The prompt ("-" reads it from standard input).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: String,
+}
+
+/// `agentry resume`.
+#[derive(Debug, Clone, Args)]
+pub struct ResumeArgs {
+    /// Provider and model: they must be those of the interrupted run.
+    #[command(flatten)]
+    pub provider: ProviderOptions,
+    /// Tool domains to enable, comma-separated (replaces [tools] enabled).
+    #[arg(long, value_name = "a,b", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Stream the reply and print text as it arrives.
+    #[arg(long)]
+    pub stream: bool,
+    /// Print one JSON object with the answer, tool calls and usage, as `run --json` does.
+    #[arg(long)]
+    pub json: bool,
+    /// Approve the waiting tool call ID (of a run paused with stop reason
+    /// `awaiting_approval`); repeat for several.
+    #[arg(long, value_name = "ID")]
+    pub approve: Vec<String>,
+    /// Deny the waiting tool call ID: it does not run, the model is told the
+    /// user refused it; repeat for several.
+    #[arg(long, value_name = "ID")]
+    pub deny: Vec<String>,
+    /// Why the calls given with --deny were refused (the model reads it).
+    #[arg(long, value_name = "TEXT", requires = "deny")]
+    pub reason: Option<String>,
+    /// The session whose run to continue.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+}
+
+impl ResumeArgs {
+    /// The flags as configuration overrides.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            tools: self.tools.as_deref().map(crate::args::tool_list),
+            ..self.provider.overrides()
+        }
+    }
+}
+
+/// The prompt argument, or stdin's text for `-`; an empty one is a usage error.
+pub(crate) fn read_prompt(prompt: &str) -> Result<String, AppError> {
+    let prompt = if prompt == "-" {
+        let mut text = String::new();
+        io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|error| AppError::io("reading the prompt from stdin", error))?;
+        text
+    } else {
+        prompt.to_owned()
+    };
+    if prompt.trim().is_empty() {
+        return Err(AppError::Usage(
+            "the prompt is empty: pass it as the last argument, or \"-\" to read it from stdin".to_owned(),
+        ));
+    }
+    Ok(prompt)
+}
 
 /// A session in use by this process: loaded under its lock, which is held
 /// until this is dropped, after its last turn is stored.
@@ -98,7 +179,7 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path, quiet: bool) -> Re
     let prompt = read_prompt(&args.prompt)?;
     let schema = args.schema.as_deref().map(|path| read_schema(path, cwd)).transpose()?;
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env).await?;
+    let tools = crate::tools::ToolBox::from_settings(&settings, env).await?;
     let session = open_session(&settings, args.agent.session.as_deref(), true).await?;
     if let Some(open) = session.as_ref().filter(|open| open.interrupted) {
         eprintln!(
@@ -119,7 +200,7 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path, quiet: bool) -> Re
                 "--schema does not apply when [scenes] are configured; use another configuration file".to_owned(),
             ));
         }
-        return crate::scenes::run(&settings, &router, prompt, session.as_ref(), output).await;
+        return scene_run(&settings, &router, prompt, session.as_ref(), output).await;
     }
     let agent = build_agent(&settings, client, &tools);
     let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
@@ -227,7 +308,7 @@ async fn typed_run(
 /// `agentry resume`; `quiet` (`--quiet`) shows no progress.
 pub(crate) async fn resume(args: ResumeArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
     let settings = Settings::load(&args.overrides(), env, cwd)?;
-    let tools = ToolBox::from_settings(&settings, env).await?;
+    let tools = crate::tools::ToolBox::from_settings(&settings, env).await?;
     let session = open_session(&settings, Some(&args.session), true).await?;
     let Some(session) = session else {
         return Err(AppError::Session(format!("no session named `{}`", args.session)));
@@ -371,21 +452,20 @@ async fn finish(
             open.name.clone(),
         )) as Arc<dyn RunCheckpoints>
     });
+    let mut request = agent.resume(state).context(context);
+    if let Some(checkpoints) = checkpoints {
+        request = request.checkpoints(checkpoints);
+    }
     let result = if output.watched() {
         // Without --stream the model's replies are asked for whole, as
         // unwatched runs ask for them, unless it runs in this process, where
         // streaming costs nothing and shows how far the model got.
-        let stream_replies = output.stream || settings.provider()?.runs_in_process();
-        let request = resumed(agent, state, context, checkpoints);
-        let request = if stream_replies {
-            request
-        } else {
-            request.whole_replies()
-        };
-        let events: BoxStream<'static, AgentEvent> = Box::pin(request.stream());
-        print_stream(events, output.console()).await?
+        if !(output.stream || settings.provider()?.runs_in_process()) {
+            request = request.whole_replies();
+        }
+        print_stream(request.stream(), output.console()).await?
     } else {
-        match resumed(agent, state, context, checkpoints).await {
+        match request.await {
             Ok(result) => result,
             Err(error) => *error.result,
         }
@@ -541,16 +621,34 @@ pub(crate) fn cancel_on_ctrl_c() -> (ToolContext, tokio::task::JoinHandle<()>) {
     (ToolContext::new().with_cancel(cancel), watcher)
 }
 
-/// The run of `state` for `context`, checkpointed when `checkpoints` is given.
-fn resumed(
-    agent: &Agent,
-    state: agent_runner::RunState,
-    context: ToolContext,
-    checkpoints: Option<Arc<dyn RunCheckpoints>>,
-) -> agent_runner::RunRequest {
-    let request = agent.resume(state).context(context);
-    match checkpoints {
-        Some(checkpoints) => request.checkpoints(checkpoints),
-        None => request,
+/// `agentry run` with scenes: routes the prompt, runs the scene, prints as
+/// a plain run does (`--json` adds `scene`), stores the turn in the session.
+async fn scene_run(
+    settings: &Settings,
+    router: &SceneRouter,
+    prompt: String,
+    session: Option<&OpenSession>,
+    output: Output,
+) -> Result<u8, AppError> {
+    let history = session.map(|open| open.messages.clone()).unwrap_or_default();
+    let (context, on_ctrl_c) = cancel_on_ctrl_c();
+    let outcome = if output.stream {
+        print_stream(router.run_stream(history.clone(), &prompt, context), output.console()).await
+    } else {
+        match router.run(history.clone(), prompt, &context).await {
+            Ok(result) => Ok(result),
+            Err(SceneError::Run { source, .. }) => Ok(*source.result),
+            Err(error) => Err(AppError::RunFailed(error.to_string())),
+        }
+    };
+    on_ctrl_c.abort();
+    let result = outcome?;
+    report(settings, &result, output)?;
+    if let Some(open) = session
+        && result.stop_reason != StopCause::Cancelled
+    {
+        let provider = settings.provider()?.name();
+        open.store.record_turn(&open.name, provider, &history, &result).await?;
     }
+    Ok(conclude(&result, None))
 }

@@ -1,6 +1,6 @@
-//! `[scenes]`: scenes declared in `agentry.toml`, and how `run`, `chat`
-//! and `demo` use them (the demo's as [`scene_list`], given to the
-//! travel-assistant crate).
+//! `[scenes]`: scenes declared in `agentry.toml` (read by
+//! [`Settings::scene_specs`]), and how `run`, `chat` and `demo` use them
+//! (the demo's as [`scene_list`], given to the travel-assistant crate).
 //!
 //! ```toml
 //! [scenes]
@@ -34,148 +34,17 @@
 //! Scene runs are not saved step by step: `agentry resume` cannot continue
 //! one, and `--schema` does not apply.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{AgentEvent, LlmClient, Message, StopCause, ToolContext, ToolProvider, ToolRegistry};
-use agent_prompts::PromptTemplate;
+use agent_core::{AgentEvent, LlmClient, Message, ToolContext, ToolProvider, ToolRegistry};
 use agent_runner::Agent;
-use agent_runner::scenes::{
-    CurrentDate, Scene, SceneContext, SceneError, SceneRouter, SceneRouterBuilder, StaticContext,
-};
+use agent_runner::scenes::{Scene, SceneError, SceneRouter, SceneRouterBuilder};
 use futures::stream::BoxStream;
-use serde::{Deserialize, Serialize};
 
-use crate::config::{RawTable, Settings};
+use crate::config::{SceneSpecs, Settings};
 use crate::error::{AppError, ConfigError};
-use crate::runs::{OpenSession, Output, cancel_on_ctrl_c, conclude, print_stream, report};
 use crate::tools::ToolBox;
-
-/// The `[scenes]` table as read: `default`, and one raw table per scene,
-/// checked by [`specs`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SceneTables {
-    /// The scene that runs when the model names none of them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<String>,
-    /// `[scenes.NAME]`.
-    #[serde(flatten)]
-    pub scenes: BTreeMap<String, RawTable>,
-}
-
-impl SceneTables {
-    /// Whether no scene (and no default) is configured.
-    pub fn is_empty(&self) -> bool {
-        self.default.is_none() && self.scenes.is_empty()
-    }
-}
-
-/// One `[scenes.NAME]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SceneEntry {
-    /// What the scene is for, written for the routing model.
-    pub description: String,
-    /// The scene's system prompt.
-    #[serde(default)]
-    pub system_prompt: Option<String>,
-    /// A `{{var}}` prompt template file, relative to the configuration file.
-    #[serde(default)]
-    pub prompt_template: Option<PathBuf>,
-    /// Tool domains and single tools the scene may use.
-    #[serde(default)]
-    pub tools: Vec<String>,
-    /// Fixed values added to the prompt.
-    #[serde(default)]
-    pub context: BTreeMap<String, String>,
-    /// Add today's date (`date`, `weekday`, UTC) to the prompt.
-    #[serde(default)]
-    pub current_date: bool,
-}
-
-/// A configured scene, its template file read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SceneSpec {
-    /// The scene's name (its table's key).
-    pub name: String,
-    /// The table.
-    pub entry: SceneEntry,
-    /// The template's text, when `prompt_template` is set.
-    pub template: Option<String>,
-}
-
-/// Every configured scene, in the order of their names, and the default.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SceneSpecs {
-    /// The scenes.
-    pub scenes: Vec<SceneSpec>,
-    /// `[scenes] default`.
-    pub default: Option<String>,
-}
-
-/// The configured scenes; `None` when there are none. Errors name the key.
-pub fn specs(settings: &Settings) -> Result<Option<SceneSpecs>, ConfigError> {
-    let tables = &settings.config.scenes;
-    if tables.is_empty() {
-        return Ok(None);
-    }
-    let invalid = |key: &str, message: String| ConfigError::InvalidValue {
-        origin: settings.origin(key),
-        key: key.to_owned(),
-        message,
-    };
-    if tables.scenes.is_empty() {
-        return Err(invalid(
-            "scenes.default",
-            "there are no scenes: add a `[scenes.NAME]` table with a `description`".to_owned(),
-        ));
-    }
-    let mut scenes = Vec::with_capacity(tables.scenes.len());
-    for name in tables.scenes.keys() {
-        let key = format!("scenes.{name}");
-        let Some(entry) = settings.table::<SceneEntry>(&key)? else {
-            return Err(invalid(&key, "must be a table".to_owned()));
-        };
-        if entry.description.trim().is_empty() {
-            return Err(invalid(&format!("{key}.description"), "must not be empty".to_owned()));
-        }
-        let template = match (&entry.system_prompt, &entry.prompt_template) {
-            (Some(_), Some(_)) => {
-                return Err(invalid(
-                    &key,
-                    "set either `system_prompt` or `prompt_template`, not both".to_owned(),
-                ));
-            }
-            (_, Some(path)) => {
-                let template_key = format!("{key}.prompt_template");
-                let full = settings.resolve_path(&template_key, path);
-                let text = std::fs::read_to_string(&full)
-                    .map_err(|error| invalid(&template_key, format!("cannot read {}: {error}", full.display())))?;
-                PromptTemplate::parse(text.as_str())
-                    .map_err(|error| invalid(&template_key, format!("{}: {error}", full.display())))?;
-                Some(text)
-            }
-            _ => None,
-        };
-        scenes.push(SceneSpec {
-            name: name.clone(),
-            entry,
-            template,
-        });
-    }
-    Ok(Some(SceneSpecs {
-        scenes,
-        default: tables.default.clone(),
-    }))
-}
-
-/// Checks `[scenes]` when the configuration loads (the tools are checked
-/// when the router is built).
-pub(crate) fn validate(settings: &Settings) -> Result<(), ConfigError> {
-    specs(settings).map(|_| ())
-}
 
 /// A router builder for `specs` over `client` and `providers`; scenes
 /// without a prompt of their own get `base_prompt` and a line naming them.
@@ -197,38 +66,19 @@ pub fn router_builder(
 /// The runner's scenes of `specs`, in order; scenes without a prompt of
 /// their own get `base_prompt` and a line naming them.
 pub fn scene_list(specs: &SceneSpecs, base_prompt: &str) -> Result<Vec<Scene>, ConfigError> {
-    let mut scenes = Vec::with_capacity(specs.scenes.len());
-    for spec in &specs.scenes {
-        let entry = &spec.entry;
-        let mut scene = Scene::new(spec.name.clone(), entry.description.clone()).tools(entry.tools.iter().cloned());
-        scene = match (&entry.system_prompt, &spec.template) {
-            (Some(prompt), _) => scene.system_prompt(prompt.clone()),
-            (None, Some(text)) => {
-                let template = PromptTemplate::parse(text.as_str()).map_err(|error| ConfigError::InvalidValue {
+    specs
+        .scenes
+        .iter()
+        .map(|spec| {
+            spec.entry
+                .scene(&spec.name, spec.template.as_deref(), base_prompt)
+                .map_err(|error| ConfigError::InvalidValue {
                     origin: format!("scene `{}`", spec.name),
                     key: format!("scenes.{}.prompt_template", spec.name),
                     message: error.to_string(),
-                })?;
-                scene.prompt_template(template)
-            }
-            (None, None) => scene.system_prompt(format!(
-                "{base_prompt}\n\nIn this conversation you are the {} scene: {}",
-                spec.name, entry.description
-            )),
-        };
-        if entry.current_date {
-            scene = scene.actor(Arc::new(CurrentDate::new()));
-        }
-        if !entry.context.is_empty() {
-            let values = entry
-                .context
-                .iter()
-                .fold(SceneContext::new(), |values, (name, value)| values.with(name, value));
-            scene = scene.actor(Arc::new(StaticContext::new("context", values)));
-        }
-        scenes.push(scene);
-    }
-    Ok(scenes)
+                })
+        })
+        .collect()
 }
 
 /// A router's build error as a configuration error naming the key.
@@ -252,7 +102,7 @@ pub fn router_for(
     client: &Arc<dyn LlmClient>,
     tools: &ToolBox,
 ) -> Result<Option<SceneRouter>, AppError> {
-    let Some(specs) = specs(settings)? else {
+    let Some(specs) = settings.scene_specs()? else {
         return Ok(None);
     };
     let agent = &settings.config.agent;
@@ -340,45 +190,12 @@ impl TurnRunner for SceneRouter {
     }
 }
 
-/// `agentry run` with scenes: routes the prompt, runs the scene, prints as
-/// a plain run does (`--json` adds `scene`), stores the turn in the session.
-pub(crate) async fn run(
-    settings: &Settings,
-    router: &SceneRouter,
-    prompt: String,
-    session: Option<&OpenSession>,
-    output: Output,
-) -> Result<u8, AppError> {
-    let history = session.map(|open| open.messages.clone()).unwrap_or_default();
-    let (context, on_ctrl_c) = cancel_on_ctrl_c();
-    let outcome = if output.stream {
-        print_stream(router.run_stream(history.clone(), &prompt, context), output.console()).await
-    } else {
-        match router.run(history.clone(), prompt, &context).await {
-            Ok(result) => Ok(result),
-            Err(SceneError::Run { source, .. }) => Ok(*source.result),
-            Err(error) => Err(AppError::RunFailed(error.to_string())),
-        }
-    };
-    on_ctrl_c.abort();
-    let result = outcome?;
-    report(settings, &result, output)?;
-    if let Some(open) = session
-        && result.stop_reason != StopCause::Cancelled
-    {
-        let provider = settings.provider()?.name();
-        open.store.record_turn(&open.name, provider, &history, &result).await?;
-    }
-    Ok(conclude(&result, None))
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::config::Overrides;
-    use crate::env::Env;
+    use crate::config::{Env, Overrides};
 
     fn settings(toml: &str, dir: &Path) -> Result<Settings, ConfigError> {
         std::fs::write(dir.join("agentry.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
@@ -395,7 +212,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("weather.md"), "You forecast for {{home}}.").unwrap_or_else(|e| panic!("{e}"));
         let loaded = settings(SCENES, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let specs = super::specs(&loaded)
+        let specs = loaded
+            .scene_specs()
             .unwrap_or_else(|e| panic!("{e}"))
             .unwrap_or_else(|| panic!("no scenes"));
         assert_eq!(specs.default.as_deref(), Some("math"));
@@ -405,7 +223,7 @@ mod tests {
         assert_eq!(specs.scenes[1].entry.tools, ["get_weather"]);
 
         let none = settings("", dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(super::specs(&none).ok(), Some(None));
+        assert_eq!(none.scene_specs().ok(), Some(None));
     }
 
     #[test]
@@ -432,7 +250,7 @@ mod tests {
         assert!(message.contains("no scenes"), "{message}");
     }
 
-    #[cfg(feature = "demo")]
+    #[cfg(feature = "travel")]
     #[tokio::test]
     async fn the_router_uses_the_enabled_domains_and_reports_bad_tools_as_configuration() {
         use agent_testing::{ScriptedClient, response};
@@ -441,7 +259,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("weather.md"), "You forecast for {{home}}.").unwrap_or_else(|e| panic!("{e}"));
         let settings = settings(SCENES, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let tools = ToolBox::from_settings(&settings, &Env::default())
+        let tools = crate::tools::ToolBox::from_settings(&settings, &Env::default())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let client = ScriptedClient::new()
@@ -467,7 +285,7 @@ mod tests {
             dir.path(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let tools = ToolBox::from_settings(&settings, &Env::default())
+        let tools = crate::tools::ToolBox::from_settings(&settings, &Env::default())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let error = router_for(&settings, &shared, &tools)

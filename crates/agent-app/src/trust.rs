@@ -28,12 +28,24 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{CONFIG_FILE_NAME, Overrides, Settings};
-use crate::env::{CONFIG_VAR, Env};
+use crate::config::{CONFIG_FILE_NAME, CONFIG_VAR, Env, Overrides, Settings};
 use crate::error::{AppError, ConfigError, EXIT_OK};
+use crate::output::stdout_line;
 
 /// The file in `$AGENTRY_HOME` that lists the trusted files.
 pub const TRUST_FILE_NAME: &str = "trusted.json";
+
+impl Settings {
+    /// Loads the configuration for these flags, environment and working
+    /// directory ([`Settings::read`]), and refuses a working-directory
+    /// `agentry.toml` that sets keys which run programs or send secrets
+    /// until the user trusts it.
+    pub fn load(overrides: &Overrides, env: &Env, cwd: &Path) -> Result<Self, ConfigError> {
+        let settings = Self::read(overrides, env, cwd)?;
+        check(&settings, env)?;
+        Ok(settings)
+    }
+}
 
 /// Each key of the working directory's `agentry.toml` that runs a program
 /// or sends a secret, with what it would do; empty for any other file.
@@ -266,7 +278,7 @@ pub(crate) fn run(args: &TrustArgs, env: &Env, cwd: &Path) -> Result<u8, AppErro
                 Ok(_) => "changed since trusted: not trusted",
                 Err(_) => "missing",
             };
-            crate::cli::stdout_line(&format!("{}  {state}", file.display()))?;
+            stdout_line(&format!("{}  {state}", file.display()))?;
         }
         return Ok(EXIT_OK);
     }
@@ -278,7 +290,7 @@ pub(crate) fn run(args: &TrustArgs, env: &Env, cwd: &Path) -> Result<u8, AppErro
         } else {
             format!("{} was not trusted", file.display())
         };
-        crate::cli::stdout_line(&said)?;
+        stdout_line(&said)?;
         return Ok(EXIT_OK);
     }
     if !file.is_file() {
@@ -300,7 +312,7 @@ pub(crate) fn run(args: &TrustArgs, env: &Env, cwd: &Path) -> Result<u8, AppErro
             said.push_str(key);
         }
     }
-    crate::cli::stdout_line(&said)?;
+    stdout_line(&said)?;
     Ok(EXIT_OK)
 }
 

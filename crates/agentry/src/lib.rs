@@ -17,12 +17,50 @@
 //! | `sql` | `sql`: read-only SQL over SQLite (bundles SQLite) | |
 //! | `web` | `web`: guarded web fetch and search | |
 //! | `mcp` | `mcp`: tools of MCP servers | |
-//! | `full` | every feature above except `llama` | |
+//! | `telemetry` | [`telemetry`]: OTLP/HTTP export of the GenAI spans and metrics | |
+//! | `full` | every feature above except `llama` and `telemetry` | |
 //!
 //! The layers stay available as modules: [`core`] (messages, ports,
 //! events), [`tools`] (registry, typed tools), [`runner`] (the loop),
 //! [`prompts`], [`parse`], and one module per enabled provider and domain.
-//! [`ProviderConfig`] picks a provider from configuration.
+//!
+//! ## Configuration: the provider and tool-domain factory
+//!
+//! Agentry's one factory from configuration to parts, which the `agentry`
+//! CLI uses too:
+//!
+//! - [`ProviderKind`] names every provider (`llama`, `openai`,
+//!   `azure-openai`, `openai-compatible`, `anthropic`, `gemini`,
+//!   `ollama`), its cargo feature, whether this build has it, its key
+//!   variable; [`ProviderConfig::from_table`] reads one from its
+//!   `[providers.NAME]` table, where every option, `model` and `base_url`
+//!   included, is a key; [`ProviderConfig::client_with_env`] makes the
+//!   client, looking the key up with the function you give.
+//! - [`ToolDomain`] names the built-in tool domains (`math`, `travel`,
+//!   `sql`, `web`); [`ToolDomain::build`] makes one from its `[tools.NAME]`
+//!   table, `mcp_domain` (feature `mcp`) an MCP server's from its
+//!   `[mcp.servers.NAME]` table; [`ToolBox`] holds the enabled ones and
+//!   their registry.
+//! - [`SceneConfig`] is a `[scenes.NAME]` table, a scene of a
+//!   [`SceneRouter`](runner::SceneRouter).
+//!
+//! Tables come in any serde format; with a deserializer that tracks paths
+//! (figment's, `serde_path_to_error`) errors name the key at fault. A part
+//! whose feature is off is still known, and asking for it is a
+//! [`NotCompiled`] error naming the feature.
+//!
+//! ## Adding a provider
+//!
+//! A provider is its own crate (`crates/providers/NAME`: `mapper`, `client`,
+//! `config`, see `docs/providers.md`) plus one entry here, in
+//! `src/provider.rs`: a [`ProviderKind`] variant with its row of
+//! `ProviderKind::spec` (name, feature, key variable, key hosts), and a
+//! [`ProviderConfig`] variant with its arm in `from_table` and in
+//! `client_with_env`; the crate goes behind a feature of this crate's
+//! `Cargo.toml`, which an application forwards (agent-app's `NAME =
+//! ["agentry/NAME"]`). Nothing else changes: the CLI's `--provider`,
+//! `[providers.NAME]`, its help and errors, the trust check of where a
+//! key is sent, all read [`ProviderKind`].
 //!
 //! ## Tool arguments: `serde` and `schemars`
 //!
@@ -67,12 +105,21 @@
 //! # }
 //! ```
 
+mod domain;
+mod error;
 pub mod prelude;
-#[cfg(feature = "any-provider")]
 mod provider;
+mod scene;
+pub mod telemetry;
+mod toolbox;
 
-#[cfg(feature = "any-provider")]
-pub use provider::ProviderConfig;
+#[cfg(feature = "mcp")]
+pub use domain::mcp_domain;
+pub use domain::{ToolDomain, check_mcp_name};
+pub use error::{DomainError, NotCompiled, TableError};
+pub use provider::{ProviderConfig, ProviderKind};
+pub use scene::SceneConfig;
+pub use toolbox::{ToolBox, ToolBoxError, ToolBoxOptions, ToolListing};
 
 /// The ports: messages, requests, `LlmClient`, tool traits, events, usage
 /// and cost (`agent-core`).
@@ -84,6 +131,9 @@ pub use agent_prompts as prompts;
 /// The agentic loop: [`Agent`](runner::Agent), its builder and policies
 /// (`agent-runner`).
 pub use agent_runner as runner;
+/// `InMemoryStore` and the helpers every conversation store shares
+/// (`agent-store`).
+pub use agent_store as store;
 /// The tool registry, typed tools and argument validation (`agent-tools`).
 pub use agent_tools as tools;
 

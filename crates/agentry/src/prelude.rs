@@ -12,7 +12,7 @@ pub use agent_core::{
     AgentEvent, AgentRunResult, LlmClient, LlmError, Message, RunEnd, StopCause, ToolContext, ToolError, ToolOutput,
     ToolProvider,
 };
-pub use agent_runner::{Agent, AgentBuilder, AgentConfig, BuildError, RunError, RunRequest, Session};
+pub use agent_runner::{Agent, AgentBuilder, AgentConfig, BuildError, RunError};
 pub use agent_tools::{Json, NoArgs, Tool, ToolSet, TypedTool};
 pub use futures::StreamExt;
 pub use serde::{self, Deserialize, Serialize};
@@ -28,5 +28,4 @@ pub use agent_provider_ollama::{OllamaClient, OllamaConfig};
 #[cfg(feature = "openai")]
 pub use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 
-#[cfg(feature = "any-provider")]
-pub use crate::ProviderConfig;
+pub use crate::{ProviderConfig, ProviderKind};

@@ -5,14 +5,14 @@
 //! ends. It lives in the console's [`MultiProgress`], so text written
 //! through the console (which suspends the bars) never runs into it.
 //!
-//! [`Console`]: crate::console::Console
+//! [`Console`]: super::Console
 
 use std::time::Duration;
 
 use agent_core::{AgentEvent, ModelProgress};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::console::count;
+use super::count;
 
 /// What the model is doing, as the progress line shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
