@@ -49,6 +49,10 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// A run ready to drive: the agent, its state, context and checkpoints,
+/// and whether replies are streamed.
+type Prepared = (Agent, RunState, ToolContext, Option<Arc<dyn RunCheckpoints>>, bool);
+
 /// Where a run starts.
 #[derive(Debug)]
 enum Start {
@@ -216,10 +220,9 @@ impl RunRequest {
     }
 
     async fn stream_in(self, session: Session) -> futures::stream::BoxStream<'static, AgentEvent> {
-        let history = match session.store.load_or_create(&session.name).await {
-            Ok(conversation) => conversation.messages,
-            Err(error) => {
-                let failed = self.failed_to_load(&session, &error);
+        let (started, continued, provider) = match self.start_session(&session).await {
+            Ok(started) => started,
+            Err(failed) => {
                 let events = [
                     AgentEvent::Error {
                         message: failed.to_string(),
@@ -229,10 +232,7 @@ impl RunRequest {
                 return futures::stream::iter(events).boxed();
             }
         };
-        let continued = history.len();
-        let provider = self.agent.client().provider().to_owned();
-        let (agent, state, context, checkpoints, stream_replies) = self.prepared(Some((&session, history)));
-        let continued = state.continued_messages().unwrap_or(continued);
+        let (agent, state, context, checkpoints, stream_replies) = started;
         let events = agent.spawn_watched(state, context, checkpoints, stream_replies);
         events
             .then(move |event| {
@@ -259,10 +259,7 @@ impl RunRequest {
 
     /// The run's state, context and checkpoints, the session's history and
     /// checkpoints in place when there is one.
-    fn prepared(
-        self,
-        session: Option<(&Session, Vec<Message>)>,
-    ) -> (Agent, RunState, ToolContext, Option<Arc<dyn RunCheckpoints>>, bool) {
+    fn prepared(self, session: Option<(&Session, Vec<Message>)>) -> Prepared {
         let (session, stored) = session.unzip();
         let mut checkpoints = self.checkpoints;
         if checkpoints.is_none()
@@ -278,6 +275,21 @@ impl RunRequest {
             Start::State(state) => *state,
         };
         (self.agent, state, self.context, checkpoints, self.stream_replies)
+    }
+
+    /// The session's history loaded and the run prepared on it, with how
+    /// many stored messages the run continues and the provider its turn is
+    /// stored under; the failed run when the session cannot be loaded.
+    async fn start_session(self, session: &Session) -> Result<(Prepared, usize, String), RunError> {
+        let history = match session.store.load_or_create(&session.name).await {
+            Ok(conversation) => conversation.messages,
+            Err(error) => return Err(self.failed_to_load(session, &error)),
+        };
+        let loaded = history.len();
+        let provider = self.agent.client().provider().to_owned();
+        let prepared = self.prepared(Some((session, history)));
+        let continued = prepared.1.continued_messages().unwrap_or(loaded);
+        Ok((prepared, continued, provider))
     }
 
     /// The failed run of a session that could not be loaded.
@@ -302,14 +314,7 @@ impl RunRequest {
             let (agent, state, context, checkpoints, _) = self.prepared(None);
             return agent.drive_to_end(state, context, checkpoints).await;
         };
-        let history = match session.store.load_or_create(&session.name).await {
-            Ok(conversation) => conversation.messages,
-            Err(error) => return Err(self.failed_to_load(&session, &error)),
-        };
-        let loaded = history.len();
-        let provider = self.agent.client().provider().to_owned();
-        let (agent, state, context, checkpoints, _) = self.prepared(Some((&session, history)));
-        let continued = state.continued_messages().unwrap_or(loaded);
+        let ((agent, state, context, checkpoints, _), continued, provider) = self.start_session(&session).await?;
         let outcome = agent.drive_to_end(state, context, checkpoints).await;
         let result = match &outcome {
             Ok(result) => result,
