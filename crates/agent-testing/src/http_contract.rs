@@ -61,6 +61,16 @@ pub struct ClientSetup<'a> {
     pub headers: &'a [(&'a str, &'a str)],
 }
 
+impl ClientSetup<'_> {
+    /// [`headers`](Self::headers) as owned pairs, for a provider config's
+    /// `headers` map: `config.headers.extend(setup.owned_headers())`.
+    pub fn owned_headers(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.headers
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+    }
+}
+
 /// A provider, as the contract checks see it.
 pub struct HttpContract {
     /// The name its errors carry ([`LlmError::provider`]).

@@ -19,9 +19,7 @@ fn make_client(setup: &ClientSetup<'_>) -> Result<Arc<dyn ContractClient>, LlmEr
     setup.server.clone_into(&mut config.base_url);
     config.http.initial_backoff_ms = 10;
     config.http.max_backoff_ms = 50;
-    for (name, value) in setup.headers {
-        config.headers.insert((*name).to_owned(), (*value).to_owned());
-    }
+    config.headers.extend(setup.owned_headers());
     Ok(Arc::new(AnthropicClient::with_env(config, setup.env)?))
 }
 

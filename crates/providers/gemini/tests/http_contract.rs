@@ -19,9 +19,7 @@ fn make_client(setup: &ClientSetup<'_>) -> Result<Arc<dyn ContractClient>, LlmEr
     let mut config = GeminiConfig::new("gemini-2.5-flash").with_base_url(setup.server);
     config.http.initial_backoff_ms = 10;
     config.http.max_backoff_ms = 50;
-    for (name, value) in setup.headers {
-        config.headers.insert((*name).to_owned(), (*value).to_owned());
-    }
+    config.headers.extend(setup.owned_headers());
     Ok(Arc::new(GeminiClient::with_env(config, setup.env)?))
 }
 

@@ -27,9 +27,7 @@ fn make_client(setup: &ClientSetup<'_>) -> Result<Arc<dyn ContractClient>, LlmEr
     };
     config.http.initial_backoff_ms = 10;
     config.http.max_backoff_ms = 50;
-    for (name, value) in setup.headers {
-        config.headers.insert((*name).to_owned(), (*value).to_owned());
-    }
+    config.headers.extend(setup.owned_headers());
     Ok(Arc::new(OllamaClient::with_env(config, setup.env)?))
 }
 
