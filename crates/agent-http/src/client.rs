@@ -1,7 +1,6 @@
 //! The HTTP client every remote provider sends its requests through.
 
 use std::pin::Pin;
-use std::time::Duration;
 
 use agent_core::{CancellationToken, LlmError};
 use bytes::Bytes;
@@ -13,6 +12,7 @@ use crate::error::{classify_response, classify_transport, is_retryable_status, s
 use crate::ndjson::{NdjsonStream, ndjson_lines_with_limit};
 use crate::retry::{Attempt, Retry, with_retries};
 use crate::sse::{SseStream, sse_events_with_limit};
+use crate::url::{RequestUrl, Url};
 use crate::{HttpConfig, HttpError, SecretString, redirect};
 
 /// A response body delivered in chunks as it arrives.
@@ -124,28 +124,39 @@ impl HttpClient {
     /// `max_response_bytes` fails with [`HttpError::BodyTooLarge`].
     pub async fn post_json(
         &self,
-        url: &str,
+        url: &(impl RequestUrl + ?Sized),
         headers: &[(String, String)],
         body: Bytes,
         cancel: &CancellationToken,
     ) -> Result<Bytes, LlmError> {
+        let url = self.target(url)?;
+        let due = self.config.timeout();
         with_retries(&self.config, &self.provider, cancel, || async {
-            let response = match self
-                .attempt(url, headers, body.clone(), Some(self.config.timeout()))
-                .await
-            {
-                Attempt::Done(response) => response,
-                Attempt::Failed { error, retry } => return Attempt::Failed { error, retry },
+            // The whole exchange, headers and body, within `timeout_secs`
+            // (tokio's timer: nothing allocated per request).
+            let exchange = async {
+                let response = match self.attempt(&url, headers, body.clone()).await {
+                    Attempt::Done(response) => response,
+                    Attempt::Failed { error, retry } => return Attempt::Failed { error, retry },
+                };
+                match read_capped(response, self.config.max_response_bytes).await {
+                    Ok(bytes) => Attempt::Done(bytes),
+                    Err(BodyError::TooLarge(error)) => Attempt::Failed {
+                        error: LlmError::from(error).with_provider(self.provider.clone()),
+                        retry: Retry::No,
+                    },
+                    // The model has answered: asking again would run it again.
+                    Err(BodyError::Transport(error)) => Attempt::Failed {
+                        error: self.transport_error(&error),
+                        retry: Retry::Delivered,
+                    },
+                }
             };
-            match read_capped(response, self.config.max_response_bytes).await {
-                Ok(bytes) => Attempt::Done(bytes),
-                Err(BodyError::TooLarge(error)) => Attempt::Failed {
-                    error: LlmError::from(error).with_provider(self.provider.clone()),
-                    retry: Retry::No,
-                },
-                // The model has answered: asking again would run it again.
-                Err(BodyError::Transport(error)) => Attempt::Failed {
-                    error: self.transport_error(&error),
+            match tokio::time::timeout(due, exchange).await {
+                Ok(attempt) => attempt,
+                Err(_) => Attempt::Failed {
+                    error: LlmError::timeout(format!("no complete response within {} s", due.as_secs_f64()))
+                        .with_provider(self.provider.clone()),
                     retry: Retry::Delivered,
                 },
             }
@@ -163,14 +174,15 @@ impl HttpClient {
     /// `max_stream_bytes`.
     pub async fn post_stream(
         &self,
-        url: &str,
+        url: &(impl RequestUrl + ?Sized),
         headers: &[(String, String)],
         body: Bytes,
         cancel: &CancellationToken,
     ) -> Result<ByteStream, LlmError> {
+        let url = self.target(url)?;
         let response = with_retries(&self.config, &self.provider, cancel, || async {
             let headers_due = self.config.timeout();
-            match tokio::time::timeout(headers_due, self.attempt(url, headers, body.clone(), None)).await {
+            match tokio::time::timeout(headers_due, self.attempt(&url, headers, body.clone())).await {
                 Ok(attempt) => attempt,
                 Err(_) => Attempt::Failed {
                     error: LlmError::timeout(format!("no response within {} s", headers_due.as_secs_f64()))
@@ -204,7 +216,7 @@ impl HttpClient {
     /// with the configured `max_event_bytes`.
     pub async fn post_sse(
         &self,
-        url: &str,
+        url: &(impl RequestUrl + ?Sized),
         headers: &[(String, String)],
         body: Bytes,
         cancel: &CancellationToken,
@@ -217,7 +229,7 @@ impl HttpClient {
     /// configured `max_event_bytes`.
     pub async fn post_ndjson(
         &self,
-        url: &str,
+        url: &(impl RequestUrl + ?Sized),
         headers: &[(String, String)],
         body: Bytes,
         cancel: &CancellationToken,
@@ -226,16 +238,16 @@ impl HttpClient {
         Ok(ndjson_lines_with_limit(bytes, self.config.max_event_bytes))
     }
 
-    async fn attempt(
-        &self,
-        url: &str,
-        headers: &[(String, String)],
-        body: Bytes,
-        timeout: Option<Duration>,
-    ) -> Attempt<reqwest::Response> {
+    /// The URL of a request, its parse error named for this provider.
+    fn target(&self, url: &(impl RequestUrl + ?Sized)) -> Result<Url, LlmError> {
+        url.request_url()
+            .map_err(|error| error.with_provider(self.provider.clone()))
+    }
+
+    async fn attempt(&self, url: &Url, headers: &[(String, String)], body: Bytes) -> Attempt<reqwest::Response> {
         let mut request = self
             .client
-            .post(url)
+            .post(url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
         for (name, value) in headers {
@@ -251,9 +263,6 @@ impl HttpClient {
                     };
                 }
             }
-        }
-        if let Some(timeout) = timeout {
-            request = request.timeout(timeout);
         }
         let response = match request.send().await {
             Ok(response) => response,

@@ -69,6 +69,7 @@ mod redirect;
 mod retry;
 mod secret;
 pub mod sse;
+mod url;
 
 pub use client::{AuthHeader, ByteStream, HttpClient};
 pub use config::HttpConfig;
@@ -79,3 +80,4 @@ pub use lenient::LenientStr;
 pub use mapped::{EventMapper, decode_body, map_events};
 pub use redirect::same_origin_only;
 pub use secret::SecretString;
+pub use url::{RequestUrl, Url, parse_url};

@@ -61,6 +61,40 @@ async fn a_post_answered_after_the_read_timeout_is_sent_exactly_once() {
 }
 
 #[tokio::test]
+async fn a_post_whose_whole_answer_takes_longer_than_the_timeout_is_a_timeout_sent_once() {
+    let server = late_server().await;
+    let config = HttpConfig {
+        timeout_secs: 0.2,
+        ..quick(3)
+    };
+    let started = Instant::now();
+    let error = client(config)
+        .post_json(&server.uri(), &[], body(), &CancellationToken::new())
+        .await
+        .expect_err("times out");
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(requests(&server).await, 1, "a delivered request is never sent again");
+    assert_eq!(error.kind, LlmErrorKind::Timeout, "{error}");
+    assert_eq!(error.provider.as_deref(), Some("testprov"), "{error}");
+    assert!(error.message.contains("within 0.2 s"), "{error}");
+    assert!(error.message.contains("not retried"), "{error}");
+}
+
+#[tokio::test]
+async fn a_malformed_url_fails_before_any_request_naming_the_provider() {
+    let error = client(quick(3))
+        .post_json("no scheme here", &[], body(), &CancellationToken::new())
+        .await
+        .expect_err("refused");
+    assert_eq!(error.kind, LlmErrorKind::InvalidRequest, "{error}");
+    assert_eq!(error.provider.as_deref(), Some("testprov"), "{error}");
+}
+
+#[tokio::test]
 async fn a_stream_whose_headers_come_after_the_timeout_is_sent_exactly_once() {
     let server = late_server().await;
     let config = HttpConfig {

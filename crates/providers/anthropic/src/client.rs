@@ -14,7 +14,8 @@ use crate::mapper::{BodyOptions, StreamMapper, build_request_body, parse_respons
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
     http: HttpClient,
-    url: String,
+    /// Parsed once: no request parses it again.
+    url: agent_http::Url,
     headers: Vec<(String, String)>,
     options: BodyOptions,
     stream_options: BodyOptions,
@@ -38,7 +39,7 @@ impl AnthropicClient {
         let key = config.resolve_api_key(env)?;
         let options = config.request_options();
         let stream_options = options.clone().streaming();
-        let url = config.messages_url();
+        let url = agent_http::parse_url(&config.messages_url()).map_err(|error| error.with_provider(PROVIDER_NAME))?;
         let headers = config.request_headers();
         let capabilities = config.capabilities();
         let auth_hint = config.auth_hint();
@@ -57,7 +58,7 @@ impl AnthropicClient {
 
     /// The Messages URL requests go to.
     pub fn url(&self) -> &str {
-        &self.url
+        self.url.as_str()
     }
 }
 

@@ -17,7 +17,8 @@ const PROVIDER: &str = "ollama";
 #[derive(Debug, Clone)]
 pub struct OllamaClient {
     http: HttpClient,
-    url: String,
+    /// Parsed once: no request parses it again.
+    url: agent_http::Url,
     headers: Vec<(String, String)>,
     options: BodyOptions,
     stream_options: BodyOptions,
@@ -37,7 +38,7 @@ impl OllamaClient {
     /// Fails when `OLLAMA_HOST` cannot be read as an address, when a
     /// configured key variable is unset, or when the HTTP client cannot start.
     pub fn with_env(config: OllamaConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let url = config.chat_url(&env)?;
+        let url = agent_http::parse_url(&config.chat_url(&env)?).map_err(|error| error.with_provider(PROVIDER))?;
         let key = config.resolve_api_key(&env)?;
         let mut http = HttpClient::new(PROVIDER, config.http.clone())?.with_auth_hint(config.auth_hint());
         if let Some(key) = key {
@@ -58,7 +59,7 @@ impl OllamaClient {
 
     /// The `/api/chat` URL requests go to.
     pub fn url(&self) -> &str {
-        &self.url
+        self.url.as_str()
     }
 }
 

@@ -15,7 +15,8 @@ use crate::mapper::{BodyOptions, StreamMapper, build_request_body, parse_respons
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
     http: HttpClient,
-    url: String,
+    /// Parsed once: no request parses it again.
+    url: agent_http::Url,
     headers: Vec<(String, String)>,
     options: BodyOptions,
     stream_options: BodyOptions,
@@ -37,7 +38,8 @@ impl OpenAiClient {
     /// when the URL cannot be built (Azure without an endpoint, a compatible
     /// server without `base_url`) or when the HTTP client cannot start.
     pub fn with_env(config: OpenAiConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let url = config.chat_completions_url()?;
+        let url = agent_http::parse_url(&config.chat_completions_url()?)
+            .map_err(|error| error.with_provider(config.provider_name()))?;
         let key = config.resolve_api_key(env)?;
         let provider = config.provider_name().to_owned();
         let mut http = HttpClient::new(provider.clone(), config.http.clone())?.with_auth_hint(config.auth_hint());
@@ -63,7 +65,7 @@ impl OpenAiClient {
 
     /// The Chat Completions URL requests go to.
     pub fn url(&self) -> &str {
-        &self.url
+        self.url.as_str()
     }
 }
 
