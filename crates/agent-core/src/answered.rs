@@ -99,15 +99,21 @@ impl AnsweredCalls {
     /// results gave (`calculator("7006652")` after `{"result": 7006652}`,
     /// the converted amount converted again).
     pub fn feeds_back(&self, name: &str, arguments: &Value) -> bool {
-        let mut wanted = Vec::new();
-        leaves(arguments, &mut wanted);
-        let given: Vec<&String> = self
+        // A tool with no results yet cannot be fed them: the arguments are
+        // not even looked at.
+        let mut given = self
             .results
             .iter()
             .filter(|(tool, _)| tool == name)
             .flat_map(|(_, values)| values)
-            .collect();
-        !wanted.is_empty() && !given.is_empty() && wanted.iter().all(|value| given.contains(&value))
+            .peekable();
+        if given.peek().is_none() {
+            return false;
+        }
+        let given: Vec<&String> = given.collect();
+        let mut wanted = Vec::new();
+        leaves(arguments, &mut wanted);
+        !wanted.is_empty() && wanted.iter().all(|value| given.contains(&value))
     }
 
     /// Whether a call of `name` with `arguments` adds nothing to what the

@@ -327,15 +327,20 @@ impl Agent {
         checkpoints: Option<Arc<dyn RunCheckpoints>>,
     ) -> Result<AgentRunResult, RunError> {
         let mut state = self.held_to_policy(state)?;
-        // The run's own token: reaching the deadline cancels it (and so the
-        // tools' and the model's work), never the caller's.
+        let deadline = state.start_deadline();
+        // With a deadline, the run has its own token: reaching the deadline
+        // cancels it (and so the tools' and the model's work), never the
+        // caller's. Without one the run never cancels anything itself.
+        let cancel = match deadline {
+            Some(_) => context.cancel.child_token(),
+            None => context.cancel.clone(),
+        };
         let user_text = user_text(&context, &state);
         let context = ToolContext {
-            cancel: context.cancel.child_token(),
+            cancel,
             user_text,
             ..context
         };
-        let deadline = state.start_deadline();
         self.driver(&context, None, deadline, checkpoints.as_deref())
             .drive(&mut state)
             .await;

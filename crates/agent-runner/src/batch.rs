@@ -8,6 +8,12 @@
 //! ones with [`ToolCallRecord::duplicate_of`](agent_core::ToolCallRecord)).
 //! Calls past the per-reply cap are left out of the history the same way and
 //! recorded as not run.
+//!
+//! A call that runs is shared (`Arc`) between the reply's entries and the
+//! calls to run, so planning and running a call copies none of it; saved,
+//! each is written out whole, as before.
+
+use std::sync::Arc;
 
 use agent_core::ToolCall;
 use serde::{Deserialize, Serialize};
@@ -43,9 +49,9 @@ impl Slot {
 pub(crate) struct Batch {
     /// Every call of the reply, in the order the model wrote them, with what
     /// happens to it.
-    pub entries: Vec<(ToolCall, Slot)>,
-    /// The calls to execute, each once.
-    pub to_run: Vec<ToolCall>,
+    pub entries: Vec<(Arc<ToolCall>, Slot)>,
+    /// The calls to execute, each once (shared with their entries).
+    pub to_run: Vec<Arc<ToolCall>>,
     /// The cycle of rounds this reply completes, when it asked for the
     /// calls of the previous reply again, or went round the same two or
     /// three rounds twice.
@@ -79,7 +85,7 @@ impl Batch {
     ) -> Self {
         let wanted = calls.len() + rejected.len();
         let mut entries = Vec::with_capacity(wanted);
-        let mut to_run: Vec<ToolCall> = Vec::with_capacity(calls.len());
+        let mut to_run: Vec<Arc<ToolCall>> = Vec::with_capacity(calls.len());
         let mut run_keys: Vec<String> = Vec::with_capacity(calls.len());
         let mut kept = 0usize;
         let cap = if policy.max_calls == 0 {
@@ -105,6 +111,7 @@ impl Batch {
             })
             .chain(rejected.into_iter().map(|(call, message)| (call, Some(message))));
         for (call, rejection) in readable_then_rejected {
+            let call = Arc::new(call);
             let slot = if let Some(message) = rejection {
                 if kept < cap {
                     kept += 1;
@@ -125,7 +132,7 @@ impl Batch {
                     }
                 } else if kept < cap {
                     kept += 1;
-                    to_run.push(call.clone());
+                    to_run.push(Arc::clone(&call));
                     run_keys.push(key);
                     Slot::Run {
                         index: to_run.len() - 1,
@@ -153,7 +160,7 @@ impl Batch {
     /// The sorted keys of the calls that run: two replies with the same
     /// signature asked for the same work, whatever the order of their calls.
     pub(crate) fn signature(&self) -> Vec<String> {
-        crate::loops::signature(&self.to_run)
+        crate::loops::signature(self.to_run.iter().map(|call| &**call))
     }
 
     /// Whether every call of the reply enters the history.
@@ -166,7 +173,7 @@ impl Batch {
         self.entries
             .iter()
             .filter(|(_, slot)| slot.in_history())
-            .map(|(call, _)| call)
+            .map(|(call, _)| &**call)
     }
 }
 

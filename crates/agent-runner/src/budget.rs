@@ -20,6 +20,8 @@
 //! JSON, code and most other languages take more tokens), so a call is
 //! refused only when its input plus `max_tokens` cannot fit in what is left.
 
+use std::sync::Arc;
+
 use agent_core::{ChatRequest, Message, Pricing, Usage};
 
 use crate::Budget;
@@ -170,13 +172,51 @@ pub(crate) fn message_chars(message: &Message) -> u64 {
 /// The characters of what a request sends besides its messages: the system
 /// prompt and each tool's name, description and parameter schema (as JSON).
 pub(crate) fn fixed_chars(request: &ChatRequest) -> u64 {
+    fixed_chars_with(request, &mut SchemaChars::default())
+}
+
+/// [`fixed_chars`], with the schemas' sizes taken from `known` (and the
+/// new ones added to it).
+pub(crate) fn fixed_chars_with(request: &ChatRequest, known: &mut SchemaChars) -> u64 {
     let system = request.system.as_deref().map_or(0, |system| system.chars().count());
     let tools: usize = request
         .tools
         .iter()
-        .map(|tool| tool.name.chars().count() + tool.description.chars().count() + json_chars(&tool.input_schema))
+        .map(|tool| tool.name.chars().count() + tool.description.chars().count() + known.of(&tool.input_schema))
         .sum();
     (system + tools) as u64
+}
+
+/// The JSON sizes of the tool schemas a run has sized, by schema: the same
+/// (shared) schemas go into every request of a run, so each is written out
+/// to be counted once, not at every model call. Holding the `Arc`s keeps a
+/// known schema from being freed and another taking its address.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SchemaChars(Vec<(Arc<serde_json::Value>, usize)>);
+
+impl SchemaChars {
+    /// The characters of `schema` as compact JSON.
+    pub(crate) fn of(&mut self, schema: &Arc<serde_json::Value>) -> usize {
+        if let Some((_, chars)) = self.0.iter().find(|(known, _)| Arc::ptr_eq(known, schema)) {
+            return *chars;
+        }
+        let chars = json_chars(schema);
+        self.0.push((Arc::clone(schema), chars));
+        chars
+    }
+
+    /// How many schemas have been sized.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// A cache compares equal to any other: it holds nothing a run decides on.
+impl PartialEq for SchemaChars {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The characters of `value` written as compact JSON, counted as it is
@@ -202,10 +242,35 @@ pub(crate) fn json_chars(value: &serde_json::Value) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use agent_core::{AssistantMessage, ToolCall, ToolResult};
+    use agent_core::{AssistantMessage, ToolCall, ToolDefinition, ToolResult};
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_schema_is_sized_once_per_run_and_a_new_one_is_sized_again() {
+        let weather = ToolDefinition::new(
+            "get_weather",
+            "Weather.",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        );
+        let mut request = ChatRequest::new(vec![Message::user("hi")]).with_tools(vec![weather.clone()]);
+        let mut known = SchemaChars::default();
+        let first = fixed_chars_with(&request, &mut known);
+        assert_eq!(first, fixed_chars(&request), "the memo gives the same size");
+        assert_eq!(fixed_chars_with(&request, &mut known), first);
+        assert_eq!(known.len(), 1, "the same schema is not sized twice");
+        // Another schema (even with the same name) is sized on its own.
+        request.tools = vec![ToolDefinition::new(
+            "get_weather",
+            "Weather.",
+            json!({"type": "object"}),
+        )];
+        let second = fixed_chars_with(&request, &mut known);
+        assert_eq!(second, fixed_chars(&request));
+        assert!(second < first, "{second} < {first}");
+        assert_eq!(known.len(), 2);
+    }
 
     fn tokens(max: u64) -> Budget {
         Budget {

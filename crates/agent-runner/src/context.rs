@@ -61,7 +61,7 @@ use std::fmt::Write as _;
 use agent_core::{ChatRequest, Message};
 
 use crate::Protocol;
-use crate::budget::{CHARS_PER_TOKEN, fixed_chars, message_chars};
+use crate::budget::{CHARS_PER_TOKEN, SchemaChars, fixed_chars, fixed_chars_with, message_chars};
 
 use crate::prompts::ELIDED_PREFIX;
 pub use crate::prompts::SUMMARY_PREFIX;
@@ -78,8 +78,13 @@ pub(crate) const RATIO_RANGE: (f64, f64) = (1.0, 8.0);
 /// The input tokens `request` is estimated at before calibration: one per
 /// four characters of its system prompt, tool definitions and messages.
 pub fn estimate_tokens(request: &ChatRequest) -> u64 {
+    estimate_tokens_with(request, &mut SchemaChars::default())
+}
+
+/// [`estimate_tokens`], with the tool schemas' sizes remembered in `known`.
+pub(crate) fn estimate_tokens_with(request: &ChatRequest, known: &mut SchemaChars) -> u64 {
     let messages: u64 = request.messages.iter().map(message_chars).sum();
-    (fixed_chars(request) + messages) / CHARS_PER_TOKEN
+    (fixed_chars_with(request, known) + messages) / CHARS_PER_TOKEN
 }
 
 /// `raw` tokens scaled by the calibration factor `ratio`, rounded up.

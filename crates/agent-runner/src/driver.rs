@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_core::{
@@ -152,9 +153,15 @@ impl Driver<'_> {
                     Ok(())
                 }
                 Step::RunTools(calls) => {
+                    // The driver's references to the calls (the state keeps
+                    // its own while outcomes are reported), let go before the
+                    // results are recorded.
                     let calls = calls.to_vec();
-                    match self.guard(self.run_tools(&calls, state)).await {
-                        Ok(outcomes) => outcomes.and_then(|outcomes| state.on_tool_results(&outcomes)),
+                    let outcomes = self.guard(self.run_tools(&calls, state)).await;
+                    drop(calls);
+                    match outcomes {
+                        // Every outcome is in the state already.
+                        Ok(ran) => ran.and_then(|()| state.on_tool_results(&[])),
                         Err(interrupted) => {
                             state.interrupt(interrupted.cause, interrupted.detail);
                             Ok(())
@@ -300,12 +307,19 @@ impl Driver<'_> {
 
     /// Runs the calls that have no outcome in `state` yet, at most
     /// `max_concurrent_tools` at a time, handing each outcome to `state` (and
-    /// saving it) as soon as it finishes; returns every outcome in call order.
-    async fn run_tools(&self, calls: &[ToolCall], state: &mut RunState) -> Result<Vec<ToolOutcome>, StepError> {
-        let mut outcomes: Vec<Option<ToolOutcome>> = (0..calls.len())
-            .map(|index| state.finished_tool_outcome(index).cloned())
+    /// saving it) as soon as it finishes. The state then holds every
+    /// outcome: the batch is reported with `on_tool_results(&[])`.
+    async fn run_tools(&self, calls: &[Arc<ToolCall>], state: &mut RunState) -> Result<(), StepError> {
+        let pending: Vec<usize> = (0..calls.len())
+            .filter(|index| state.finished_tool_outcome(*index).is_none())
             .collect();
-        let pending: Vec<usize> = (0..calls.len()).filter(|index| outcomes[*index].is_none()).collect();
+        // One call (the usual reply) is simply awaited: no set of futures.
+        if let [index] = pending[..] {
+            let outcome = self.run_tool(&calls[index]).await;
+            state.on_tool_outcome(index, outcome)?;
+            self.save(state).await;
+            return Ok(());
+        }
         let mut pending = pending.into_iter();
         // Written as a plain loop (not `stream::iter(..).buffer_unordered(..)`)
         // so the future stays `Send` without higher-ranked closure bounds.
@@ -315,14 +329,13 @@ impl Driver<'_> {
             running.push(self.run_indexed(index, &calls[index]));
         }
         while let Some((index, outcome)) = running.next().await {
-            state.on_tool_outcome(index, outcome.clone())?;
+            state.on_tool_outcome(index, outcome)?;
             self.save(state).await;
-            outcomes[index] = Some(outcome);
             if let Some(next) = pending.next() {
                 running.push(self.run_indexed(next, &calls[next]));
             }
         }
-        Ok(outcomes.into_iter().flatten().collect())
+        Ok(())
     }
 
     async fn run_indexed(&self, index: usize, call: &ToolCall) -> (usize, ToolOutcome) {

@@ -21,6 +21,7 @@ mod repeats;
 mod resume;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
@@ -335,7 +336,11 @@ impl RunState {
         self.drop_restatement();
         self.sent_messages = self.request.messages.len();
         self.last_input_tokens = Some(response.usage.input_tokens);
-        self.calibrate(context::estimate_tokens(&self.request), response.usage.input_tokens);
+        // The calibration serves compaction only.
+        if self.config.context.enabled {
+            let raw = context::estimate_tokens_with(&self.request, &mut self.context.schema_chars);
+            self.calibrate(raw, response.usage.input_tokens);
+        }
         self.context.checked = false;
         self.context.retried = false;
         // Reasoning is echoed only to the provider that produced it, so a
@@ -460,6 +465,9 @@ impl RunState {
         // save, a denied call) wins over a reported one: those calls are
         // answered, a driver that ran them anyway does not change that.
         let finished = std::mem::take(&mut batch.finished);
+        // The entries hold the only other reference to each call that ran:
+        // recording takes the calls without copying them.
+        drop(std::mem::take(&mut batch.to_run));
         let outcome_of = |index: usize| {
             finished
                 .get(index)
@@ -672,6 +680,7 @@ impl RunState {
     fn abandon_with(&mut self, mut batch: Batch, message: impl Fn(&ToolCall) -> String) {
         let mut results = Vec::with_capacity(batch.entries.len());
         let finished = std::mem::take(&mut batch.finished);
+        drop(std::mem::take(&mut batch.to_run));
         for (call, slot) in batch.entries {
             // Calls that finished keep their outcome; the others get `message`.
             let outcome = match &slot {
@@ -707,13 +716,15 @@ impl RunState {
     /// cache) and returns the result to send back.
     fn record_call(
         &mut self,
-        call: ToolCall,
+        call: Arc<ToolCall>,
         content: String,
         is_error: bool,
         duration: Duration,
         duplicate_of: Option<String>,
         cached: bool,
     ) -> ToolResult {
+        // Not copied unless the driver still holds the call.
+        let call = Arc::unwrap_or_clone(call);
         let result = ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),

@@ -1,6 +1,7 @@
 //! What passes between a [`RunState`] and whoever drives it: the next step,
 //! the outcome of a tool, a report out of phase, who the run is for.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{ChatRequest, ToolCall};
@@ -21,8 +22,10 @@ pub enum Step<'a> {
     /// in the same order. A call that already has an outcome
     /// ([`RunState::finished_tool_outcome`]: it finished before the state was
     /// saved, or the user denied it) must not run: its outcome stands,
-    /// whatever is reported for it.
-    RunTools(&'a [ToolCall]),
+    /// whatever is reported for it. The calls are shared with the state
+    /// (`Arc`): a driver that must own them while it reports outcomes
+    /// clones the `Arc`s, not the calls.
+    RunTools(&'a [Arc<ToolCall>]),
     /// These calls of the batch need the user's approval before any tool of
     /// the batch runs: report each decision with
     /// [`RunState::decide`]. A driver that cannot ask anybody stops here;

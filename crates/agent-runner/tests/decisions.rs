@@ -287,7 +287,7 @@ fn observe(state: &mut RunState, name: &str) -> (String, Vec<ToolCall>) {
             describe_request(request)
         }
         Step::RunTools(calls) => {
-            batch = Some(calls.to_vec());
+            batch = Some(calls.iter().map(|call| (**call).clone()).collect());
             String::new()
         }
         Step::AwaitApproval(calls) => format!("approve? {}", ids(calls.iter())),

@@ -288,8 +288,14 @@ impl<T: Tool> From<T> for TypedTool {
     }
 }
 
-/// Decodes typed arguments, naming the offending field on failure.
+/// Decodes typed arguments, naming the offending field on failure. The
+/// arguments are read once as they are; only arguments that do not fit are
+/// read again with the path tracked (which allocates for every key) to say
+/// where.
 pub(crate) fn decode<A: DeserializeOwned>(tool: &str, arguments: &Value) -> Result<A, ToolError> {
+    if let Ok(decoded) = A::deserialize(arguments) {
+        return Ok(decoded);
+    }
     serde_path_to_error::deserialize(arguments).map_err(|error| {
         let path = error.path().to_string();
         let problem = if path == "." {

@@ -190,7 +190,7 @@ impl ApprovalGate {
                     && batch.finished(*index).is_none()
                     && !self.approved.contains(&call.id)
             })
-            .map(|(_, call)| call.clone())
+            .map(|(_, call)| (**call).clone())
             .collect()
     }
 }

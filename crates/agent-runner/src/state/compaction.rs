@@ -10,7 +10,7 @@ use agent_core::{
 use serde::{Deserialize, Serialize};
 
 use super::{Phase, RunState};
-use crate::budget;
+use crate::budget::{self, SchemaChars};
 use crate::context::{self, Elided, SUMMARY_PREFIX, Sizes};
 use crate::forced::Forced;
 use crate::step::StepError;
@@ -36,6 +36,9 @@ pub(super) struct ContextTracker {
     /// The compactions made so far.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compactions: Vec<CompactionRecord>,
+    /// The sizes of the tool schemas estimated so far (not saved).
+    #[serde(skip)]
+    pub schema_chars: SchemaChars,
 }
 
 fn one() -> f64 {
@@ -49,6 +52,7 @@ impl Default for ContextTracker {
             checked: false,
             retried: false,
             compactions: Vec::new(),
+            schema_chars: SchemaChars::default(),
         }
     }
 }
@@ -122,7 +126,7 @@ impl RunState {
         self.context.retried = true;
         self.context.checked = true;
         // The request was larger than estimated: so will the next ones be.
-        let raw = context::estimate_tokens(&self.request).max(1);
+        let raw = context::estimate_tokens_with(&self.request, &mut self.context.schema_chars).max(1);
         let mut ratio = self.context.ratio * 1.25;
         if let Some(window) = self.config.context.window_tokens {
             let room = window.saturating_sub(self.request.max_tokens.map_or(0, u64::from));
@@ -209,10 +213,17 @@ impl RunState {
             return false;
         };
         let forced = forced.clone();
+        if !self.config.context.enabled {
+            return false;
+        }
+        // Sized only when there is something to measure against: at the
+        // threshold check without a known window, nothing is.
+        let target = self.target();
+        if trigger == CompactionTrigger::Threshold && target.is_none() {
+            return false;
+        }
         let before = self.estimate();
-        if !self.config.context.enabled
-            || (trigger == CompactionTrigger::Threshold && self.target().is_none_or(|target| before <= target))
-        {
+        if trigger == CompactionTrigger::Threshold && target.is_some_and(|target| before <= target) {
             return false;
         }
         let mut pending = Pending {
@@ -410,8 +421,9 @@ impl RunState {
     }
 
     /// The calibrated estimate of the pending chat request.
-    fn estimate(&self) -> u64 {
-        context::scale(context::estimate_tokens(&self.request), self.context.ratio)
+    fn estimate(&mut self) -> u64 {
+        let raw = context::estimate_tokens_with(&self.request, &mut self.context.schema_chars);
+        context::scale(raw, self.context.ratio)
     }
 
     /// What the pending chat request may fill: the window's share less its
@@ -423,7 +435,7 @@ impl RunState {
 
     /// Whether the pending chat request is over its target (always, when
     /// the window is unknown: only a context-length error compacts then).
-    fn over_target(&self) -> bool {
+    fn over_target(&mut self) -> bool {
         self.target().is_none_or(|target| self.estimate() > target)
     }
 
