@@ -29,13 +29,26 @@ pub(crate) async fn read_capped(mut response: reqwest::Response, limit: usize) -
     if length.is_some_and(|length| length > limit as u64) {
         return Err(too_large(length));
     }
+    // A body that comes in one chunk (most replies) is that chunk, not a copy.
+    let Some(first) = response.chunk().await.map_err(BodyError::Transport)? else {
+        return Ok(Bytes::new());
+    };
+    if first.len() > limit {
+        return Err(too_large(length));
+    }
+    let Some(second) = response.chunk().await.map_err(BodyError::Transport)? else {
+        return Ok(first);
+    };
     let expected = length.map_or(0, |length| length as usize);
-    let mut body = BytesMut::with_capacity(expected.min(limit));
-    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transport)? {
+    let mut body = BytesMut::with_capacity(expected.min(limit).max(first.len() + second.len()));
+    body.extend_from_slice(&first);
+    let mut next = Some(second);
+    while let Some(chunk) = next {
         if chunk.len() > limit - body.len() {
             return Err(too_large(length));
         }
         body.extend_from_slice(&chunk);
+        next = response.chunk().await.map_err(BodyError::Transport)?;
     }
     Ok(body.freeze())
 }
@@ -107,4 +120,55 @@ where
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(chunks: Vec<&'static [u8]>) -> reqwest::Response {
+        let stream = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|chunk| Ok::<_, std::io::Error>(Bytes::from_static(chunk))),
+        );
+        reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(stream)))
+    }
+
+    async fn read(chunks: Vec<&'static [u8]>, limit: usize) -> Result<Bytes, String> {
+        read_capped(response(chunks), limit).await.map_err(|error| match error {
+            BodyError::TooLarge(error) => error.to_string(),
+            BodyError::Transport(error) => format!("transport: {error}"),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_body_in_one_chunk_is_that_chunk() {
+        static BODY: &[u8] = br#"{"answer":42}"#;
+        let body = read(vec![BODY], 1024).await;
+        assert_eq!(body.as_deref(), Ok(BODY));
+        assert_eq!(body.map(|body| body.as_ptr()), Ok(BODY.as_ptr()), "not copied");
+    }
+
+    #[tokio::test]
+    async fn a_body_in_several_chunks_is_joined_in_order() {
+        assert_eq!(
+            read(vec![b"{\"a\":", b"1,", b"\"b\":2}"], 1024).await.as_deref(),
+            Ok(&br#"{"a":1,"b":2}"#[..])
+        );
+        assert_eq!(read(Vec::new(), 1024).await.as_deref(), Ok(&b""[..]));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_fails_in_any_chunk() {
+        for chunks in [
+            vec![&b"0123456789"[..]],
+            vec![b"01234", b"56789"],
+            vec![b"0123", b"4567", b"89"],
+        ] {
+            let error = read(chunks, 8).await.err().unwrap_or_default();
+            assert!(error.contains("larger than the 8-byte limit"), "{error}");
+        }
+        assert_eq!(read(vec![b"0123", b"4567"], 8).await.as_deref(), Ok(&b"01234567"[..]));
+    }
 }

@@ -248,7 +248,10 @@ impl HttpClient {
         let mut request = self
             .client
             .post(url.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )
             .body(body);
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str());

@@ -413,7 +413,8 @@ impl Agent {
             events,
             stream_replies: true,
             // One run, one driver: without a shared cache each run starts empty.
-            cache: inner.tool_cache.clone().unwrap_or_default(),
+            shared_cache: inner.tool_cache.clone(),
+            own_cache: std::sync::OnceLock::new(),
             cache_scope: std::sync::OnceLock::new(),
             checkpoints,
             chat_metric_keys: &inner.chat_metric_keys,
@@ -864,6 +865,11 @@ fn users_own_text(messages: &[Message]) -> Arc<str> {
             _ => None,
         })
     };
+    // One message (a first turn) is shared as it is, without joining.
+    let mut each = users_own();
+    if let (Some(only), None) = (each.next(), each.next()) {
+        return Arc::from(only);
+    }
     let mut text = String::with_capacity(users_own().map(|content| content.len() + 1).sum());
     for content in users_own() {
         if !text.is_empty() {

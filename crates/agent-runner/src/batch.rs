@@ -63,6 +63,10 @@ pub(crate) struct Batch {
     /// others: a saved state resumed later does not run them again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finished: Vec<Option<ToolOutcome>>,
+    /// The call keys of `to_run`, made while planning, until the loop
+    /// detector takes them ([`signature`](Self::signature)); not saved.
+    #[serde(skip)]
+    run_keys: Vec<String>,
 }
 
 /// How a reply's calls are planned.
@@ -149,6 +153,7 @@ impl Batch {
             loop_cycle: None,
             structured,
             finished: Vec::new(),
+            run_keys,
         }
     }
 
@@ -159,8 +164,14 @@ impl Batch {
 
     /// The sorted keys of the calls that run: two replies with the same
     /// signature asked for the same work, whatever the order of their calls.
-    pub(crate) fn signature(&self) -> Vec<String> {
-        crate::loops::signature(self.to_run.iter().map(|call| &**call))
+    /// The keys made while planning are taken, not made again.
+    pub(crate) fn signature(&mut self) -> Vec<String> {
+        let mut keys = std::mem::take(&mut self.run_keys);
+        if keys.len() != self.to_run.len() {
+            return crate::loops::signature(self.to_run.iter().map(|call| &**call));
+        }
+        keys.sort_unstable();
+        keys
     }
 
     /// Whether every call of the reply enters the history.
@@ -289,8 +300,10 @@ mod tests {
     fn unreadable_arguments_are_rejected_in_place() {
         let mut bad = call("b", "t", serde_json::Value::Null);
         bad.raw_arguments = Some("{\"i\": ".into());
-        let batch = Batch::plan(vec![call("a", "t", json!({})), bad], Vec::new(), POLICY, true);
+        let mut batch = Batch::plan(vec![call("a", "t", json!({})), bad], Vec::new(), POLICY, true);
         assert!(matches!(&batch.entries[1].1, Slot::Rejected { message } if message.contains("not valid JSON")));
-        assert_eq!(batch.signature(), [crate::history::call_key(&batch.to_run[0])]);
+        let key = crate::history::call_key(&batch.to_run[0]);
+        assert_eq!(batch.signature(), [key.clone()]);
+        assert_eq!(batch.signature(), [key], "made again once the planned keys are taken");
     }
 }

@@ -38,8 +38,11 @@ pub(crate) struct Driver<'a> {
     /// Whether a watched run streams the model's replies (its text and
     /// progress forwarded as they come) or asks for them whole.
     pub stream_replies: bool,
-    /// Results of idempotent tools: the run's own, or one shared by the agent.
-    pub cache: ToolResultCache,
+    /// Results of idempotent tools shared by the agent, if it shares them.
+    pub shared_cache: Option<ToolResultCache>,
+    /// The run's own cache, when the agent shares none: made at the first
+    /// call of a tool that caches, so other runs pay nothing for it.
+    pub own_cache: std::sync::OnceLock<ToolResultCache>,
     /// Who is asking, as the cache keys it ([`crate::cache::caller_scope`]
     /// of `context`): made at the first call of a tool that caches, so a
     /// run of tools that do not pays nothing for it.
@@ -59,7 +62,7 @@ struct Interrupted {
 impl Driver<'_> {
     /// Drives `state` until it is finished.
     pub async fn drive(&self, state: &mut RunState) {
-        let identity = state.identity().clone();
+        let identity = state.identity();
         let span = telemetry::run_span(&identity.agent, &identity.provider, &identity.model);
         self.drive_steps(state).instrument(span.clone()).await;
         telemetry::record_run(
@@ -310,16 +313,18 @@ impl Driver<'_> {
     /// saving it) as soon as it finishes. The state then holds every
     /// outcome: the batch is reported with `on_tool_results(&[])`.
     async fn run_tools(&self, calls: &[Arc<ToolCall>], state: &mut RunState) -> Result<(), StepError> {
-        let pending: Vec<usize> = (0..calls.len())
-            .filter(|index| state.finished_tool_outcome(*index).is_none())
-            .collect();
         // One call (the usual reply) is simply awaited: no set of futures.
-        if let [index] = pending[..] {
-            let outcome = self.run_tool(&calls[index]).await;
-            state.on_tool_outcome(index, outcome)?;
+        if let [call] = calls
+            && state.finished_tool_outcome(0).is_none()
+        {
+            let outcome = self.run_tool(call).await;
+            state.on_tool_outcome(0, outcome)?;
             self.save(state).await;
             return Ok(());
         }
+        let pending: Vec<usize> = (0..calls.len())
+            .filter(|index| state.finished_tool_outcome(*index).is_none())
+            .collect();
         let mut pending = pending.into_iter();
         // Written as a plain loop (not `stream::iter(..).buffer_unordered(..)`)
         // so the future stays `Send` without higher-ranked closure bounds.
@@ -343,17 +348,19 @@ impl Driver<'_> {
     }
 
     async fn run_tool(&self, call: &ToolCall) -> ToolOutcome {
-        self.emit(AgentEvent::ToolStarted {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-        });
+        if self.events.is_some() {
+            self.emit(AgentEvent::ToolStarted {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+            });
+        }
         let cached = self.registry.cache_policy(&call.name).map(|policy| {
             let scope = self
                 .cache_scope
                 .get_or_init(|| crate::cache::caller_scope(self.context));
             (policy, cache_key(scope, call))
         });
-        if let Some(content) = cached.as_ref().and_then(|(_, key)| self.cache.get(key)) {
+        if let Some(content) = cached.as_ref().and_then(|(_, key)| self.cache().get(key)) {
             return self.answer_from_cache(call, content);
         }
         let started = Instant::now();
@@ -383,7 +390,7 @@ impl Driver<'_> {
             execution.duration
         };
         if let (Some((policy, key)), false) = (cached, is_error) {
-            self.cache.insert(key, content.clone(), policy.ttl);
+            self.cache().insert(key, content.clone(), policy.ttl);
         }
         if self.events.is_some() {
             self.emit(AgentEvent::ToolCompleted {
@@ -431,6 +438,14 @@ impl Driver<'_> {
             duration: Duration::ZERO,
             cached: true,
             delegated_usage: None,
+        }
+    }
+
+    /// The cache of idempotent tools' results: the agent's, or the run's own.
+    fn cache(&self) -> &ToolResultCache {
+        match &self.shared_cache {
+            Some(cache) => cache,
+            None => self.own_cache.get_or_init(ToolResultCache::default),
         }
     }
 

@@ -98,7 +98,8 @@ enum Start {
 pub struct RunRequest {
     agent: Agent,
     start: Start,
-    context: ToolContext,
+    /// The caller's context; a fresh one when none is given (made only then).
+    context: Option<ToolContext>,
     config: Option<RunConfig>,
     session: Option<Session>,
     checkpoints: Option<Arc<dyn RunCheckpoints>>,
@@ -138,7 +139,7 @@ impl RunRequest {
         Self {
             agent: agent.clone(),
             start,
-            context: ToolContext::default(),
+            context: None,
             config: None,
             session: None,
             checkpoints: None,
@@ -160,14 +161,14 @@ impl RunRequest {
     /// anonymous caller). Its cancellation token is the run's, unless
     /// [`cancel_token`](Self::cancel_token) comes after it.
     pub fn context(mut self, context: ToolContext) -> Self {
-        self.context = context;
+        self.context = Some(context);
         self
     }
 
     /// Cancels the run when `token` fires: a cancelled run is a result with
     /// [`RunEnd::Cancelled`], keeping what it did.
     pub fn cancel_token(mut self, token: CancellationToken) -> Self {
-        self.context.cancel = token;
+        self.context.get_or_insert_with(ToolContext::default).cancel = token;
         self
     }
 
@@ -274,7 +275,8 @@ impl RunRequest {
             Start::Prompt { history, prompt } => self.agent.start_with(stored.unwrap_or(history), prompt, self.config),
             Start::State(state) => *state,
         };
-        (self.agent, state, self.context, checkpoints, self.stream_replies)
+        let context = self.context.unwrap_or_default();
+        (self.agent, state, context, checkpoints, self.stream_replies)
     }
 
     /// The session's history loaded and the run prepared on it, with how

@@ -351,7 +351,8 @@ impl RunState {
             }
         }
         self.iteration += 1;
-        self.account(&response, duration, CallPurpose::Chat);
+        let model = std::mem::take(&mut response.model);
+        self.account(&response, model, duration, CallPurpose::Chat);
         let mut turn = self.protocol.interpret(response.message, self.iteration);
         if !turn.visible().is_empty() || forced.is_some() {
             self.response.clear();
@@ -464,32 +465,49 @@ impl RunState {
         // An outcome the state already holds (a call that finished before a
         // save, a denied call) wins over a reported one: those calls are
         // answered, a driver that ran them anyway does not change that.
-        let finished = std::mem::take(&mut batch.finished);
+        let mut finished = std::mem::take(&mut batch.finished);
         // The entries hold the only other reference to each call that ran:
         // recording takes the calls without copying them.
         drop(std::mem::take(&mut batch.to_run));
-        let outcome_of = |index: usize| {
+        // An outcome no collapsed call shares is taken, not copied.
+        let shared: Vec<usize> = batch
+            .entries
+            .iter()
+            .filter_map(|(_, slot)| match slot {
+                Slot::Collapsed { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        let outcome_of = |finished: &[Option<ToolOutcome>], index: usize| {
             finished
                 .get(index)
                 .and_then(Option::as_ref)
                 .or_else(|| outcomes.get(index))
+                .cloned()
         };
         for (call, slot) in batch.entries {
             let in_history = slot.in_history();
             let mut cached = false;
             let mut delegated = None;
             let (content, is_error, duration, duplicate_of) = match slot {
-                Slot::Run { index } => match outcome_of(index) {
-                    Some(outcome) => {
-                        cached = outcome.cached;
-                        delegated = outcome.delegated_usage;
-                        (outcome.content.clone(), outcome.is_error, outcome.duration, None)
+                Slot::Run { index } => {
+                    let taken = if shared.contains(&index) {
+                        None
+                    } else {
+                        finished.get_mut(index).and_then(Option::take)
+                    };
+                    match taken.or_else(|| outcome_of(&finished, index)) {
+                        Some(outcome) => {
+                            cached = outcome.cached;
+                            delegated = outcome.delegated_usage;
+                            (outcome.content, outcome.is_error, outcome.duration, None)
+                        }
+                        None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, None),
                     }
-                    None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, None),
-                },
+                }
                 // A collapsed call shares the outcome, not the time spent.
-                Slot::Collapsed { index, of } => match outcome_of(index) {
-                    Some(outcome) => (outcome.content.clone(), outcome.is_error, Duration::ZERO, Some(of)),
+                Slot::Collapsed { index, of } => match outcome_of(&finished, index) {
+                    Some(outcome) => (outcome.content, outcome.is_error, Duration::ZERO, Some(of)),
                     None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, Some(of)),
                 },
                 Slot::Rejected { message } | Slot::Dropped { message } => (message, true, Duration::ZERO, None),

@@ -29,17 +29,19 @@ impl RunState {
     /// Adds a response's usage and cost to the run's and records the call
     /// (a chat call as iteration `self.iteration`, a summary as the
     /// iteration it is made for).
-    pub(super) fn account(&mut self, response: &ChatResponse, duration: Duration, purpose: CallPurpose) {
+    /// `model` is the one the response names (taken out of it by a caller
+    /// done with the response); empty, the run's is recorded.
+    pub(super) fn account(&mut self, response: &ChatResponse, model: String, duration: Duration, purpose: CallPurpose) {
         let cost = self.pricing.map(|pricing| pricing.cost(&response.usage));
         self.usage += response.usage;
         self.cost_usd = match (self.cost_usd, cost) {
             (Some(total), Some(cost)) => Some(total + cost),
             _ => None,
         };
-        let model = if response.model.is_empty() {
+        let model = if model.is_empty() {
             self.identity.model.clone()
         } else {
-            response.model.clone()
+            model
         };
         let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
         let iteration = match purpose {

@@ -152,7 +152,7 @@ impl RunState {
         self.phase = Phase::NeedsModel { forced };
         self.prepared = false;
         self.calibrate(context::estimate_tokens(&request), response.usage.input_tokens);
-        self.account(response, duration, CallPurpose::Summary);
+        self.account(response, response.model.clone(), duration, CallPurpose::Summary);
         pending.summary_calls += 1;
         pending.summary_usage += response.usage;
         let applied = self.apply_summary(cut, response.message.content.trim(), &mut pending);
