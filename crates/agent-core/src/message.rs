@@ -185,20 +185,27 @@ impl ToolCall {
     /// becomes `arguments`, anything else is kept in `raw_arguments`. Empty
     /// text means "no arguments" (`{}`).
     pub fn from_argument_text(id: impl Into<String>, name: impl Into<String>, text: &str) -> Self {
-        let trimmed = text.trim();
-        let (arguments, raw_arguments) = if trimmed.is_empty() {
-            (Value::Object(serde_json::Map::new()), None)
-        } else {
-            match serde_json::from_str(trimmed) {
-                Ok(value) => (value, None),
-                Err(_) => (Value::Null, Some(text.to_owned())),
-            }
-        };
+        let (arguments, raw_arguments) = Self::parse_arguments(text);
         Self {
             id: id.into(),
             name: name.into(),
             arguments,
             raw_arguments,
+        }
+    }
+
+    /// Argument text as [`from_argument_text`](Self::from_argument_text)
+    /// reads it: `(arguments, raw_arguments)`, the JSON value and `None`,
+    /// or `Null` and the text when it is not JSON; empty text is `{}`. For a
+    /// decoder that sees the text only while it parses (an escaped string).
+    pub fn parse_arguments(text: &str) -> (Value, Option<String>) {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return (Value::Object(serde_json::Map::new()), None);
+        }
+        match serde_json::from_str(trimmed) {
+            Ok(value) => (value, None),
+            Err(_) => (Value::Null, Some(text.to_owned())),
         }
     }
 

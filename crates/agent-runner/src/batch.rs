@@ -82,11 +82,12 @@ impl Batch {
     /// Plans `calls` (readable calls, in order) and `rejected` (attempts that
     /// could not be read, with the reason for the model).
     pub(crate) fn plan(
-        calls: Vec<ToolCall>,
+        calls: impl IntoIterator<Item = ToolCall, IntoIter: ExactSizeIterator>,
         rejected: Vec<(ToolCall, String)>,
         policy: BatchPolicy,
         structured: bool,
     ) -> Self {
+        let calls = calls.into_iter();
         let wanted = calls.len() + rejected.len();
         let mut entries = Vec::with_capacity(wanted);
         let mut to_run: Vec<Arc<ToolCall>> = Vec::with_capacity(calls.len());
@@ -108,7 +109,6 @@ impl Batch {
                 .map(|raw| crate::prompts::unreadable_arguments(&call.name, raw))
         };
         let readable_then_rejected = calls
-            .into_iter()
             .map(|call| {
                 let rejection = unreadable(&call);
                 (call, rejection)

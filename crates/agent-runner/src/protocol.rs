@@ -42,13 +42,25 @@ pub(crate) struct Turn {
     /// The text a person should see (calls and protocol markup removed),
     /// when it differs from `message.content`.
     pub visible: Option<String>,
-    /// The calls to run, in order.
+    /// The calls to run, in order, when they were read out of the text
+    /// (a native reply's are its message's: [`calls`](Self::calls)).
     pub calls: Vec<ToolCall>,
+    /// The calls are the message's own structured calls.
+    pub native: bool,
     /// Call attempts that could not be read, with the reason for the model.
     pub rejected: Vec<(ToolCall, String)>,
 }
 
 impl Turn {
+    /// The calls to run, in order.
+    pub(crate) fn calls(&self) -> &[ToolCall] {
+        if self.native {
+            &self.message.tool_calls
+        } else {
+            &self.calls
+        }
+    }
+
     /// The text a person should see.
     pub(crate) fn visible(&self) -> &str {
         self.visible.as_deref().unwrap_or(&self.message.content)
@@ -66,7 +78,8 @@ impl Protocol {
         match self {
             Self::Native => Turn {
                 visible: None,
-                calls: message.tool_calls.clone(),
+                calls: Vec::new(),
+                native: true,
                 rejected: Vec::new(),
                 message,
             },
@@ -91,6 +104,7 @@ impl Protocol {
                 Turn {
                     visible: Some(reply.text),
                     calls,
+                    native: false,
                     rejected,
                     message,
                 }
@@ -123,6 +137,7 @@ impl Protocol {
                     message: AssistantMessage::text(cleaned),
                     visible: Some(visible),
                     calls,
+                    native: false,
                     rejected,
                 }
             }
@@ -137,7 +152,7 @@ impl Protocol {
             Self::Native => {}
             Self::Text { .. } | Self::React if structured => {}
             Self::Text { .. } | Self::React => {
-                let text = if keep_calls || (turn.calls.is_empty() && turn.rejected.is_empty()) {
+                let text = if keep_calls || (turn.calls().is_empty() && turn.rejected.is_empty()) {
                     std::mem::take(&mut turn.message.content)
                 } else {
                     turn.visible().to_owned()
@@ -214,9 +229,9 @@ mod tests {
         let raw = "I'll compute it.\n<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"15+27\"}}</tool_call>";
         let mut turn = protocol.interpret(AssistantMessage::text(raw), 1);
         assert_eq!(turn.visible(), "I'll compute it.");
-        assert_eq!(turn.calls.len(), 1);
-        assert_eq!(turn.calls[0].id, "call_1_0");
-        assert_eq!(turn.calls[0].arguments, json!({"expression": "15+27"}));
+        assert_eq!(turn.calls().len(), 1);
+        assert_eq!(turn.calls()[0].id, "call_1_0");
+        assert_eq!(turn.calls()[0].arguments, json!({"expression": "15+27"}));
         assert_eq!(
             protocol.history_message(&mut turn.clone(), true),
             Message::assistant(raw),
@@ -254,10 +269,10 @@ mod tests {
             ),
             2,
         );
-        assert_eq!(turn.calls[0].name, "calculator");
+        assert_eq!(turn.calls()[0].name, "calculator");
         assert!(!turn.message.content.contains("Observation"));
         let turn = Protocol::React.interpret(AssistantMessage::text("I am not sure what to do."), 3);
-        assert!(turn.calls.is_empty());
+        assert!(turn.calls().is_empty());
         assert_eq!(turn.rejected.len(), 1);
         assert!(turn.rejected[0].1.contains("Final Answer"));
     }

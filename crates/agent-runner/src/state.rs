@@ -361,7 +361,7 @@ impl RunState {
 
         if let Some(forced) = forced {
             self.request.messages.truncate(forced.instruction_at);
-            let ignored = turn.calls.len() + turn.rejected.len();
+            let ignored = turn.calls().len() + turn.rejected.len();
             let message = self.protocol.history_message(&mut turn, false);
             self.request.messages.push(message);
             self.check_grounding(true);
@@ -370,7 +370,7 @@ impl RunState {
             return Ok(());
         }
 
-        if turn.rejected.is_empty() && self.reask_on_repeat(turn.visible(), &turn.calls) {
+        if turn.rejected.is_empty() && self.reask_on_repeat(turn.visible(), turn.calls()) {
             return Ok(());
         }
         let structured = !turn.message.tool_calls.is_empty();
@@ -378,12 +378,14 @@ impl RunState {
             deduplicate: self.config.deduplicate_calls,
             max_calls: self.config.max_calls_per_reply,
         };
-        let batch = Batch::plan(
-            std::mem::take(&mut turn.calls),
-            std::mem::take(&mut turn.rejected),
-            policy,
-            structured,
-        );
+        let rejected = std::mem::take(&mut turn.rejected);
+        // A native reply's calls stay in its message (the history's copy);
+        // the batch gets its own, without a list in between.
+        let batch = if turn.native {
+            Batch::plan(turn.message.tool_calls.iter().cloned(), rejected, policy, structured)
+        } else {
+            Batch::plan(std::mem::take(&mut turn.calls), rejected, policy, structured)
+        };
         if structured && !batch.keeps_every_call() {
             // Collapsed and capped calls never enter the history: the model
             // sees each call it made once, with one result.

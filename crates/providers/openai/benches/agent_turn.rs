@@ -136,27 +136,85 @@ async fn agentry_turn(agent: &Agent, context: &ToolContext) -> String {
 
 // ---------------------------------------------------------------- bare side
 
-/// What a hand-written client does: serde_json values in, Values out.
+/// What a careful hand-written client does: typed request structs that
+/// borrow the conversation, the tool list serialised from one value made
+/// at start, typed responses, and the tool run inline. The lean side of
+/// the comparison, as an outside harness would write it.
 struct Bare {
     http: reqwest::Client,
-    url: String,
+    url: reqwest::Url,
     tools: Value,
+}
+
+#[derive(serde::Serialize)]
+struct BareRequest<'a> {
+    model: &'a str,
+    messages: &'a [BareMessage<'a>],
+    tools: &'a Value,
+    tool_choice: &'static str,
+}
+
+#[derive(serde::Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum BareMessage<'a> {
+    System { content: &'a str },
+    User { content: &'a str },
+    Assistant { tool_calls: &'a [BareCall] },
+    Tool { tool_call_id: &'a str, content: &'a str },
+}
+
+#[derive(serde::Deserialize)]
+struct BareResponse {
+    choices: Vec<BareChoice>,
+}
+
+#[derive(serde::Deserialize)]
+struct BareChoice {
+    message: BareReply,
+}
+
+#[derive(serde::Deserialize)]
+struct BareReply {
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<BareCall>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BareCall {
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    function: BareFunction,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BareFunction {
+    name: String,
+    arguments: String,
 }
 
 impl Bare {
     fn new(address: SocketAddr, tools: Value) -> Self {
+        let url = format!("http://{address}/v1/chat/completions");
         Self {
             http: reqwest::Client::new(),
-            url: format!("http://{address}/v1/chat/completions"),
+            url: reqwest::Url::parse(&url).unwrap_or_else(|error| panic!("{error}")),
             tools,
         }
     }
 
-    async fn post(&self, body: &Value) -> Value {
-        let bytes = serde_json::to_vec(body).unwrap_or_else(|error| panic!("{error}"));
+    async fn post(&self, messages: &[BareMessage<'_>]) -> BareReply {
+        let request = BareRequest {
+            model: MODEL,
+            messages,
+            tools: &self.tools,
+            tool_choice: "auto",
+        };
+        let bytes = serde_json::to_vec(&request).unwrap_or_else(|error| panic!("{error}"));
         let response = self
             .http
-            .post(&self.url)
+            .post(self.url.clone())
             .bearer_auth(KEY)
             .header("content-type", "application/json")
             .body(bytes)
@@ -164,35 +222,35 @@ impl Bare {
             .await
             .unwrap_or_else(|error| panic!("{error}"));
         let bytes = response.bytes().await.unwrap_or_else(|error| panic!("{error}"));
-        serde_json::from_slice(&bytes).unwrap_or_else(|error| panic!("{error}"))
+        let response: BareResponse = serde_json::from_slice(&bytes).unwrap_or_else(|error| panic!("{error}"));
+        match response.choices.into_iter().next() {
+            Some(choice) => choice.message,
+            None => panic!("no choice in the reply"),
+        }
     }
 
     async fn turn(&self) -> String {
         let mut messages = vec![
-            json!({"role": "system", "content": SYSTEM}),
-            json!({"role": "user", "content": QUESTION}),
+            BareMessage::System { content: SYSTEM },
+            BareMessage::User { content: QUESTION },
         ];
-        let first = self
-            .post(&json!({"model": MODEL, "messages": messages, "tools": self.tools.clone(), "tool_choice": "auto"}))
-            .await;
-        let message = &first["choices"][0]["message"];
-        let call = &message["tool_calls"][0];
-        let arguments: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap_or("{}"))
-            .unwrap_or_else(|error| panic!("{error}"));
-        let unit = match arguments["unit"].as_str() {
-            Some("fahrenheit") => Some(Unit::Fahrenheit),
-            Some(_) => Some(Unit::Celsius),
-            None => None,
+        let first = self.post(&messages).await;
+        let Some(call) = first.tool_calls.first() else {
+            panic!("no tool call in the first reply");
         };
-        let result = serde_json::to_string(&weather(unit.as_ref())).unwrap_or_else(|error| panic!("{error}"));
-        messages.push(json!({"role": "assistant", "tool_calls": message["tool_calls"].clone()}));
-        messages.push(json!({"role": "tool", "tool_call_id": call["id"].clone(), "content": result}));
-        let second = self
-            .post(&json!({"model": MODEL, "messages": messages, "tools": self.tools.clone(), "tool_choice": "auto"}))
-            .await;
-        match second["choices"][0]["message"]["content"].as_str() {
-            Some(text) => text.to_owned(),
-            None => panic!("no final text: {second}"),
+        let arguments: WeatherArgs =
+            serde_json::from_str(&call.function.arguments).unwrap_or_else(|error| panic!("{error}"));
+        let result = serde_json::to_string(&weather(arguments.unit.as_ref())).unwrap_or_else(|error| panic!("{error}"));
+        messages.push(BareMessage::Assistant {
+            tool_calls: &first.tool_calls,
+        });
+        messages.push(BareMessage::Tool {
+            tool_call_id: &call.id,
+            content: &result,
+        });
+        match self.post(&messages).await.content {
+            Some(text) => text,
+            None => panic!("no final text in the second reply"),
         }
     }
 }
@@ -263,17 +321,21 @@ async fn raw_requests(address: SocketAddr, count: usize) -> usize {
     region.change().allocations
 }
 
-fn per_turn<F: FnMut()>(turns: usize, mut turn: F) -> (f64, f64, f64) {
+/// Allocations, reallocations and bytes per turn, and the mean time of one.
+fn per_turn<F: FnMut()>(turns: usize, mut turn: F) -> (f64, f64, f64, f64) {
     let region = Region::new(GLOBAL);
+    let started = Instant::now();
     for _ in 0..turns {
         turn();
     }
+    let elapsed = started.elapsed();
     let stats = region.change();
     let n = turns as f64;
     (
         stats.allocations as f64 / n,
         stats.reallocations as f64 / n,
         stats.bytes_allocated as f64 / n,
+        elapsed.as_secs_f64() * 1e6 / n,
     )
 }
 
@@ -282,19 +344,76 @@ fn median(samples: &mut [Duration]) -> Duration {
     samples[samples.len() / 2]
 }
 
-fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, context: &ToolContext) {
-    const TURNS: usize = 2000;
-    // Interleaved wall-clock medians.
-    let (mut ours, mut theirs) = (Vec::with_capacity(TURNS), Vec::with_capacity(TURNS));
-    for _ in 0..TURNS {
+/// The turn's two requests as the runner sends them: the question, then
+/// the question, the tool call and its result.
+fn requests(registry: &dyn agent_core::ToolRegistry) -> (ChatRequest, ChatRequest) {
+    let first = ChatRequest::new(vec![Message::user(QUESTION)])
+        .with_system(SYSTEM)
+        .with_tools(registry.definitions());
+    let call = parse_response(TOOL_CALL_RESPONSE.as_bytes()).unwrap_or_else(|error| panic!("{error}"));
+    let mut second = first.clone();
+    second.messages.push(Message::Assistant(call.message.clone()));
+    second.messages.push(Message::tool(agent_core::ToolResult::success(
+        call.message.tool_calls[0].id.clone(),
+        "get_weather",
+        r#"{"temp_c":21.0,"sky":"sunny"}"#,
+    )));
+    (first, second)
+}
+
+/// The adapter's share of a turn: both bodies built, both replies parsed.
+fn map_turn(first: &ChatRequest, second: &ChatRequest, options: &BodyOptions) {
+    let a = build_request_body(first, options).map(|body| body.len());
+    let b = parse_response(TOOL_CALL_RESPONSE.as_bytes()).map(|r| r.message.tool_calls.len());
+    let c = build_request_body(second, options).map(|body| body.len());
+    let d = parse_response(ANSWER_RESPONSE.as_bytes()).map(|r| r.message.content.len());
+    assert!(a.is_ok() && b.is_ok() && c.is_ok() && d.is_ok());
+}
+
+/// Rounds of the timing comparison, and turns of each side in a round.
+const ROUNDS: usize = 5;
+const TURNS_PER_ROUND: usize = 1000;
+
+/// The median time of `TURNS_PER_ROUND` turns of one side.
+fn round_median(mut turn: impl FnMut()) -> Duration {
+    let mut samples = Vec::with_capacity(TURNS_PER_ROUND);
+    for _ in 0..TURNS_PER_ROUND {
         let started = Instant::now();
-        runtime.block_on(agentry_turn(agent, context));
-        ours.push(started.elapsed());
-        let started = Instant::now();
-        runtime.block_on(bare.turn());
-        theirs.push(started.elapsed());
+        turn();
+        samples.push(started.elapsed());
     }
-    let (ours, theirs) = (median(&mut ours), median(&mut theirs));
+    median(&mut samples)
+}
+
+fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, context: &ToolContext) {
+    // Alternating rounds: each side's median in every round, the side that
+    // goes first alternating, and the median of the rounds' ratios.
+    let mut ratios = Vec::with_capacity(ROUNDS);
+    let (mut ours_all, mut theirs_all) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let agentry_round = || round_median(|| drop(runtime.block_on(agentry_turn(agent, context))));
+        let bare_round = || round_median(|| drop(runtime.block_on(bare.turn())));
+        let (ours, theirs) = if round % 2 == 0 {
+            let ours = agentry_round();
+            (ours, bare_round())
+        } else {
+            let theirs = bare_round();
+            (agentry_round(), theirs)
+        };
+        println!(
+            "  round {}: Agentry {:>7.1} µs, bare {:>7.1} µs, ratio {:.3}",
+            round + 1,
+            ours.as_secs_f64() * 1e6,
+            theirs.as_secs_f64() * 1e6,
+            ours.as_secs_f64() / theirs.as_secs_f64()
+        );
+        ratios.push(ours.as_secs_f64() / theirs.as_secs_f64());
+        ours_all.push(ours);
+        theirs_all.push(theirs);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let ratio = ratios[ratios.len() / 2];
+    let (ours, theirs) = (median(&mut ours_all), median(&mut theirs_all));
 
     let agentry_allocs = per_turn(1000, || {
         runtime.block_on(agentry_turn(agent, context));
@@ -305,32 +424,16 @@ fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, co
 
     // Breakdown of Agentry's turn.
     let options = BodyOptions::new(MODEL);
-    let definitions = agent.registry().definitions();
-    let first = ChatRequest::new(vec![Message::user(QUESTION)])
-        .with_system(SYSTEM)
-        .with_tools(definitions);
-    let call = parse_response(TOOL_CALL_RESPONSE.as_bytes()).unwrap_or_else(|error| panic!("{error}"));
-    let answer = parse_response(ANSWER_RESPONSE.as_bytes()).unwrap_or_else(|error| panic!("{error}"));
-    let mut second = first.clone();
-    second.messages.push(Message::Assistant(call.message.clone()));
-    second.messages.push(Message::tool(agent_core::ToolResult::success(
-        call.message.tool_calls[0].id.clone(),
-        "get_weather",
-        r#"{"temp_c":21.0,"sky":"sunny"}"#,
-    )));
-    let mapper = per_turn(1000, || {
-        let a = build_request_body(&first, &options).map(|body| body.len());
-        let b = parse_response(TOOL_CALL_RESPONSE.as_bytes()).map(|r| r.message.tool_calls.len());
-        let c = build_request_body(&second, &options).map(|body| body.len());
-        let d = parse_response(ANSWER_RESPONSE.as_bytes()).map(|r| r.message.content.len());
-        assert!(a.is_ok() && b.is_ok() && c.is_ok() && d.is_ok());
-    });
+    let (first, second) = requests(agent.registry().as_ref());
+    let mapper = per_turn(1000, || map_turn(&first, &second, &options));
     let first_body = Bytes::from(build_request_body(&first, &options).unwrap_or_default());
     let second_body = Bytes::from(build_request_body(&second, &options).unwrap_or_default());
     let http = HttpClient::new("openai", HttpConfig::default())
         .unwrap_or_else(|error| panic!("{error}"))
         .with_auth(AuthHeader::bearer(SecretString::new(KEY)));
-    let url = format!("http://{address}/v1/chat/completions");
+    // Parsed once, as the provider does.
+    let url = agent_http::parse_url(&format!("http://{address}/v1/chat/completions"))
+        .unwrap_or_else(|error| panic!("{error}"));
     let cancel = CancellationToken::new();
     let http_only = per_turn(1000, || {
         runtime.block_on(async {
@@ -344,7 +447,7 @@ fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, co
             for body in [&first_body, &second_body] {
                 let response = bare
                     .http
-                    .post(&bare.url)
+                    .post(bare.url.clone())
                     .bearer_auth(KEY)
                     .header("content-type", "application/json")
                     .body(body.clone())
@@ -355,6 +458,8 @@ fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, co
             }
         });
     });
+    let call = parse_response(TOOL_CALL_RESPONSE.as_bytes()).unwrap_or_else(|error| panic!("{error}"));
+    let answer = parse_response(ANSWER_RESPONSE.as_bytes()).unwrap_or_else(|error| panic!("{error}"));
     let instant = Agent::builder(Arc::new(InstantClient { call, answer }))
         .name("bench")
         .system_prompt(SYSTEM)
@@ -379,7 +484,7 @@ fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, co
     let server_only = runtime.block_on(raw_requests(address, 1000)) as f64 / 1000.0;
 
     println!();
-    println!("agent_turn summary ({TURNS} interleaved turns each, medians):");
+    println!("agent_turn summary (medians of {ROUNDS} alternating rounds of {TURNS_PER_ROUND} turns each):");
     println!(
         "  Agentry      median {:>8.1} µs   {:>6.1} allocs/turn ({:.1} reallocs, {:.0} bytes)",
         ours.as_secs_f64() * 1e6,
@@ -394,30 +499,27 @@ fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, co
         bare_allocs.1,
         bare_allocs.2
     );
+    println!("  ratio Agentry/bare, median of the rounds: {ratio:.3} (target <= 1.10); allocations target < 150");
+    println!("  breakdown of Agentry's turn (2 requests): allocations, mean µs");
     println!(
-        "  ratio Agentry/bare: {:.3} (target <= 1.15); allocations target < 250",
-        ours.as_secs_f64() / theirs.as_secs_f64()
-    );
-    println!("  breakdown of Agentry's allocations per turn (2 requests):");
-    println!(
-        "    adapter mapping (2 bodies built, 2 responses parsed) {:>6.1}",
-        mapper.0
+        "    adapter mapping (2 bodies built, 2 responses parsed) {:>6.1} {:>7.1} µs",
+        mapper.0, mapper.3
     );
     println!(
-        "    agent-http transport (2 post_json)                   {:>6.1}",
-        http_only.0
+        "    agent-http transport (2 post_json)                   {:>6.1} {:>7.1} µs",
+        http_only.0, http_only.3
     );
     println!(
-        "    runner + registry + tool (instant client)            {:>6.1}",
-        runner_only.0
+        "    runner + registry + tool (instant client)            {:>6.1} {:>7.1} µs",
+        runner_only.0, runner_only.3
     );
     println!(
-        "      of which registry.execute + tool                   {:>6.1}",
-        registry_only.0
+        "      of which registry.execute + tool                   {:>6.1} {:>7.1} µs",
+        registry_only.0, registry_only.3
     );
     println!(
-        "    bare reqwest transport alone (2 posts)               {:>6.1}",
-        bare_http_only.0
+        "    bare reqwest transport alone (2 posts)               {:>6.1} {:>7.1} µs",
+        bare_http_only.0, bare_http_only.3
     );
     println!("    mock server alone, per request                       {server_only:>6.1}");
 }
@@ -464,9 +566,10 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// `AGENT_TURN_PROFILE=agentry|runner|bare [AGENT_TURN_COUNT=N]` runs only
-/// that many turns of one side (no criterion), for heap profilers such as
-/// heaptrack or `valgrind --tool=dhat`.
+/// `AGENT_TURN_PROFILE=agentry|runner|bare|mapper|client|http|bare-http
+/// [AGENT_TURN_COUNT=N]` runs only that many turns of one side or one part
+/// (no criterion), for profilers (`perf record`, heaptrack,
+/// `valgrind --tool=dhat`).
 fn profile(mode: &str) {
     let turns: usize = std::env::var("AGENT_TURN_COUNT")
         .ok()
@@ -478,6 +581,79 @@ fn profile(mode: &str) {
         .unwrap_or_else(|error| panic!("{error}"));
     let address = start_server(&runtime);
     let context = ToolContext::new();
+    if mode == "mapper" {
+        let (first, second) = requests(&registry());
+        let options = BodyOptions::new(MODEL);
+        let region = Region::new(GLOBAL);
+        for _ in 0..turns {
+            map_turn(&first, &second, &options);
+        }
+        let stats = region.change();
+        println!(
+            "mapper: {:.1} allocations per turn over {turns} turns",
+            stats.allocations as f64 / turns as f64
+        );
+        return;
+    }
+    if mode == "client" {
+        let (first, second) = requests(&registry());
+        let mut config = OpenAiConfig::openai(MODEL).with_api_key(KEY);
+        config.base_url = Some(format!("http://{address}/v1"));
+        let client = OpenAiClient::new(config).unwrap_or_else(|error| panic!("{error}"));
+        let cancel = CancellationToken::new();
+        for _ in 0..turns {
+            runtime.block_on(async {
+                for request in [&first, &second] {
+                    assert!(client.complete(request, &cancel).await.is_ok());
+                }
+            });
+        }
+        return;
+    }
+    if mode == "http" || mode == "bare-http" {
+        let (first, second) = requests(&registry());
+        let options = BodyOptions::new(MODEL);
+        let bodies = [
+            Bytes::from(build_request_body(&first, &options).unwrap_or_default()),
+            Bytes::from(build_request_body(&second, &options).unwrap_or_default()),
+        ];
+        let http = HttpClient::new("openai", HttpConfig::default())
+            .unwrap_or_else(|error| panic!("{error}"))
+            .with_auth(AuthHeader::bearer(SecretString::new(KEY)));
+        let url = agent_http::parse_url(&format!("http://{address}/v1/chat/completions"))
+            .unwrap_or_else(|error| panic!("{error}"));
+        let bare = reqwest::Client::new();
+        let cancel = CancellationToken::new();
+        for _ in 0..turns {
+            runtime.block_on(async {
+                for (body, request) in bodies.iter().zip([&first, &second]) {
+                    if std::env::var_os("AGENT_TURN_MAP").is_some() {
+                        let built = Bytes::from(build_request_body(request, &options).unwrap_or_default());
+                        let reply = http.post_json(&url, &[], built, &cancel).await;
+                        assert!(reply.is_ok_and(|bytes| parse_response(&bytes).is_ok()));
+                        continue;
+                    }
+                    let ok = if mode == "http" {
+                        http.post_json(&url, &[], body.clone(), &cancel).await.is_ok()
+                    } else {
+                        let response = bare
+                            .post(url.clone())
+                            .bearer_auth(KEY)
+                            .header("content-type", "application/json")
+                            .body(body.clone())
+                            .send()
+                            .await;
+                        match response {
+                            Ok(response) => response.bytes().await.is_ok(),
+                            Err(_) => false,
+                        }
+                    };
+                    assert!(ok);
+                }
+            });
+        }
+        return;
+    }
     let agent = match mode {
         "runner" => {
             let call = parse_response(TOOL_CALL_RESPONSE.as_bytes()).unwrap_or_else(|error| panic!("{error}"));

@@ -9,9 +9,7 @@ use std::fmt;
 
 use serde::de::{self, SeqAccess, Visitor};
 
-use super::wire::{
-    FinishReason, First, Indexed, LenientStr, WireArguments, WireText, WireUsage, error_from_object, stop_reason,
-};
+use super::wire::{FinishReason, First, Indexed, LenientStr, WireText, WireUsage, error_from_object, stop_reason};
 
 /// Reads a (non-streamed) Chat Completions response.
 ///
@@ -86,16 +84,60 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
     })
 }
 
-fn to_tool_call(id: Option<String>, function: WireFunction<'_>, position: usize) -> ToolCall {
+fn to_tool_call(id: Option<String>, function: WireFunction, position: usize) -> ToolCall {
     let id = id
         .filter(|id| !id.is_empty())
         .unwrap_or_else(|| format!("call_{position}"));
-    let arguments = function
-        .arguments
-        .as_ref()
-        .map(WireArguments::as_text)
-        .unwrap_or_default();
-    ToolCall::from_argument_text(id, function.name.unwrap_or_default(), &arguments)
+    let ReplyArguments(arguments, raw_arguments) = function.arguments.unwrap_or_default();
+    let mut call = ToolCall::new(id, function.name.unwrap_or_default(), arguments);
+    call.raw_arguments = raw_arguments;
+    call
+}
+
+/// A reply's call arguments, read as they are decoded: a JSON string is
+/// parsed right there (an escaped one is never copied out first), an
+/// object taken as it is; missing or `null` is no arguments. What is not
+/// JSON is kept as raw text ([`ToolCall::parse_arguments`]).
+struct ReplyArguments(Value, Option<String>);
+
+impl Default for ReplyArguments {
+    fn default() -> Self {
+        Self(Value::Object(serde_json::Map::new()), None)
+    }
+}
+
+impl<'de> Deserialize<'de> for ReplyArguments {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ArgumentsVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for ArgumentsVisitor {
+            type Value = ReplyArguments;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("tool-call arguments as a JSON string or object")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                let (arguments, raw) = ToolCall::parse_arguments(text);
+                Ok(ReplyArguments(arguments, raw))
+            }
+
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(ReplyArguments::default())
+            }
+
+            fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                self.visit_unit()
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|value| ReplyArguments(value, None))
+            }
+        }
+
+        deserializer.deserialize_any(ArgumentsVisitor)
+    }
 }
 
 #[derive(Deserialize)]
@@ -139,8 +181,8 @@ struct WireMessage<'a> {
     #[serde(default)]
     tool_calls: ToolCalls,
     /// The legacy single `function_call`.
-    #[serde(default, borrow)]
-    function_call: Option<WireFunction<'a>>,
+    #[serde(default)]
+    function_call: Option<WireFunction>,
     /// DeepSeek / vLLM reasoning text.
     #[serde(default, borrow)]
     reasoning_content: LenientStr<'a>,
@@ -175,7 +217,7 @@ impl<'de> Deserialize<'de> for ToolCalls {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut calls = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(16));
                 let mut position = 0;
-                while let Some(call) = seq.next_element::<WireToolCall<'de>>()? {
+                while let Some(call) = seq.next_element::<WireToolCall>()? {
                     // Calls of other kinds (custom tools) carry no `function`.
                     if let Some(function) = call.function {
                         calls.push(to_tool_call(call.id, function, position));
@@ -191,19 +233,19 @@ impl<'de> Deserialize<'de> for ToolCalls {
 }
 
 #[derive(Deserialize)]
-struct WireToolCall<'a> {
+struct WireToolCall {
     #[serde(default)]
     id: Option<String>,
-    #[serde(default, borrow)]
-    function: Option<WireFunction<'a>>,
+    #[serde(default)]
+    function: Option<WireFunction>,
 }
 
 #[derive(Deserialize)]
-struct WireFunction<'a> {
+struct WireFunction {
     #[serde(default)]
     name: Option<String>,
-    #[serde(default, borrow)]
-    arguments: Option<WireArguments<'a>>,
+    #[serde(default)]
+    arguments: Option<ReplyArguments>,
 }
 
 #[cfg(test)]
