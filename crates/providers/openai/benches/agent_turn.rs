@@ -626,13 +626,7 @@ fn profile(mode: &str) {
         let cancel = CancellationToken::new();
         for _ in 0..turns {
             runtime.block_on(async {
-                for (body, request) in bodies.iter().zip([&first, &second]) {
-                    if std::env::var_os("AGENT_TURN_MAP").is_some() {
-                        let built = Bytes::from(build_request_body(request, &options).unwrap_or_default());
-                        let reply = http.post_json(&url, &[], built, &cancel).await;
-                        assert!(reply.is_ok_and(|bytes| parse_response(&bytes).is_ok()));
-                        continue;
-                    }
+                for body in &bodies {
                     let ok = if mode == "http" {
                         http.post_json(&url, &[], body.clone(), &cancel).await.is_ok()
                     } else {
