@@ -43,7 +43,7 @@ mod tests {
     fn text_and_parsed_urls_give_the_same_target() {
         let parsed = "http://127.0.0.1:8080/v1/chat".request_url();
         assert_eq!(parsed.as_ref().map(Url::as_str), Ok("http://127.0.0.1:8080/v1/chat"));
-        let again = parsed.as_ref().map(|url| url.request_url());
+        let again = parsed.as_ref().map(RequestUrl::request_url);
         assert!(matches!(again, Ok(Ok(url)) if url.as_str() == "http://127.0.0.1:8080/v1/chat"));
     }
 

@@ -303,7 +303,7 @@ mod tests {
         let mut batch = Batch::plan(vec![call("a", "t", json!({})), bad], Vec::new(), POLICY, true);
         assert!(matches!(&batch.entries[1].1, Slot::Rejected { message } if message.contains("not valid JSON")));
         let key = crate::history::call_key(&batch.to_run[0]);
-        assert_eq!(batch.signature(), [key.clone()]);
+        assert_eq!(batch.signature(), std::slice::from_ref(&key));
         assert_eq!(batch.signature(), [key], "made again once the planned keys are taken");
     }
 }
