@@ -52,6 +52,9 @@ impl<'a> Text<'a> {
         while !self.decoded.is_char_boundary(search_from) {
             search_from -= 1;
         }
+        // Generation stops at the first stop sequence to be complete: the
+        // one that ends first (then the one that starts first), so the cut
+        // does not depend on how the text was split into tokens.
         let hit = self
             .stop
             .iter()
@@ -59,9 +62,10 @@ impl<'a> Text<'a> {
             .filter_map(|stop| {
                 self.decoded[search_from..]
                     .find(stop.as_str())
-                    .map(|at| search_from + at)
+                    .map(|at| (search_from + at + stop.len(), search_from + at))
             })
-            .min();
+            .min()
+            .map(|(_, at)| at);
         if let Some(at) = hit {
             // Everything from the stop sequence on is dropped, including
             // the start of a character not yet complete.
@@ -166,6 +170,21 @@ mod tests {
     }
 
     #[test]
+    fn the_stop_sequence_complete_first_wins_however_the_text_is_split() {
+        // "€" is complete before "a€😀" is: generation stops there, in one
+        // piece or in many (found by the property test below).
+        let stop = vec!["€".to_owned(), "a€😀".to_owned()];
+        let text = "O:a€😀 more".as_bytes();
+        let whole = collect(&stop, &[text]);
+        let split = collect(&stop, &[&text[..3], &text[3..5], &text[5..]]);
+        assert_eq!((whole.0.concat(), whole.1), ("O:a".to_owned(), true));
+        assert_eq!((split.0.concat(), split.1), ("O:a".to_owned(), true));
+        // The same end: the one that starts first.
+        let stop = vec!["b".to_owned(), "ab".to_owned()];
+        assert_eq!(collect(&stop, &[b"xab"]).0.concat(), "x");
+    }
+
+    #[test]
     fn stop_sequences_cut_the_text_and_their_prefixes_are_held_back() {
         let stop = vec!["\nObservation:".to_owned()];
         let (out, hit) = collect(&stop, &[b"Action: x", b"\nObs", b"ervation: made up"]);
@@ -181,7 +200,8 @@ mod tests {
 
         /// Multi-byte text cut into arbitrary byte pieces, with multi-byte
         /// stop sequences: never a panic, and the output is the text up to
-        /// the first stop sequence, exactly.
+        /// the stop sequence that is complete first (the one that ends
+        /// first, then the one that starts first), exactly.
         #[test]
         fn push_matches_a_plain_search_on_any_split_of_multibyte_text(
             text in "[aé€😀\\nO:b]{0,40}",
@@ -199,7 +219,11 @@ mod tests {
             }
             pieces.push(&bytes[start..]);
             let (out, hit) = collect(&stops, &pieces);
-            let first = stops.iter().filter_map(|stop| text.find(stop.as_str())).min();
+            let first = stops
+                .iter()
+                .filter_map(|stop| text.find(stop.as_str()).map(|at| (at + stop.len(), at)))
+                .min()
+                .map(|(_, at)| at);
             let expected = first.map_or(text.as_str(), |at| &text[..at]);
             proptest::prop_assert_eq!(out.concat(), expected);
             proptest::prop_assert_eq!(hit, first.is_some());
