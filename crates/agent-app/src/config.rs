@@ -9,7 +9,7 @@
 //! the bad value came from and the key it was under.
 //!
 //! The file's tables are read into the types of the crates they configure:
-//! `[agent]` holds the runner's [`RunConfig`] and [`RequestOptions`] (their
+//! `[agent]` holds the runner's [`RunConfig`] and [`ModelSettings`] (their
 //! keys sit beside `provider` and `model`), `[providers.NAME]`,
 //! `[tools.NAME]` and `[mcp.servers.NAME]` stay raw until the facade's
 //! factory ([`agentry::ProviderConfig::from_table`],
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use agent_core::{ModelCatalog, ModelInfo, Pricing};
 use agent_prompts::PromptTemplate;
-use agent_runner::{AgentConfig, Budget, Grounding, RequestOptions, RunConfig};
+use agent_runner::{AgentConfig, Budget, Grounding, ModelSettings, RunConfig};
 use agentry::{ProviderKind, ToolDomain};
 use figment::providers::{Format, Serialized, Toml};
 use figment::value::{Dict, Map, Value};
@@ -221,7 +221,7 @@ pub struct Overrides {
 
 /// The `[agent]` table: the provider and model, the system prompt, and the
 /// runner's configuration, whose keys ([`RunConfig`]'s `max_iterations`,
-/// `tool_protocol`, `reask_repeated_calls`, ...; [`RequestOptions`]'
+/// `tool_protocol`, `reask_repeated_calls`, ...; [`ModelSettings`]'
 /// `max_tokens`, `temperature`, `prompt_caching`, ...) sit in the table
 /// beside them.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -252,7 +252,7 @@ pub struct AgentSettings {
     pub run: RunConfig,
     /// What every request carries (`prompt_caching` on by default).
     #[serde(flatten)]
-    pub request: RequestOptions,
+    pub request: ModelSettings,
     /// Keys of none of the above: typos, reported by [`Settings::read`].
     #[serde(flatten)]
     #[allow(
@@ -282,9 +282,9 @@ impl Default for AgentSettings {
             max_turn_secs: None,
             budget: BudgetSettings::default(),
             run: RunConfig::default(),
-            request: RequestOptions {
+            request: ModelSettings {
                 prompt_caching: true,
-                ..RequestOptions::default()
+                ..ModelSettings::default()
             },
             unknown: BTreeMap::new(),
         }
@@ -826,7 +826,7 @@ impl Settings {
             let valid = [
                 &AGENT_KEYS[..],
                 struct_fields::<RunConfig>(),
-                struct_fields::<RequestOptions>(),
+                struct_fields::<ModelSettings>(),
             ];
             return Err(self.unknown_key(&format!("agent.{key}"), expected(&valid)));
         }
@@ -927,7 +927,7 @@ impl Settings {
     }
 
     /// The runner's configuration of every agent built from these settings:
-    /// `[agent]`'s [`RunConfig`] and [`RequestOptions`], with the budget of
+    /// `[agent]`'s [`RunConfig`] and [`ModelSettings`], with the budget of
     /// `[agent.budget]` and the turn's time limit, grounding as
     /// [`grounding`](Self::grounding) says, and `[tools] max_result_bytes`.
     pub fn agent_config(&self) -> AgentConfig {

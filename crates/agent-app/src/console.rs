@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_core::{AgentEvent, GroundingAction, GroundingFault, StopCause, ToolChoice};
+use agent_core::{AgentEvent, GroundingAction, GroundingFault, RunEnd, ToolChoice};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 mod progress;
@@ -335,21 +335,21 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
 }
 
 /// A one-line description of why a run stopped, for anything but `completed`.
-pub fn stop_note(cause: StopCause, detail: Option<&str>) -> Option<String> {
-    if cause == StopCause::Completed {
+pub fn stop_note(cause: RunEnd, detail: Option<&str>) -> Option<String> {
+    if cause == RunEnd::Completed {
         return None;
     }
     if let Some(detail) = detail.filter(|detail| !detail.is_empty()) {
         return Some(format!("[stop: {} — {detail}]", cause.as_str()));
     }
     let text = match cause {
-        StopCause::Completed => return None,
-        StopCause::MaxIterations => "the iteration limit was reached; the answer was forced".to_owned(),
-        StopCause::LoopDetected => "the model repeated itself; the answer was forced".to_owned(),
-        StopCause::BudgetExceeded => "a budget ran out".to_owned(),
-        StopCause::Cancelled => "cancelled".to_owned(),
-        StopCause::Error => "the run failed".to_owned(),
-        StopCause::AwaitingApproval => "tool calls wait for the user's approval".to_owned(),
+        RunEnd::Completed => return None,
+        RunEnd::MaxIterations => "the iteration limit was reached; the answer was forced".to_owned(),
+        RunEnd::LoopDetected => "the model repeated itself; the answer was forced".to_owned(),
+        RunEnd::BudgetExceeded => "a budget ran out".to_owned(),
+        RunEnd::Cancelled => "cancelled".to_owned(),
+        RunEnd::Error => "the run failed".to_owned(),
+        RunEnd::AwaitingApproval => "tool calls wait for the user's approval".to_owned(),
     };
     Some(format!("[stop: {} — {text}]", cause.as_str()))
 }
@@ -497,7 +497,7 @@ mod tests {
     fn brief_flattens_and_cuts_on_characters() {
         assert_eq!(brief("a\n  b", 10), "a b");
         assert_eq!(brief("ééééé", 3), "ééé…");
-        assert_eq!(stop_note(StopCause::Completed, None), None);
-        assert!(stop_note(StopCause::MaxIterations, None).is_some_and(|n| n.contains("max_iterations")));
+        assert_eq!(stop_note(RunEnd::Completed, None), None);
+        assert!(stop_note(RunEnd::MaxIterations, None).is_some_and(|n| n.contains("max_iterations")));
     }
 }

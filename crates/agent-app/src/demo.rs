@@ -7,7 +7,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_core::{LlmClient, ModelCatalog, StopCause};
+use agent_core::{LlmClient, ModelCatalog, RunEnd};
 use agent_travel_assistant::{
     DemoError, DemoEvent, DemoOptions, DemoScenes, DemoTotals, DemoTurnReport, NaiveDate, check_demo, run_turns,
 };
@@ -87,7 +87,7 @@ pub(crate) async fn run(args: DemoArgs, env: &Env, cwd: &Path, quiet: bool) -> R
     let reports = run_demo(client, catalog, &options, &mut console).await?;
     let failed = reports
         .iter()
-        .filter(|report| report.result.stop_reason == StopCause::Error)
+        .filter(|report| report.result.stop_reason == RunEnd::Error)
         .count();
     if args.check {
         let checked = check_demo(&reports, options.today);
@@ -191,7 +191,7 @@ fn render(console: &mut Console, event: DemoEvent<'_>) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use agent_core::StopCause;
+    use agent_core::RunEnd;
     use agent_testing::{ScriptedClient, response};
     use agent_travel_assistant::{LIMIT_TURN, NaiveDate, TURNS};
     use serde_json::json;
@@ -315,7 +315,7 @@ mod tests {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(reports.len(), 10);
-        assert_eq!(reports[LIMIT_TURN].result.stop_reason, StopCause::MaxIterations);
+        assert_eq!(reports[LIMIT_TURN].result.stop_reason, RunEnd::MaxIterations);
         let out = buffer.contents();
         assert!(
             out.starts_with("Travel Assistant demo · scripted/scripted · today is 2030-06-01 · 10 turns\n"),

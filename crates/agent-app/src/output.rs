@@ -36,7 +36,7 @@
 
 use std::io::{self, Write as _};
 
-use agent_core::{AgentRunResult, GroundingRecord, StopCause, ToolCallRecord};
+use agent_core::{AgentRunResult, GroundingRecord, RunEnd, ToolCallRecord};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -185,10 +185,10 @@ impl ToolCallOutput {
 /// Whether a run that stopped for `cause` counts as a success for the exit
 /// status: it produced an answer (possibly forced by a limit), or paused,
 /// as configured, for the user's approval.
-pub fn is_success(cause: StopCause) -> bool {
+pub fn is_success(cause: RunEnd) -> bool {
     matches!(
         cause,
-        StopCause::Completed | StopCause::MaxIterations | StopCause::LoopDetected | StopCause::AwaitingApproval
+        RunEnd::Completed | RunEnd::MaxIterations | RunEnd::LoopDetected | RunEnd::AwaitingApproval
     )
 }
 
@@ -202,7 +202,7 @@ mod tests {
     fn record() -> AgentRunResult {
         AgentRunResult {
             response: "It is sunny in Tokyo.".into(),
-            stop_reason: StopCause::Completed,
+            stop_reason: RunEnd::Completed,
             stop_detail: None,
             iterations: 2,
             tool_calls: vec![ToolCallRecord {
@@ -297,12 +297,12 @@ mod tests {
         let mut result = record();
         result.cost_usd = None;
         for (cause, name) in [
-            (StopCause::Completed, "completed"),
-            (StopCause::MaxIterations, "max_iterations"),
-            (StopCause::LoopDetected, "loop_detected"),
-            (StopCause::BudgetExceeded, "budget_exceeded"),
-            (StopCause::Cancelled, "cancelled"),
-            (StopCause::Error, "error"),
+            (RunEnd::Completed, "completed"),
+            (RunEnd::MaxIterations, "max_iterations"),
+            (RunEnd::LoopDetected, "loop_detected"),
+            (RunEnd::BudgetExceeded, "budget_exceeded"),
+            (RunEnd::Cancelled, "cancelled"),
+            (RunEnd::Error, "error"),
         ] {
             result.stop_reason = cause;
             let value: Value = serde_json::from_str(&RunOutput::from_result(&result).to_json()).unwrap_or_default();

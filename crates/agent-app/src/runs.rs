@@ -31,7 +31,7 @@ use std::io::{self, IsTerminal, Read as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, StopCause, ToolContext};
+use agent_core::{AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, RunEnd, ToolContext};
 use agent_runner::scenes::{SceneError, SceneRouter};
 use agent_runner::{
     Agent, ResumeError, RunCheckpoints, RunState, SavedRun, SavedRunError, StoreCheckpoints, TypedError, check_schema,
@@ -268,7 +268,7 @@ async fn typed_run(
     }
 
     if let Some(open) = session
-        && result.stop_reason != StopCause::Cancelled
+        && result.stop_reason != RunEnd::Cancelled
     {
         let provider = settings.provider()?.name();
         open.store.record_turn(&open.name, provider, history, &result).await?;
@@ -282,7 +282,7 @@ async fn typed_run(
                 eprintln!("  - {violation}");
             }
         }
-        Some(_) if result.stop_reason == StopCause::Error => {
+        Some(_) if result.stop_reason == RunEnd::Error => {
             eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
         }
         Some(error) => {
@@ -474,8 +474,8 @@ async fn finish(
     report(settings, &result, output)?;
 
     // A paused run stays saved in the session, like an interrupted one.
-    if let Some(open) = session.filter(|_| result.stop_reason != StopCause::AwaitingApproval) {
-        if result.stop_reason == StopCause::Cancelled {
+    if let Some(open) = session.filter(|_| result.stop_reason != RunEnd::AwaitingApproval) {
+        if result.stop_reason == RunEnd::Cancelled {
             // The saved state stays: the run can go on from its last step.
             eprintln!("the run was interrupted; `agentry resume {}` continues it", open.name);
         } else {
@@ -512,9 +512,9 @@ async fn store_turn_of(
 /// which calls wait for approval: `resumable` names the session that keeps
 /// a paused run) and returns its exit status.
 pub(crate) fn conclude(result: &AgentRunResult, resumable: Option<&str>) -> u8 {
-    if result.stop_reason == StopCause::Error {
+    if result.stop_reason == RunEnd::Error {
         eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
-    } else if result.stop_reason == StopCause::AwaitingApproval {
+    } else if result.stop_reason == RunEnd::AwaitingApproval {
         awaiting_note(result, resumable);
     } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
         eprintln!("{note}");
@@ -645,7 +645,7 @@ async fn scene_run(
     let result = outcome?;
     report(settings, &result, output)?;
     if let Some(open) = session
-        && result.stop_reason != StopCause::Cancelled
+        && result.stop_reason != RunEnd::Cancelled
     {
         let provider = settings.provider()?.name();
         open.store.record_turn(&open.name, provider, &history, &result).await?;

@@ -56,6 +56,10 @@ pub use run::{
 };
 /// The former name of [`RunEnd`] (too close to the model's
 /// [`StopReason`]).
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `RunEnd`: `StopCause` was too close to the model's `StopReason`"
+)]
 pub type StopCause = RunEnd;
 pub use store::{
     Conversation, ConversationMeta, ConversationStore, LOST_RESULT, MAX_CONVERSATION_NAME_LEN, StoreError, TurnMeta,

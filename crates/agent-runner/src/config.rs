@@ -226,6 +226,10 @@ impl Default for RunConfig {
 
 /// The former name of [`ModelSettings`] (every provider had a
 /// `RequestOptions` too).
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `ModelSettings`: every provider's body options were called `RequestOptions` too"
+)]
 pub type RequestOptions = ModelSettings;
 
 /// What every model request of an agent carries besides the conversation

@@ -83,9 +83,11 @@ pub use agent::{Agent, AgentBuilder, BuildError, RunError};
 pub use cache::ToolResultCache;
 pub use chat::ChatSession;
 pub use checkpoint::RunCheckpoints;
+#[allow(deprecated)]
+pub use config::RequestOptions;
 pub use config::{
     AgentConfig, Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES,
-    Grounding, InvalidConfig, ModelSettings, RequestOptions, RunConfig, ToolProtocol,
+    Grounding, InvalidConfig, ModelSettings, RunConfig, ToolProtocol,
 };
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};

@@ -9,8 +9,7 @@
 
 pub use crate::schemars::{self, JsonSchema};
 pub use agent_core::{
-    AgentEvent, AgentRunResult, LlmClient, LlmError, Message, RunEnd, StopCause, ToolContext, ToolError, ToolOutput,
-    ToolProvider,
+    AgentEvent, AgentRunResult, LlmClient, LlmError, Message, RunEnd, ToolContext, ToolError, ToolOutput, ToolProvider,
 };
 pub use agent_runner::{Agent, AgentBuilder, AgentConfig, BuildError, RunError};
 pub use agent_tools::{Json, NoArgs, Tool, ToolSet, TypedTool};
