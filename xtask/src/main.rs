@@ -27,6 +27,7 @@
 //! measurements are the `agent-evals` binary (crates/evals), which xtask
 //! runs with cargo, building llama.cpp only then.
 
+mod app_size;
 mod examples;
 mod features;
 
@@ -102,6 +103,12 @@ fn ci() -> ExitCode {
             && let Err(error) = features::run(&cargo, &workspace_root())
         {
             eprintln!("xtask ci: step `features` failed: {error}");
+            return ExitCode::FAILURE;
+        }
+        if name == "test"
+            && let Err(error) = app_size::run(&workspace_root())
+        {
+            eprintln!("xtask ci: step `app size` failed: {error}");
             return ExitCode::FAILURE;
         }
         eprintln!("==> xtask ci: {name}: cargo {}", args.join(" "));
