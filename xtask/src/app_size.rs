@@ -49,7 +49,7 @@ pub fn source_lines_under(dir: &Path) -> Result<usize, String> {
 pub fn source_lines(text: &str) -> usize {
     let mut count = 0;
     let mut in_block_comment = false;
-    let mut test_depth: Option<i64> = None;
+    let mut test_depth: Option<usize> = None;
     let mut cfg_test_pending = false;
     for line in text.lines().map(str::trim) {
         if in_block_comment {
@@ -63,12 +63,12 @@ pub fn source_lines(text: &str) -> usize {
         if line.is_empty() || line.starts_with("//") {
             continue;
         }
-        let braces = |line: &str| line.matches('{').count() as i64 - line.matches('}').count() as i64;
-        if let Some(depth) = test_depth.as_mut() {
-            *depth += braces(line);
-            if *depth <= 0 {
-                test_depth = None;
-            }
+        // The depth of braces after `line`, from `depth` before it.
+        let after =
+            |depth: usize, line: &str| (depth + line.matches('{').count()).saturating_sub(line.matches('}').count());
+        if let Some(depth) = test_depth {
+            let depth = after(depth, line);
+            test_depth = (depth > 0).then_some(depth);
             continue;
         }
         if line.starts_with("#[cfg(test)]") {
@@ -77,7 +77,7 @@ pub fn source_lines(text: &str) -> usize {
         }
         if std::mem::take(&mut cfg_test_pending) {
             // A test-only module, whole; a test-only `use` or `mod x;` alone.
-            let depth = braces(line);
+            let depth = after(0, line);
             if depth > 0 {
                 test_depth = Some(depth);
                 continue;
