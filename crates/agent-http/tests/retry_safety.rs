@@ -44,40 +44,40 @@ async fn late_server() -> MockServer {
     server
 }
 
-#[tokio::test]
-async fn a_post_answered_after_the_read_timeout_is_sent_exactly_once() {
+/// A `post_json` to a server that answers late: its error and the
+/// requests the server received.
+async fn late_post_json(config: HttpConfig) -> (agent_core::LlmError, usize) {
     let server = late_server().await;
-    let config = HttpConfig {
-        read_timeout_secs: 0.2,
-        ..quick(3)
-    };
     let error = client(config)
         .post_json(&server.uri(), &[], body(), &CancellationToken::new())
         .await
         .expect_err("times out");
-    assert_eq!(requests(&server).await, 1, "a delivered request is never sent again");
+    (error, requests(&server).await)
+}
+
+#[tokio::test]
+async fn a_post_answered_after_the_read_timeout_is_sent_exactly_once() {
+    let (error, sent) = late_post_json(HttpConfig {
+        read_timeout_secs: 0.2,
+        ..quick(3)
+    })
+    .await;
+    assert_eq!(sent, 1, "a delivered request is never sent again");
     assert_eq!(error.kind, LlmErrorKind::Timeout, "{error}");
     assert!(error.message.contains("not retried"), "{error}");
 }
 
 #[tokio::test]
 async fn a_post_whose_whole_answer_takes_longer_than_the_timeout_is_a_timeout_sent_once() {
-    let server = late_server().await;
-    let config = HttpConfig {
+    let started = Instant::now();
+    let (error, sent) = late_post_json(HttpConfig {
         timeout_secs: 0.2,
         ..quick(3)
-    };
-    let started = Instant::now();
-    let error = client(config)
-        .post_json(&server.uri(), &[], body(), &CancellationToken::new())
-        .await
-        .expect_err("times out");
-    assert!(
-        started.elapsed() < Duration::from_millis(700),
-        "took {:?}",
-        started.elapsed()
-    );
-    assert_eq!(requests(&server).await, 1, "a delivered request is never sent again");
+    })
+    .await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(700), "took {took:?}");
+    assert_eq!(sent, 1, "a delivered request is never sent again");
     assert_eq!(error.kind, LlmErrorKind::Timeout, "{error}");
     assert_eq!(error.provider.as_deref(), Some("testprov"), "{error}");
     assert!(error.message.contains("within 0.2 s"), "{error}");

@@ -194,6 +194,20 @@ struct BareFunction {
     arguments: String,
 }
 
+/// One bare POST: the request as a hand-written client sends it, the
+/// whole reply body back.
+async fn bare_exchange(http: &reqwest::Client, url: &reqwest::Url, body: impl Into<reqwest::Body>) -> Bytes {
+    let response = http
+        .post(url.clone())
+        .bearer_auth(KEY)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap_or_else(|error| panic!("{error}"));
+    response.bytes().await.unwrap_or_else(|error| panic!("{error}"))
+}
+
 impl Bare {
     fn new(address: SocketAddr, tools: Value) -> Self {
         let url = format!("http://{address}/v1/chat/completions");
@@ -212,16 +226,7 @@ impl Bare {
             tool_choice: "auto",
         };
         let bytes = serde_json::to_vec(&request).unwrap_or_else(|error| panic!("{error}"));
-        let response = self
-            .http
-            .post(self.url.clone())
-            .bearer_auth(KEY)
-            .header("content-type", "application/json")
-            .body(bytes)
-            .send()
-            .await
-            .unwrap_or_else(|error| panic!("{error}"));
-        let bytes = response.bytes().await.unwrap_or_else(|error| panic!("{error}"));
+        let bytes = bare_exchange(&self.http, &self.url, bytes).await;
         let response: BareResponse = serde_json::from_slice(&bytes).unwrap_or_else(|error| panic!("{error}"));
         match response.choices.into_iter().next() {
             Some(choice) => choice.message,
@@ -445,16 +450,7 @@ fn report(runtime: &Runtime, address: SocketAddr, agent: &Agent, bare: &Bare, co
     let bare_http_only = per_turn(1000, || {
         runtime.block_on(async {
             for body in [&first_body, &second_body] {
-                let response = bare
-                    .http
-                    .post(bare.url.clone())
-                    .bearer_auth(KEY)
-                    .header("content-type", "application/json")
-                    .body(body.clone())
-                    .send()
-                    .await
-                    .unwrap_or_else(|error| panic!("{error}"));
-                assert!(response.bytes().await.is_ok());
+                bare_exchange(&bare.http, &bare.url, body.clone()).await;
             }
         });
     });
@@ -630,17 +626,7 @@ fn profile(mode: &str) {
                     let ok = if mode == "http" {
                         http.post_json(&url, &[], body.clone(), &cancel).await.is_ok()
                     } else {
-                        let response = bare
-                            .post(url.clone())
-                            .bearer_auth(KEY)
-                            .header("content-type", "application/json")
-                            .body(body.clone())
-                            .send()
-                            .await;
-                        match response {
-                            Ok(response) => response.bytes().await.is_ok(),
-                            Err(_) => false,
-                        }
+                        !bare_exchange(&bare, &url, body.clone()).await.is_empty()
                     };
                     assert!(ok);
                 }
