@@ -1,12 +1,14 @@
 //! The size of the composition crate, guarded: agent-app's source lines
 //! (not blank, not comments, not `#[cfg(test)]` modules) may not grow past
-//! [`MAX_APP_LINES`]. The aim (issue 33) is under 2,500; the ceiling comes
-//! down as code leaves the app for the crates it belongs in.
+//! [`MAX_APP_LINES`], under 2,500 (issue 33), and its modules may not import
+//! each other in a cycle ([`crate::app_modules`]).
 
 use std::path::Path;
 
-/// The most source lines agent-app may have: 4,647 measured on 2026-12-02.
-pub const MAX_APP_LINES: usize = 4_700;
+/// The most source lines agent-app may have (issue 33's bound; 2,489
+/// measured on 2026-12-03, after the configuration moved to the facade and
+/// the terminal to agent-console).
+pub const MAX_APP_LINES: usize = 2_499;
 
 /// Where the app's sources are, from the workspace root.
 const APP_SOURCES: &str = "crates/agent-app/src";
@@ -14,14 +16,14 @@ const APP_SOURCES: &str = "crates/agent-app/src";
 /// Fails when agent-app has more than [`MAX_APP_LINES`] source lines.
 pub fn run(workspace: &Path) -> Result<(), String> {
     let lines = source_lines_under(&workspace.join(APP_SOURCES))?;
-    eprintln!("==> xtask ci: agent-app has {lines} source lines (at most {MAX_APP_LINES}; the aim is under 2,500)");
+    eprintln!("==> xtask ci: agent-app has {lines} source lines (at most {MAX_APP_LINES})");
     if lines > MAX_APP_LINES {
         return Err(format!(
             "agent-app has {lines} source lines, more than the {MAX_APP_LINES} allowed: \
              move what is not composition to the crate it belongs in"
         ));
     }
-    Ok(())
+    crate::app_modules::run(&workspace.join(APP_SOURCES))
 }
 
 /// The source lines of every `.rs` file under `dir`.
@@ -47,7 +49,12 @@ pub fn source_lines_under(dir: &Path) -> Result<usize, String> {
 /// `#[cfg(test)] mod … { … }` (braces counted per line, which is enough
 /// for rustfmt-formatted code).
 pub fn source_lines(text: &str) -> usize {
-    let mut count = 0;
+    code_lines(text).len()
+}
+
+/// The lines of `text` that [`source_lines`] counts, trimmed.
+pub fn code_lines(text: &str) -> Vec<&str> {
+    let mut code = Vec::new();
     let mut in_block_comment = false;
     let mut test_depth: Option<usize> = None;
     let mut cfg_test_pending = false;
@@ -86,9 +93,9 @@ pub fn source_lines(text: &str) -> usize {
                 continue;
             }
         }
-        count += 1;
+        code.push(line);
     }
-    count
+    code
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::process::Command;
 const CRATES: &[(&str, &str)] = &[
     ("agent-app", "crates/agent-app/Cargo.toml"),
     ("agentry", "crates/agentry/Cargo.toml"),
+    ("agent-console", "crates/agent-console/Cargo.toml"),
 ];
 
 /// Features that are not checked alone: the default set, the facade's
@@ -24,7 +25,8 @@ const NOT_ALONE: &[&str] = &["default", "full", "any-provider", "llama"];
 /// The most crates `agent-app --no-default-features --features openai` may
 /// pull in (normal dependencies, counted by name, the crate itself included).
 /// 218 measured on 2026-12-02, after the facade took the factories and
-/// the app dropped `dirs`; the bound is under 220.
+/// the app dropped `dirs`; 219 on 2026-12-03, agent-console being one. The
+/// issue's bound is under 220.
 pub const MAX_OPENAI_ONLY_CRATES: usize = 219;
 
 /// Checks each feature alone, then the openai-only crate count.

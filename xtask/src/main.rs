@@ -27,6 +27,7 @@
 //! measurements are the `agent-evals` binary (crates/evals), which xtask
 //! runs with cargo, building llama.cpp only then.
 
+mod app_modules;
 mod app_size;
 mod examples;
 mod features;

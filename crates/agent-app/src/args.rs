@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use chrono::NaiveDate;
 use clap::Args;
 
-use crate::config::Overrides;
+use agentry::config::Overrides;
 
 /// Options that choose the provider and model (shared by `run`, `chat` and `demo`).
 #[derive(Debug, Clone, Default, Args)]

@@ -6,8 +6,8 @@ use agent_core::{LlmClient, ModelCatalog, ModelInfo, Pricing};
 use agent_runner::{Agent, AgentBuilder};
 use chrono::NaiveDate;
 
-use crate::config::Settings;
 use crate::tools::ToolBox;
+use agentry::config::Settings;
 
 /// The system prompt used when `agent.system_prompt` is not set.
 pub fn default_system_prompt(today: NaiveDate) -> String {
@@ -87,7 +87,7 @@ mod tests {
     use agent_testing::ScriptedClient;
 
     use super::*;
-    use crate::config::{CONFIG_FILE_NAME, Env, Overrides};
+    use agentry::config::{CONFIG_FILE_NAME, Env, Overrides};
 
     #[tokio::test]
     async fn the_tool_result_cap_and_budgets_of_the_file_reach_the_loop() {

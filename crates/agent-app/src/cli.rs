@@ -40,11 +40,11 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::args::{DemoArgs, tool_list};
 use crate::chat::ChatArgs;
-use crate::config::{Env, Overrides, Settings};
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::output::stdout_line;
 use crate::runs::{ResumeArgs, RunArgs};
 use crate::sessions::{SessionStore, not_found};
+use agentry::config::{Env, Overrides, Settings};
 #[cfg(feature = "telemetry")]
 use agentry::telemetry::{Telemetry, Tracer};
 

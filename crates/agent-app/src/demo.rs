@@ -14,11 +14,11 @@ use agent_travel_assistant::{
 
 use crate::args::DemoArgs;
 use crate::assemble::{catalog_for, default_system_prompt};
-use crate::config::{Env, SceneSpecs, Settings};
-use crate::console::{Console, count, stop_note};
 use crate::error::{AppError, ConfigError, EXIT_FAILURE, EXIT_OK};
 use crate::output::stdout_line;
 use crate::providers::{Progress, build_client};
+use agent_console::{Console, count, stop_note};
+use agentry::config::{Env, SceneSpecs, Settings};
 
 /// The demo's scenes from `[scenes]`: scenes without a prompt of their own
 /// get the demo's system prompt (of `options`) and a line naming them.
@@ -197,7 +197,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::console::SharedBuffer;
+    use agent_console::SharedBuffer;
 
     fn today() -> NaiveDate {
         NaiveDate::from_ymd_opt(2030, 6, 1).unwrap_or_default()
@@ -205,7 +205,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_demo_runs_its_turns_through_the_configured_scenes() {
-        let entry = |description: &str, tools: &[&str]| crate::config::SceneEntry {
+        let entry = |description: &str, tools: &[&str]| agentry::config::SceneEntry {
             description: description.to_owned(),
             system_prompt: None,
             prompt_template: None,
@@ -215,12 +215,12 @@ mod tests {
         };
         let specs = SceneSpecs {
             scenes: vec![
-                crate::config::SceneSpec {
+                agentry::config::SceneSpec {
                     name: "weather".into(),
                     entry: entry("Weather in a city", &["get_weather"]),
                     template: None,
                 },
-                crate::config::SceneSpec {
+                agentry::config::SceneSpec {
                     name: "math".into(),
                     entry: entry("Arithmetic", &["math", "divide_by_secret_number"]),
                     template: None,

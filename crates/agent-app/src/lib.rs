@@ -5,11 +5,9 @@
 //! [`agentry::ToolDomain`], [`agentry::ToolBox`]); this crate reads
 //! `agentry.toml` into it and offers the result on the command line.
 //!
-//! - [`config`]: `agentry.toml` (from `--config`, `$AGENTRY_CONFIG` or the
-//!   working directory), environment overrides and flags, merged with
-//!   figment into the runner's and the facade's types; errors name the
-//!   file, the key and the fix. The model prices shipped in
-//!   `data/models.toml` are its default `[catalog]`.
+//! - [`config`] is the facade's (`agentry::config`): `agentry.toml`, the
+//!   environment and the flags, merged with figment, and the trust check of
+//!   a working-directory file; [`trust`] is the `agentry trust` command.
 //! - [`providers`]: the configured provider's client, through the facade,
 //!   plus what only the app does (the local model's download and progress
 //!   bar, paths relative to the file, setup errors as exit statuses).
@@ -18,15 +16,13 @@
 //!   [`mcp`]: `agentry mcp`, which serves the enabled tools over stdio.
 //! - [`output`]: the `run --json` contract.
 //! - [`scenes`]: `[scenes]`, named sub-agents the model routes each request to.
-//! - [`chat`], [`demo`], [`sessions`], [`console`]: the interactive parts
-//!   (the demo's turns, agents and checker are the `agent-travel-assistant`
-//!   crate's; [`demo`] renders them); on a terminal, [`console`] also shows
-//!   what the run is doing on one line of stderr (loading the model,
-//!   waiting for the provider, reading the prompt, writing, running a
-//!   tool), which `--quiet` turns off.
+//! - [`chat`], [`demo`], [`sessions`]: the interactive parts, on the
+//!   terminal side of `agent-console` (its `Console` shows what a run is
+//!   doing, its chat loop runs `chat`; `--quiet` turns the progress line
+//!   off); the demo's turns, agents and checker are the
+//!   `agent-travel-assistant` crate's, [`demo`] renders them.
+//! - [`serve`]: `agentry serve`, `agent-server` with `[serve]` and `[store]`.
 //! - [`cli`]: the commands (`run` and `resume` live in a module of their own).
-//! - [`trust`]: a working-directory `agentry.toml` that runs programs or
-//!   sends secrets is refused until `agentry trust` records it.
 //! - `[telemetry]`, OTLP/HTTP export of the GenAI spans and metrics, is the
 //!   facade's (`agentry::telemetry`, feature `telemetry`); [`cli`] installs
 //!   it as a tracing-opentelemetry layer and a `metrics` recorder.
@@ -53,12 +49,9 @@ pub mod args;
 pub mod assemble;
 pub mod chat;
 pub mod cli;
-pub mod config;
-pub mod console;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
-pub mod key_exposure;
 pub mod mcp;
 pub mod output;
 pub mod providers;
@@ -69,8 +62,11 @@ pub mod sessions;
 pub mod tools;
 pub mod trust;
 
+/// The configuration: the facade's (`agentry::config`, feature `config`).
+pub use agentry::config;
+
 /// The environment snapshot and the variables Agentry reads (defined in
 /// [`config`], which reads them).
 pub mod env {
-    pub use crate::config::{CONFIG_VAR, Env, HOME_VAR, MODEL_VAR, OVERRIDE_PREFIX, PROVIDER_VAR};
+    pub use agentry::config::{CONFIG_VAR, Env, HOME_VAR, MODEL_VAR, OVERRIDE_PREFIX, PROVIDER_VAR};
 }

@@ -1,14 +1,14 @@
 //! `agentry mcp`: the enabled tools served as an MCP server over stdio.
 //! (The other direction, each `[mcp.servers.NAME]` table a tool domain
 //! NAME, is the facade's factory: see [`crate::tools`] and
-//! [`crate::config::McpSettings`].)
+//! [`agentry::config::McpSettings`].)
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::config::Env;
 use crate::error::AppError;
+use agentry::config::Env;
 
 /// `agentry mcp`.
 #[derive(Debug, Clone, Default, Args)]
@@ -25,7 +25,7 @@ pub struct McpArgs {
 /// is none), its `cwd` resolved against the file it came from.
 #[cfg(feature = "mcp")]
 pub fn server_config(
-    settings: &crate::config::Settings,
+    settings: &agentry::config::Settings,
     name: &str,
 ) -> Result<agentry::mcp::McpServerConfig, crate::error::ConfigError> {
     settings.mcp_server(name)
@@ -40,7 +40,7 @@ pub(crate) async fn serve(args: &McpArgs, env: &Env, cwd: &Path) -> Result<u8, A
     use agent_core::ToolRegistry;
     use agentry::mcp::McpServer;
 
-    use crate::config::{Overrides, Settings};
+    use agentry::config::{Overrides, Settings};
 
     let overrides = Overrides {
         config: args.config.clone(),

@@ -26,7 +26,7 @@
 //! model's price is not in the catalog. `provider` is the configured
 //! provider (`agent.provider`, e.g. `azure-openai`); `model` the model the
 //! requests went to. With `[scenes]` configured it has one more key,
-//! `scene`: the scene that ran (see `crate::scenes`). With `run --schema FILE` the object has one more key,
+//! `scene`: the scene that ran (see the `scenes` module). With `run --schema FILE` the object has one more key,
 //! `output`: the validated JSON answer. With grounding on (`agent.grounding`,
 //! the default of the `llama` provider) it has one more key, `grounding`:
 //! `{"checked": true, "ungrounded": ["22 °C"], "faults": ["ungrounded_figures"],

@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use agent_core::{LlmClient, LlmError, LlmErrorKind};
+use agentry::config::figment::value::Value;
 use agentry::{ProviderConfig, ProviderKind, TableError};
-use figment::value::Value;
 
-use crate::config::{Env, Settings};
 use crate::error::{AppError, ConfigError};
+use agentry::config::{Env, Settings};
 
 /// Whether to show progress (model download and load) on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub fn provider_config(settings: &Settings, env: &Env) -> Result<ProviderConfig,
 /// this fetches it on first use (with a progress bar) and loads it, both on
 /// blocking threads. Keys are looked up in `env`. (A working-directory
 /// `agentry.toml` that would send the user's key elsewhere never gets here
-/// untrusted: `Settings::load` refuses it, see [`crate::trust`].)
+/// untrusted: `Settings::load` refuses it, see [`agentry::config::trust`].)
 pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) -> Result<Arc<dyn LlmClient>, AppError> {
     let config = provider_config(settings, env)?;
     #[cfg(feature = "llama")]
@@ -118,14 +118,14 @@ mod llama {
 
     use agent_core::LlmClient;
     use agentry::ProviderKind;
+    use agentry::config::figment::value::{Dict, Value};
     use agentry::llama::models::{FetchProgress, KNOWN_MODELS, ModelStore, known_model};
     use agentry::llama::{LlamaClient, LlamaConfig};
-    use figment::value::{Dict, Value};
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
     use super::{Progress, setup_error};
-    use crate::config::{Env, HOME_VAR, Settings};
     use crate::error::{AppError, ConfigError};
+    use agentry::config::{Env, HOME_VAR, Settings};
 
     const TABLE: &str = "providers.llama";
 
@@ -301,7 +301,7 @@ mod tests {
     #[cfg(feature = "openai")]
     #[test]
     fn a_misspelt_key_in_a_provider_table_is_an_error_naming_it() {
-        use crate::config::{CONFIG_FILE_NAME, Overrides};
+        use agentry::config::{CONFIG_FILE_NAME, Overrides};
 
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let read = |toml: &str, overrides: &Overrides| {

@@ -42,12 +42,12 @@ use serde_json::Value;
 
 use crate::args::{AgentOptions, ProviderOptions};
 use crate::assemble::build_agent;
-use crate::config::{Env, Overrides, Settings};
-use crate::console::{Console, brief, stop_note};
 use crate::error::{AppError, EXIT_FAILURE, EXIT_OK};
 use crate::output::{RunOutput, is_success, stdout_line};
 use crate::providers::{Progress, build_client};
 use crate::sessions::{SessionLock, SessionStore, validate_name};
+use agent_console::{Console, brief, stop_note};
+use agentry::config::{Env, Overrides, Settings};
 
 /// `agentry run`.
 #[derive(Debug, Clone, Args)]

@@ -37,14 +37,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{AgentEvent, LlmClient, Message, ToolContext, ToolProvider, ToolRegistry};
-use agent_runner::Agent;
+use agent_core::{LlmClient, ToolProvider};
 use agent_runner::scenes::{Scene, SceneError, SceneRouter, SceneRouterBuilder};
-use futures::stream::BoxStream;
 
-use crate::config::{SceneSpecs, Settings};
 use crate::error::{AppError, ConfigError};
 use crate::tools::ToolBox;
+use agentry::config::{SceneSpecs, Settings};
 
 /// A router builder for `specs` over `client` and `providers`; scenes
 /// without a prompt of their own get `base_prompt` and a line naming them.
@@ -135,67 +133,14 @@ pub fn router_for(
         .map_err(|error| config_error(settings, &error).into())
 }
 
-/// What `chat` runs a turn with: an agent, or a scene router.
-pub trait TurnRunner: Send + Sync {
-    /// The model client.
-    fn client(&self) -> &Arc<dyn LlmClient>;
-
-    /// The tools (for a router: every scene's).
-    fn registry(&self) -> &Arc<dyn ToolRegistry>;
-
-    /// One turn as a stream of events ending with `RunFinished`.
-    fn run_stream(
-        &self,
-        history: Vec<Message>,
-        user_message: &str,
-        context: ToolContext,
-    ) -> BoxStream<'static, AgentEvent>;
-}
-
-impl TurnRunner for Agent {
-    fn client(&self) -> &Arc<dyn LlmClient> {
-        Agent::client(self)
-    }
-
-    fn registry(&self) -> &Arc<dyn ToolRegistry> {
-        Agent::registry(self)
-    }
-
-    fn run_stream(
-        &self,
-        history: Vec<Message>,
-        user_message: &str,
-        context: ToolContext,
-    ) -> BoxStream<'static, AgentEvent> {
-        Box::pin(self.run(user_message).history(history).context(context).stream())
-    }
-}
-
-impl TurnRunner for SceneRouter {
-    fn client(&self) -> &Arc<dyn LlmClient> {
-        SceneRouter::client(self)
-    }
-
-    fn registry(&self) -> &Arc<dyn ToolRegistry> {
-        SceneRouter::registry(self)
-    }
-
-    fn run_stream(
-        &self,
-        history: Vec<Message>,
-        user_message: &str,
-        context: ToolContext,
-    ) -> BoxStream<'static, AgentEvent> {
-        Box::pin(SceneRouter::run_stream(self, history, user_message, context))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
+    use agent_core::ToolContext;
+
     use super::*;
-    use crate::config::{Env, Overrides};
+    use agentry::config::{Env, Overrides};
 
     fn settings(toml: &str, dir: &Path) -> Result<Settings, ConfigError> {
         std::fs::write(dir.join("agentry.toml"), toml).unwrap_or_else(|e| panic!("{e}"));

@@ -1,31 +1,31 @@
 //! `agentry serve`: the configured agent over HTTP ([`agent_server`]), with
 //! the API keys and limits of `[serve]` and the session store of `[store]`
-//! (see [`crate::config::ServeSettings`], [`crate::config::StoreSettings`]).
+//! (see [`agent_server::ServeSettings`], [`agentry::config::StoreSettings`]).
 //!
 //! `POST /v1/runs` answers with the `run --json` object. With `[scenes]`,
 //! each prompt goes to the scene the router picks, as in `run` and `chat`.
 //!
 //! The server comes with the cargo feature `serve`, a PostgreSQL store with
 //! `postgres`, and the default SQLite store with `sqlite`; in a build
-//! without `serve`, `[serve]` is read as an unchecked table and
-//! `agentry serve` says which feature to build with.
+//! without `serve`, `[serve]` is not checked and `agentry serve` says which
+//! feature to build with.
 
 use std::net::SocketAddr;
 use std::path::Path;
 #[cfg(feature = "serve")]
-use std::{num::NonZeroU32, sync::Arc, time::Duration};
+use std::sync::Arc;
 
 #[cfg(feature = "serve")]
 use agent_core::ConversationStore;
 #[cfg(feature = "serve")]
-use agent_server::Server;
+use agent_server::{ServeSettings, Server};
 use clap::Args;
 
 use crate::args::AgentShape;
-use crate::config::Env;
-#[cfg(feature = "serve")]
-use crate::config::{Settings, redact_url};
 use crate::error::{AppError, ConfigError};
+use agentry::config::Env;
+#[cfg(feature = "serve")]
+use agentry::config::{Settings, redact_url};
 
 /// `agentry serve`.
 #[derive(Debug, Clone, Args)]
@@ -48,7 +48,10 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -
     use crate::providers::{Progress, build_client};
 
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
-    let keys = settings.api_keys()?;
+    let serve = serve_settings(&settings)?;
+    let keys = serve
+        .api_keys()
+        .map_err(|error| settings.invalid("serve.api_keys", &error.to_string()))?;
     if keys.is_empty() {
         return Err(ConfigError::MissingKey {
             origin: settings.origin("serve.api_keys"),
@@ -65,20 +68,10 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -
     let agent = build_agent(&settings, client, &tools);
     let provider = settings.provider()?.name().to_owned();
     let store = open_store(&settings, env).await?;
-    let serve = &settings.config.serve;
     let server = Server::new(agent)
         .api_keys(keys)
         .store(store)
-        .max_body_bytes(serve.max_body_bytes)
-        .max_runs_per_key(serve.max_runs_per_key)
-        .requests_per_minute(NonZeroU32::new(serve.requests_per_minute))
-        .drain_delay(Duration::from_secs(serve.drain_secs))
-        .shutdown_grace(Duration::from_secs(serve.shutdown_grace_secs))
-        .header_read_timeout(Duration::from_secs(serve.header_read_timeout_secs.max(1)))
-        .body_timeout(Duration::from_secs(serve.body_timeout_secs.max(1)))
-        .max_connections(serve.max_connections)
-        .max_ended_runs_per_key(serve.max_ended_runs_per_key)
-        .max_sessions_per_key(serve.max_sessions_per_key)
+        .settings(&serve)
         .render_runs(Arc::new(move |result| {
             let mut output = RunOutput::from_result(result);
             output.provider.clone_from(&provider);
@@ -100,6 +93,13 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -
         .await
         .map_err(|error| AppError::io("serving HTTP", error))?;
     Ok(crate::error::EXIT_OK)
+}
+
+/// The `[serve]` table, checked: its keys, its values and the form of its
+/// API keys, each error naming the key and where it was set.
+#[cfg(feature = "serve")]
+fn serve_settings(settings: &Settings) -> Result<ServeSettings, ConfigError> {
+    Ok(settings.table("serve")?.unwrap_or_default())
 }
 
 /// `agentry serve` in a build without the `serve` feature.
@@ -183,7 +183,7 @@ async fn shutdown_signal() {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{StoreSettings, redact_url};
+    use agentry::config::{StoreSettings, redact_url};
 
     #[test]
     fn a_store_urls_password_never_shows() {

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::ToolProvider;
+use agentry::config::figment::value::Value;
 use agentry::{DomainError, ToolBoxError, ToolBoxOptions, ToolDomain};
-use figment::value::Value;
 
 pub use agentry::ToolListing;
 
-use crate::config::{Env, Settings};
 use crate::error::{AppError, ConfigError};
+use agentry::config::{Env, Settings};
 
 /// The keys of `[tools.NAME]` tables that are paths, relative to the file
 /// that sets them.
@@ -137,7 +137,7 @@ async fn mcp_domain(
     Err(ConfigError::not_compiled(format!("the MCP server `[mcp.servers.{name}]`"), "mcp").into())
 }
 
-fn domain_error(settings: &Settings, key: &str, error: DomainError<figment::Error>) -> AppError {
+fn domain_error(settings: &Settings, key: &str, error: DomainError<agentry::config::figment::Error>) -> AppError {
     match error {
         DomainError::NotCompiled(error) => ConfigError::from(error).into(),
         DomainError::Invalid(error) => settings.key_error(&error, key).into(),
@@ -152,7 +152,7 @@ fn domain_error(settings: &Settings, key: &str, error: DomainError<figment::Erro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Overrides;
+    use agentry::config::Overrides;
 
     #[cfg(any(feature = "travel", feature = "sql", feature = "web"))]
     fn settings(toml: &str, dir: &std::path::Path) -> Settings {
@@ -255,7 +255,7 @@ mod tests {
         assert_eq!(ToolDomain::Web.is_compiled(), cfg!(feature = "web"));
         assert_eq!(ToolDomain::Sql.is_compiled(), cfg!(feature = "sql"));
         assert_eq!(ToolDomain::Travel.is_compiled(), cfg!(feature = "travel"));
-        let defaults = crate::config::default_domains();
+        let defaults = agentry::config::default_domains();
         assert_eq!(defaults.contains(&"travel".to_owned()), cfg!(feature = "travel"));
         assert!(defaults.contains(&"math".to_owned()));
         for domain in ToolDomain::ALL {

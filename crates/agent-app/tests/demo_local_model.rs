@@ -18,10 +18,10 @@ use std::time::Instant;
 
 use agent_app::assemble::catalog_for;
 use agent_app::config::{Overrides, Settings};
-use agent_app::console::{Console, SharedBuffer};
 use agent_app::demo::run_demo;
 use agent_app::env::Env;
 use agent_app::providers::{Progress, build_client};
+use agent_console::{Console, SharedBuffer};
 use agent_core::RunEnd;
 use agent_travel_assistant::{LIMIT_TURN, TURNS};
 

@@ -180,22 +180,50 @@ except Exception as error:
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_url_of_no_known_kind_is_a_configuration_error_that_hides_its_password() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("agentry.toml"),
-        format!(
-            "[serve]\napi_keys = [\"{}\"]\n[store]\nurl = \"mysql://agentry:hunter2-secret@db/app\"\n",
-            agent_server::hash_key(KEY)
+    let table = format!(
+        "[serve]\napi_keys = [\"{}\"]\n[store]\nurl = \"mysql://agentry:hunter2-secret@db/app\"\n",
+        agent_server::hash_key(KEY)
+    );
+    let (status, stderr) = serve_refusing(&table).await;
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(stderr.contains("store.url"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_serve_table_is_a_configuration_error_naming_its_key() {
+    for (table, key) in [
+        ("[serve]\napi_keys = [\"sk-plain-key\"]\n", "serve.api_keys"),
+        (
+            &*format!(
+                "[serve]\napi_keys = [\"{}\"]\nmax_body_byte = 10\n",
+                agent_server::hash_key(KEY)
+            ),
+            "serve.max_body_byte",
         ),
-    )
-    .unwrap();
+        (
+            &*format!(
+                "[serve]\napi_keys = [\"{}\"]\nmax_runs_per_key = -1\n",
+                agent_server::hash_key(KEY)
+            ),
+            "serve.max_runs_per_key",
+        ),
+    ] {
+        let (status, stderr) = serve_refusing(table).await;
+        assert_eq!(status, Some(2), "{table}: {stderr}");
+        assert!(stderr.contains(key), "{table}: {stderr}");
+    }
+}
+
+/// `agentry serve` with `agentry.toml` holding `table`, which it is
+/// expected to refuse before listening: its exit status and stderr.
+async fn serve_refusing(table: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agentry.toml"), table).unwrap();
     let mut command = cli_support::agentry(dir.path());
     command
         .env("OPENAI_API_KEY", "sk-test")
         .args(["serve", "--provider", "openai", "--addr", "127.0.0.1:0"]);
     let output = cli_support::run_cmd(command).await;
-    let stderr = cli_support::stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("store.url"), "{stderr}");
-    assert!(!stderr.contains("hunter2"), "{stderr}");
+    (output.status.code(), cli_support::stderr(&output))
 }

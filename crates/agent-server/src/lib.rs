@@ -73,6 +73,7 @@ mod page;
 mod runs;
 mod session_index;
 mod sessions;
+mod settings;
 mod state;
 
 use std::future::Future;
@@ -89,6 +90,7 @@ use axum::routing::{get, post};
 
 pub use auth::{ApiKeys, HASH_PREFIX, KeyFormatError, KeyId, hash_key};
 pub use error::ApiError;
+pub use settings::ServeSettings;
 
 use crate::state::Shared;
 

@@ -18,6 +18,7 @@
 //! | `web` | `web`: guarded web fetch and search | |
 //! | `mcp` | `mcp`: tools of MCP servers | |
 //! | `telemetry` | [`telemetry`]: OTLP/HTTP export of the GenAI spans and metrics | |
+//! | `config` | [`config`]: `agentry.toml`, environment and flags, read with figment | |
 //! | `full` | every feature above except `llama` and `telemetry` | |
 //!
 //! The layers stay available as modules: [`core`] (messages, ports,
@@ -105,6 +106,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "config")]
+pub mod config;
 mod domain;
 mod error;
 pub mod prelude;

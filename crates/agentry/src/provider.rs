@@ -441,6 +441,7 @@ mod tests {
     fn model_and_base_url_are_keys_of_the_table() {
         let table = serde_json::json!({"model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk"});
         let config = ProviderConfig::from_table(ProviderKind::AzureOpenAi, &table).unwrap_or_else(|e| panic!("{e}"));
+        #[allow(irrefutable_let_patterns, reason = "OpenAI may be the only provider of the build")]
         let ProviderConfig::OpenAi(openai) = &config else {
             panic!("not openai")
         };

@@ -44,13 +44,13 @@ impl Session {
         let mut out = format!(
             "session {} · {} · {} · {} · ${:.6}\n",
             self.name,
-            crate::console::count(self.turns() as u64, "turn"),
+            agent_console::count(self.turns() as u64, "turn"),
             if self.model.is_empty() {
                 "no runs yet".to_owned()
             } else {
                 format!("{}/{}", self.provider, self.model)
             },
-            crate::console::count(self.usage.total_tokens(), "token"),
+            agent_console::count(self.usage.total_tokens(), "token"),
             self.cost_usd
         );
         for message in &self.messages {
@@ -75,7 +75,7 @@ impl Session {
                         out,
                         "  {mark} {}: {}",
                         result.name,
-                        crate::console::brief(&result.content, 200)
+                        agent_console::brief(&result.content, 200)
                     );
                 }
             }

@@ -10,10 +10,9 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// The catalog's `claude-sonnet-4-5` prices, read from the app's model
-/// catalog (crates/agent-app/data/models.toml) so the test follows it.
+/// catalog (crates/agentry/data/models.toml) so the test follows it.
 fn catalog_pricing() -> Pricing {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../agent-app/data/models.toml")).unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../agentry/data/models.toml")).unwrap();
     let section = text.split("[\"claude-sonnet-4-5\"]").nth(1).unwrap();
     let entry = section.split("\n\n").next().unwrap();
     let price = |key: &str| -> f64 {

@@ -1,7 +1,7 @@
 //! [`Console`]: renders a run's [`AgentEvent`]s for people — text as it
 //! arrives, each tool call with its arguments, a spinner while it runs, its
 //! result or error in brief — and, on a terminal, the progress line of what
-//! the model is doing (`console::progress`).
+//! the model is doing (the `progress` module).
 
 use std::collections::HashMap;
 use std::io::{self, Write};

@@ -1,14 +1,14 @@
 //! Which provider keys of an `agentry.toml` route the user's API key: to a
 //! host other than the provider's, over plain HTTP, or another variable
 //! sent as the key. A working-directory file that sets one needs the user's
-//! trust ([`crate::trust`]); a key the file itself holds is its own
+//! trust ([`trust`](super::trust)); a key the file itself holds is its own
 //! business.
 
 use url::Url;
 
-use agentry::ProviderKind;
+use crate::ProviderKind;
 
-use crate::config::{Env, Settings};
+use super::{Env, Settings};
 
 /// One line per key of the chosen provider's table that the working
 /// directory's `agentry.toml` set and that would send the user's key
