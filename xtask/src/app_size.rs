@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-/// The most source lines agent-app may have (issue 33's bound; 2,489
-/// measured on 2026-12-03, after the configuration moved to the facade and
-/// the terminal to agent-console).
-pub const MAX_APP_LINES: usize = 2_499;
+/// The most source lines agent-app may have, under issue 33's bound of
+/// 2,500: 2,356 measured on 2026-12-03, after the configuration and the
+/// parts it describes moved to the facade, the terminal to agent-console
+/// and `[serve]` to agent-server (4,647 the day before).
+pub const MAX_APP_LINES: usize = 2_400;
 
 /// Where the app's sources are, from the workspace root.
 const APP_SOURCES: &str = "crates/agent-app/src";

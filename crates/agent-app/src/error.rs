@@ -63,6 +63,16 @@ impl From<agent_console::ChatError> for AppError {
     }
 }
 
+impl From<agentry::config::SetupError> for AppError {
+    fn from(error: agentry::config::SetupError) -> Self {
+        match error {
+            agentry::config::SetupError::Config(error) => Self::Config(error),
+            #[cfg(feature = "mcp")]
+            agentry::config::SetupError::Mcp(error) => Self::Mcp(error),
+        }
+    }
+}
+
 impl From<agentry::config::TrustStoreError> for AppError {
     fn from(error: agentry::config::TrustStoreError) -> Self {
         match error {

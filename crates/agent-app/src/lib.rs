@@ -10,7 +10,7 @@
 //!   a working-directory file; [`trust`] is the `agentry trust` command.
 //! - [`providers`]: the configured provider's client, through the facade,
 //!   plus what only the app does (the local model's download and progress
-//!   bar, paths relative to the file, setup errors as exit statuses).
+//!   bar, setup errors as exit statuses).
 //! - [`tools`]: the enabled tool domains (`math`, `travel`, `sql`, `web`,
 //!   and MCP servers, `[mcp.servers.NAME]`), through the facade;
 //!   [`mcp`]: `agentry mcp`, which serves the enabled tools over stdio.

@@ -1,16 +1,15 @@
-//! The model client of the configured provider. The facade's factory reads
-//! the chosen provider's `[providers.NAME]` table
-//! ([`ProviderConfig::from_table`]), into which `agent.model` (`--model`)
-//! and `--base-url` go as its `model` and `base_url` keys, and makes the
-//! client ([`ProviderConfig::client_with_env`]). What only the app does is
-//! here: the local model's download with a progress bar, paths relative to
-//! the configuration file, setup errors as exit statuses.
+//! The model client of the configured provider. The facade reads the
+//! chosen provider's configuration ([`Settings::provider_config`]: its
+//! `[providers.NAME]` table, with `agent.model` (`--model`) and
+//! `--base-url` as its `model` and `base_url` keys) and makes the client
+//! ([`ProviderConfig::client_with_env`]). What only the app does is here:
+//! the local model's download and load with a progress bar, and setup
+//! errors as exit statuses.
 
 use std::sync::Arc;
 
 use agent_core::{LlmClient, LlmError, LlmErrorKind};
-use agentry::config::figment::value::Value;
-use agentry::{ProviderConfig, ProviderKind, TableError};
+use agentry::{ProviderConfig, ProviderKind};
 
 use crate::error::{AppError, ConfigError};
 use agentry::config::{Env, Settings};
@@ -31,28 +30,9 @@ impl Progress {
     }
 }
 
-/// The configuration of the chosen provider: its `[providers.NAME]` table
-/// with `agent.model` as its `model` and `--base-url` as its `base_url`
-/// (and, for the local model, its paths made absolute).
+/// The configuration of the chosen provider ([`Settings::provider_config`]).
 pub fn provider_config(settings: &Settings, env: &Env) -> Result<ProviderConfig, AppError> {
-    let kind = settings.provider()?;
-    let key = format!("providers.{}", kind.name());
-    let mut table = settings.table_value(&key);
-    if let Some(model) = &settings.config.agent.model {
-        table.insert("model".to_owned(), Value::from(model.clone()));
-    }
-    #[cfg(feature = "llama")]
-    if kind == ProviderKind::Llama {
-        llama::prepare(&mut table, settings, env)?;
-    }
-    let _ = env;
-    if let Some(url) = &settings.base_url {
-        table.insert("base_url".to_owned(), Value::from(url.clone()));
-    }
-    ProviderConfig::from_table(kind, &Value::from(table)).map_err(|error| match error {
-        TableError::NotCompiled(_) => unavailable(kind).into(),
-        TableError::Invalid(error) => settings.key_error(&error, &key).into(),
-    })
+    Ok(settings.provider_config(env)?)
 }
 
 /// The client for the configured provider and model. For the local model
@@ -71,15 +51,6 @@ pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) ->
     config
         .client_with_env(|name| env.get(name))
         .map_err(|error| setup_error(kind, error))
-}
-
-/// Why `kind` cannot be used by this build: its feature is off.
-fn unavailable(kind: ProviderKind) -> ConfigError {
-    ConfigError::ProviderNotCompiled {
-        name: kind.name().to_owned(),
-        feature: kind.feature().to_owned(),
-        available: ProviderKind::compiled_names(),
-    }
 }
 
 /// A provider's setup failure as the right error: missing keys, endpoints
@@ -102,7 +73,7 @@ fn setup_error(kind: ProviderKind, error: LlmError) -> AppError {
 pub fn configured_context_window(settings: &Settings, client: &dyn LlmClient) -> Option<u64> {
     #[cfg(feature = "llama")]
     if client.provider() == "llama" {
-        let table = Value::from(settings.table_value("providers.llama"));
+        let table = agentry::config::figment::value::Value::from(settings.table_value("providers.llama"));
         let config: agentry::llama::LlamaConfig = serde::Deserialize::deserialize(&table).ok()?;
         return Some(u64::from(config.context_size));
     }
@@ -112,55 +83,17 @@ pub fn configured_context_window(settings: &Settings, client: &dyn LlmClient) ->
 
 #[cfg(feature = "llama")]
 mod llama {
-    use std::path::{Path, PathBuf};
     use std::sync::Arc;
     use std::time::Duration;
 
     use agent_core::LlmClient;
     use agentry::ProviderKind;
-    use agentry::config::figment::value::{Dict, Value};
     use agentry::llama::models::{FetchProgress, KNOWN_MODELS, ModelStore, known_model};
     use agentry::llama::{LlamaClient, LlamaConfig};
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
     use super::{Progress, setup_error};
     use crate::error::{AppError, ConfigError};
-    use agentry::config::{Env, HOME_VAR, Settings};
-
-    const TABLE: &str = "providers.llama";
-
-    /// The `[providers.llama]` table as the app runs it: `--model` naming a
-    /// `.gguf` file is its `model_path`, paths are relative to the file
-    /// that set them, and the model store and prompt cache default to
-    /// `$AGENTRY_HOME`'s.
-    pub(super) fn prepare(table: &mut Dict, settings: &Settings, env: &Env) -> Result<(), AppError> {
-        if settings.base_url.is_some() {
-            return Err(ConfigError::Unsupported(
-                "--base-url does not apply to the llama provider, which runs the model in-process; \
-                 use --provider openai-compatible --base-url URL for a llama.cpp server"
-                    .to_owned(),
-            )
-            .into());
-        }
-        if let Some(model) = &settings.config.agent.model {
-            if looks_like_a_file(model) {
-                table.remove("model");
-                table.insert("model_path".to_owned(), Value::from(model.clone()));
-            } else {
-                table.remove("model_path");
-            }
-        }
-        for name in ["model_path", "models_dir", "prompt_cache_dir"] {
-            settings.resolve_path_in(table, TABLE, name);
-        }
-        let home = env.get(HOME_VAR).map(PathBuf::from);
-        for (name, dir) in [("models_dir", "models"), ("prompt_cache_dir", "cache/llama")] {
-            if let (false, Some(home)) = (table.contains_key(name), &home) {
-                table.insert(name.to_owned(), Value::from(home.join(dir).display().to_string()));
-            }
-        }
-        Ok(())
-    }
 
     pub(super) async fn client(config: LlamaConfig, progress: Progress) -> Result<Arc<dyn LlmClient>, AppError> {
         // Before any download or load: a bad number is a configuration error.
@@ -188,12 +121,6 @@ mod llama {
         spinner.finish_and_clear();
         let client = loaded.map_err(|error| setup_error(ProviderKind::Llama, error))?;
         Ok(Arc::new(client))
-    }
-
-    fn looks_like_a_file(model: &str) -> bool {
-        let path = Path::new(model);
-        path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"))
-            || model.contains(std::path::MAIN_SEPARATOR)
     }
 
     fn display_name(config: &LlamaConfig) -> String {
@@ -288,13 +215,13 @@ mod tests {
 
     #[test]
     fn a_provider_of_a_feature_that_is_off_names_the_feature() {
-        let message = unavailable(ProviderKind::Anthropic).to_string();
+        let message = ConfigError::provider_not_compiled(ProviderKind::Anthropic).to_string();
         assert!(
             message.contains("`anthropic`") && message.contains("--features anthropic"),
             "{message}"
         );
         assert!(message.contains(&ProviderKind::compiled_names()), "{message}");
-        let message = unavailable(ProviderKind::Llama).to_string();
+        let message = ConfigError::provider_not_compiled(ProviderKind::Llama).to_string();
         assert!(message.contains("--features llama"), "{message}");
     }
 

@@ -1,24 +1,17 @@
 //! Tool domains: from `[tools] enabled` to a [`ToolBox`], each domain
-//! built by the facade's factory from its table ([`ToolDomain::build`] for
-//! `[tools.NAME]`, `mcp_domain` for `[mcp.servers.NAME]`), its paths made
-//! relative to the configuration file first.
+//! built by the facade's factory from its table ([`Settings::tool_box`]),
+//! and the listing `agentry tools` prints.
 
 use std::ops::Deref;
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_core::ToolProvider;
-use agentry::config::figment::value::Value;
-use agentry::{DomainError, ToolBoxError, ToolBoxOptions, ToolDomain};
+use agentry::ToolBoxOptions;
 
 pub use agentry::ToolListing;
 
 use crate::error::{AppError, ConfigError};
 use agentry::config::{Env, Settings};
-
-/// The keys of `[tools.NAME]` tables that are paths, relative to the file
-/// that sets them.
-const PATH_KEYS: &[(&str, &str)] = &[("sql", "path")];
 
 /// The facade's [`agentry::ToolBox`] (the enabled providers and their
 /// registry, which it derefs to), built from the settings.
@@ -35,35 +28,10 @@ impl Deref for ToolBox {
 
 impl ToolBox {
     /// The domains of `settings.config.tools.enabled`, built from their
-    /// tables, in a box whose registry has `[tools]`'s timeout and approvals.
+    /// tables, in a box whose registry has `[tools]`'s timeout and
+    /// approvals ([`Settings::tool_box`]).
     pub async fn from_settings(settings: &Settings, env: &Env) -> Result<Self, AppError> {
-        let tools = &settings.config.tools;
-        let mut providers: Vec<Arc<dyn ToolProvider>> = Vec::new();
-        for domain in &tools.enabled {
-            if !providers.iter().any(|provider| provider.name() == domain) {
-                providers.push(build_domain(domain, settings, env).await?);
-            }
-        }
-        let options = ToolBoxOptions {
-            timeout: tools
-                .timeout_secs
-                .and_then(|secs| Duration::try_from_secs_f64(secs).ok()),
-            require_approval: tools.require_approval.clone(),
-        };
-        let tools = agentry::ToolBox::new(providers, &options).map_err(|error| {
-            let (domain, message) = match error {
-                ToolBoxError::UnknownApproval { name, enabled } => (
-                    "require_approval".to_owned(),
-                    format!(
-                        "`{name}` in [tools] require_approval is not an enabled tool; enabled tools: {}",
-                        enabled.join(", ")
-                    ),
-                ),
-                other @ ToolBoxError::Registry(_) => (tools.enabled.join(", "), other.to_string()),
-            };
-            ConfigError::Tool { domain, message }
-        })?;
-        Ok(Self(tools))
+        Ok(Self(settings.tool_box(env).await?))
     }
 
     /// A tool box of these providers (all enabled).
@@ -87,71 +55,10 @@ impl ToolBox {
     }
 }
 
-async fn build_domain(name: &str, settings: &Settings, env: &Env) -> Result<Arc<dyn ToolProvider>, AppError> {
-    let lookup = |var: &str| env.get(var);
-    if let Some(domain) = ToolDomain::parse(name) {
-        let key = format!("tools.{name}");
-        let mut table = settings.table_value(&key);
-        for (_, path) in PATH_KEYS.iter().filter(|(domain, _)| *domain == name) {
-            settings.resolve_path_in(&mut table, &key, path);
-        }
-        return domain
-            .build(&Value::from(table), lookup)
-            .map_err(|error| domain_error(settings, &key, error));
-    }
-    if settings.config.mcp.has(name) {
-        return mcp_domain(name, settings, lookup).await;
-    }
-    Err(ConfigError::UnknownToolDomain {
-        origin: settings.origin("tools.enabled"),
-        name: name.to_owned(),
-        available: ToolDomain::compiled_names(),
-    }
-    .into())
-}
-
-/// Starts (or connects to) the configured MCP server `name` and lists its
-/// tools: the domain `name`. Its connection runs on the current runtime.
-#[cfg(feature = "mcp")]
-async fn mcp_domain(
-    name: &str,
-    settings: &Settings,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn ToolProvider>, AppError> {
-    let key = format!("mcp.servers.{name}");
-    let mut table = settings.table_value(&key);
-    settings.resolve_path_in(&mut table, &key, "cwd");
-    agentry::mcp_domain(name, &Value::from(table), env)
-        .await
-        .map_err(|error| domain_error(settings, &key, error))
-}
-
-/// An MCP server in a build without the `mcp` feature.
-#[cfg(not(feature = "mcp"))]
-#[expect(clippy::unused_async, reason = "the same signature as the build with MCP")]
-async fn mcp_domain(
-    name: &str,
-    _: &Settings,
-    _: impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn ToolProvider>, AppError> {
-    Err(ConfigError::not_compiled(format!("the MCP server `[mcp.servers.{name}]`"), "mcp").into())
-}
-
-fn domain_error(settings: &Settings, key: &str, error: DomainError<agentry::config::figment::Error>) -> AppError {
-    match error {
-        DomainError::NotCompiled(error) => ConfigError::from(error).into(),
-        DomainError::Invalid(error) => settings.key_error(&error, key).into(),
-        DomainError::Setup { domain, message } => ConfigError::Tool { domain, message }.into(),
-        #[cfg(feature = "mcp")]
-        DomainError::Mcp(error) => error.into(),
-        #[allow(unreachable_patterns)]
-        other => AppError::RunFailed(other.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentry::ToolDomain;
     use agentry::config::Overrides;
 
     #[cfg(any(feature = "travel", feature = "sql", feature = "web"))]

@@ -154,6 +154,18 @@ impl ConfigError {
     }
 }
 
+impl ConfigError {
+    /// The provider `kind` is not in this build: the error naming its
+    /// feature and the providers there are.
+    pub fn provider_not_compiled(kind: crate::ProviderKind) -> Self {
+        Self::ProviderNotCompiled {
+            name: kind.name().to_owned(),
+            feature: kind.feature().to_owned(),
+            available: crate::ProviderKind::compiled_names(),
+        }
+    }
+}
+
 impl From<crate::NotCompiled> for ConfigError {
     fn from(error: crate::NotCompiled) -> Self {
         Self::not_compiled(error.what, error.feature)

@@ -16,8 +16,9 @@
 //!   runner's whole configuration.
 //! - `[providers.NAME]`, `[tools.NAME]` and `[mcp.servers.NAME]` stay raw
 //!   until the factory ([`ProviderConfig::from_table`](crate::ProviderConfig::from_table),
-//!   [`ToolDomain::build`](crate::ToolDomain::build)) reads the chosen ones
-//!   ([`Settings::table`], [`Settings::table_value`]).
+//!   [`ToolDomain::build`](crate::ToolDomain::build)) reads the chosen ones:
+//!   [`Settings::provider_config`] gives the chosen provider's
+//!   configuration, [`Settings::tool_box`] the enabled tool domains.
 //! - `[catalog."model"]` is merged over the shipped model prices
 //!   ([`SHIPPED_CATALOG`]).
 //! - `[scenes]` is checked and its templates read ([`Settings::scene_specs`]).
@@ -45,6 +46,7 @@ mod catalog;
 mod env;
 mod error;
 mod key_exposure;
+mod parts;
 mod settings;
 mod tables;
 pub mod trust;
@@ -56,6 +58,7 @@ pub use catalog::{CatalogEntry, SHIPPED_CATALOG, parse_catalog, shipped_entries,
 pub use env::Env;
 pub use error::ConfigError;
 pub use key_exposure::provider_key_routes;
+pub use parts::SetupError;
 pub use settings::Settings;
 pub use tables::{
     AgentSettings, BudgetSettings, Config, McpSettings, Overrides, ProviderTables, RawTable, SceneEntry, SceneSpec,
