@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 #[tokio::test]
 async fn whats_the_weather_in_tokyo_makes_one_get_weather_call_recorded_with_its_result() {
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     let today = NaiveDate::from_ymd_opt(2026, 6, 1).expect("date");
     registry
         .register(Arc::new(TravelTools::with_today(today).tool_set()), true)

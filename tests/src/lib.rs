@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::ToolContext;
-use agent_tools::{Json, Registry, ToolSet, TypedTool};
+use agent_tools::{Json, ToolBox, ToolSet, TypedTool};
 use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -75,7 +75,7 @@ struct WeatherArgs {
 /// # Panics
 ///
 /// Never: one tool cannot clash.
-pub fn weather_tools() -> (Arc<Registry>, Arc<AtomicUsize>) {
+pub fn weather_tools() -> (Arc<ToolBox>, Arc<AtomicUsize>) {
     let runs = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&runs);
     let weather = TypedTool::new(
@@ -86,7 +86,7 @@ pub fn weather_tools() -> (Arc<Registry>, Arc<AtomicUsize>) {
             async move { Ok::<_, agent_core::ToolError>(Json(json!({"city": args.city, "temp_c": 18, "sky": "cloudy"}))) }
         },
     );
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     if let Err(error) = registry.register(Arc::new(ToolSet::new("weather", "Weather tools").tool(weather)), true) {
         panic!("the weather tool: {error}");
     }

@@ -108,7 +108,7 @@ pub fn router_for(
         .system_prompt
         .clone()
         .unwrap_or_else(|| crate::assemble::default_system_prompt(crate::assemble::today()));
-    let mut builder = router_builder(&specs, Arc::clone(client), tools.providers(), &base)?
+    let mut builder = router_builder(&specs, Arc::clone(client), &tools.providers(), &base)?
         .configure(crate::assemble::configure_agent(settings, client.as_ref()))
         .catalog(crate::assemble::catalog_for(settings, client.as_ref()))
         .require_approval(settings.config.tools.require_approval.iter().cloned());

@@ -6,17 +6,17 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use agent_core::ToolProvider;
-use agentry::ToolBoxOptions;
 
 pub use agentry::ToolListing;
 
 use crate::error::{AppError, ConfigError};
 use agentry::config::{Env, Settings};
 
-/// The facade's [`agentry::ToolBox`] (the enabled providers and their
-/// registry, which it derefs to), built from the settings.
+/// The facade's [`agentry::ToolBox`] (the enabled providers and the
+/// registry that runs them, which it derefs to), shared, built from the
+/// settings.
 #[derive(Debug, Clone)]
-pub struct ToolBox(agentry::ToolBox);
+pub struct ToolBox(Arc<agentry::ToolBox>);
 
 impl Deref for ToolBox {
     type Target = agentry::ToolBox;
@@ -31,17 +31,25 @@ impl ToolBox {
     /// tables, in a box whose registry has `[tools]`'s timeout and
     /// approvals ([`Settings::tool_box`]).
     pub async fn from_settings(settings: &Settings, env: &Env) -> Result<Self, AppError> {
-        Ok(Self(settings.tool_box(env).await?))
+        Ok(Self(Arc::new(settings.tool_box(env).await?)))
     }
 
     /// A tool box of these providers (all enabled).
     pub fn from_providers(providers: Vec<Arc<dyn ToolProvider>>) -> Result<Self, AppError> {
-        let tools =
-            agentry::ToolBox::new(providers, &ToolBoxOptions::default()).map_err(|error| ConfigError::Tool {
-                domain: "(custom)".to_owned(),
-                message: error.to_string(),
-            })?;
-        Ok(Self(tools))
+        let mut builder = agentry::ToolBox::builder();
+        for provider in providers {
+            builder = builder.provider(provider);
+        }
+        let tools = builder.build().map_err(|error| ConfigError::Tool {
+            domain: "(custom)".to_owned(),
+            message: error.to_string(),
+        })?;
+        Ok(Self(Arc::new(tools)))
+    }
+
+    /// The registry, for an agent.
+    pub fn registry(&self) -> Arc<agentry::ToolBox> {
+        Arc::clone(&self.0)
     }
 
     /// The listing as `agentry tools` prints it: domains, tools, arguments.

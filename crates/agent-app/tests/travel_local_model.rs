@@ -42,7 +42,7 @@ fn agent_on(client: Arc<dyn LlmClient>, today: NaiveDate) -> Agent {
 /// The travel assistant with `today` as its date and at most
 /// `max_iterations` rounds of calls.
 fn agent_limited(client: Arc<dyn LlmClient>, today: NaiveDate, max_iterations: u32) -> Agent {
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry
         .register(Arc::new(TravelTools::with_today(today).tool_set()), true)
         .unwrap();

@@ -130,7 +130,7 @@ fn a_tool_using_typed_run_calls_the_tool_and_answers_in_the_schema() {
         return;
     }
     let client = LlamaClient::load(LlamaConfig::default()).unwrap();
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry.register(Arc::new(agent_tools_math::tool_set()), true).unwrap();
     let agent = Agent::builder(Arc::new(client))
         .system_prompt("You are a careful assistant. Use the calculator for arithmetic.")

@@ -366,7 +366,7 @@ mod tests {
     use agent_core::{ModelCatalog, ModelInfo, Pricing, Usage};
     use agent_runner::Agent;
     use agent_testing::{ScriptedClient, response};
-    use agent_tools::Registry;
+    use agent_tools::ToolBox;
     use serde_json::json;
 
     use super::*;
@@ -537,7 +537,7 @@ mod tests {
                 .respond(response::tool_calls([("calculator", json!({"expression": "6*7"}))]))
                 .respond(response::text("Done."));
             let client = Arc::new(client.with_model("m"));
-            let registry = Registry::builder()
+            let registry = ToolBox::builder()
                 .provider(Arc::new(agent_tools_math::tool_set()))
                 .require_approval(["calculator"])
                 .build()

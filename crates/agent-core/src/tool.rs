@@ -400,7 +400,7 @@ pub enum RegistryError {
 /// ([`execute`](Self::execute)), plus two per-tool policies with defaults.
 ///
 /// Registration is not part of the port: the implementation (`agent-tools`'
-/// `Registry`) has its own `register` and `set_enabled` methods, so anything
+/// `ToolBox`) has its own `register` and `set_enabled` methods, so anything
 /// that can list and run tools (a remote tool server, a fixed table in a
 /// test) can stand behind an agent.
 #[async_trait]

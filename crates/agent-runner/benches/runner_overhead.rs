@@ -59,7 +59,7 @@ fn bench(c: &mut Criterion) {
         call: response::tool_calls([("get_weather", json!({"location": "Tokyo", "unit": "celsius"}))]),
         answer: response::text("It is 21 °C and sunny in Tokyo."),
     });
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     let tools = TestTools::new("travel").with(
         TestTool::new(
             "get_weather",

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_core::{CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolExecution, ToolProvider, ToolRegistry};
-use agent_tools::{Registry, ToolSet, TypedTool};
+use agent_tools::{ToolBox, ToolSet, TypedTool};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -41,10 +41,10 @@ impl ToolAssembly {
         shared: Option<Arc<dyn ToolRegistry>>,
     ) -> Result<Arc<dyn ToolRegistry>, RegistryError> {
         if self.is_empty() {
-            return Ok(shared.unwrap_or_else(|| Arc::new(Registry::new())));
+            return Ok(shared.unwrap_or_else(|| Arc::new(ToolBox::new())));
         }
         let taken: Vec<ToolDefinition> = shared.as_ref().map(|shared| shared.definitions()).unwrap_or_default();
-        let own = Registry::new();
+        let own = ToolBox::new();
         for provider in self.into_providers(agent) {
             if let Some(tool) = clash_with(&taken, provider.as_ref()) {
                 return Err(RegistryError::DuplicateTool {
@@ -68,10 +68,10 @@ impl ToolAssembly {
         shared: Option<Arc<dyn ToolRegistry>>,
     ) -> Arc<dyn ToolRegistry> {
         if self.is_empty() {
-            return shared.unwrap_or_else(|| Arc::new(Registry::new()));
+            return shared.unwrap_or_else(|| Arc::new(ToolBox::new()));
         }
         let taken: Vec<ToolDefinition> = shared.as_ref().map(|shared| shared.definitions()).unwrap_or_default();
-        let own = Registry::new();
+        let own = ToolBox::new();
         for provider in self.into_providers(agent) {
             let outcome = match clash_with(&taken, provider.as_ref()) {
                 Some(tool) => Err(RegistryError::DuplicateTool {
@@ -127,7 +127,7 @@ fn clash_with(taken: &[ToolDefinition], provider: &dyn ToolProvider) -> Option<S
         .find(|name| taken.iter().any(|known| &known.name == name))
 }
 
-fn layered(own: Registry, shared: Option<Arc<dyn ToolRegistry>>) -> Arc<dyn ToolRegistry> {
+fn layered(own: ToolBox, shared: Option<Arc<dyn ToolRegistry>>) -> Arc<dyn ToolRegistry> {
     match shared {
         Some(shared) => {
             let own_names = own.shared_definitions().iter().map(|tool| tool.name.clone()).collect();
@@ -141,7 +141,7 @@ fn layered(own: Registry, shared: Option<Arc<dyn ToolRegistry>>) -> Arc<dyn Tool
 /// call goes to the own tools when they have the name (a name the shared
 /// registry enables later is hidden behind them), else to the shared one.
 struct Layered {
-    own: Registry,
+    own: ToolBox,
     /// The own tools' names, read once: nothing changes the own registry
     /// after the agent is built.
     own_names: HashSet<String>,

@@ -41,7 +41,7 @@
 //! let client = ScriptedClient::new()
 //!     .respond(response::tool_calls([("lookup", json!({"q": "rust"}))]))
 //!     .respond(response::text("Rust is a language."));
-//! let registry = agent_tools::Registry::new();
+//! let registry = agent_tools::ToolBox::new();
 //! let tools = TestTools::new("demo").with(TestTool::new("lookup", ToolBehaviour::Reply("a language".into())));
 //! registry.register(Arc::new(tools), true).unwrap();
 //!

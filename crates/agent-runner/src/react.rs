@@ -50,7 +50,7 @@ pub struct ReactOutcome {
 /// let client = ScriptedClient::new()
 ///     .respond(response::text("Thought: I should look it up.\nAction: lookup\nAction Input: {\"q\": \"capital of France\"}"))
 ///     .respond(response::text("Thought: I know it now.\nFinal Answer: Paris"));
-/// let registry = agent_tools::Registry::new();
+/// let registry = agent_tools::ToolBox::new();
 /// registry.register(Arc::new(TestTools::new("kb").with(TestTool::new("lookup", ToolBehaviour::Reply("Paris".into())))), true).unwrap();
 /// let agent = ReactAgent::new(Agent::builder(Arc::new(client)).tools(Arc::new(registry)));
 /// let outcome = agent.run(vec![], "What is the capital of France?", &ToolContext::new()).await.unwrap();

@@ -16,10 +16,10 @@ use futures::StreamExt;
 use serde_json::json;
 
 /// `lookup` runs freely; `book` needs approval (declared on the registry).
-fn travel_tools() -> (Arc<agent_tools::Registry>, TestTool, TestTool) {
+fn travel_tools() -> (Arc<agent_tools::ToolBox>, TestTool, TestTool) {
     let lookup = TestTool::new("lookup", ToolBehaviour::Reply("seat 12A is free".into()));
     let book = TestTool::new("book", ToolBehaviour::Reply("booked 12A".into()));
-    let registry = agent_tools::Registry::builder()
+    let registry = agent_tools::ToolBox::builder()
         .provider(Arc::new(
             TestTools::new("travel").with(lookup.clone()).with(book.clone()),
         ))
@@ -210,13 +210,13 @@ async fn a_provider_can_declare_its_tools_need_approval_and_other_runs_are_uncha
             |_args: serde_json::Value, _ctx: ToolContext| async { Ok::<_, agent_core::ToolError>("booked") },
         ))
         .require_approval("book");
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry.register(Arc::new(tools), true).unwrap();
     assert!(registry.requires_approval("book"));
     assert!(!registry.requires_approval("lookup"));
 
     // A registry with no approval rules: the same script runs straight through.
-    let plain = agent_tools::Registry::new();
+    let plain = agent_tools::ToolBox::new();
     let lookup = TestTool::new("lookup", ToolBehaviour::Reply("free".into()));
     let booking = TestTool::new("book", ToolBehaviour::Reply("booked".into()));
     plain

@@ -37,10 +37,10 @@ impl Recorded {
 }
 
 /// `fast` answers at once, `slow` after `slow_delay`; both count their runs.
-fn tools(slow_delay: Duration) -> (Arc<agent_tools::Registry>, TestTool, TestTool) {
+fn tools(slow_delay: Duration) -> (Arc<agent_tools::ToolBox>, TestTool, TestTool) {
     let fast = TestTool::new("fast", ToolBehaviour::Reply("fast result".into()));
     let slow = TestTool::new("slow", ToolBehaviour::Reply("slow result".into())).with_delay(slow_delay);
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     let provider = TestTools::new("demo").with(fast.clone()).with(slow.clone());
     registry.register(Arc::new(provider), true).unwrap();
     (Arc::new(registry), fast, slow)

@@ -809,7 +809,7 @@ async fn reaching_the_deadline_cancels_the_runs_token_but_not_the_callers() {
             }
         },
     );
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry
         .register(Arc::new(agent_tools::ToolSet::new("w", "Work").tool(worker)), true)
         .expect("register");
@@ -900,7 +900,7 @@ async fn tools_are_told_what_the_user_said_in_the_conversation() {
             async move { Ok::<_, agent_core::ToolError>(Json(json!({ "said": said }))) }
         },
     );
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry
         .register(std::sync::Arc::new(ToolSet::new("t", "test").tool(tool)), true)
         .expect("register");

@@ -15,10 +15,10 @@ use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response
 use serde_json::{Value, json};
 
 /// `lookup` runs freely; `book` needs approval (declared on the registry).
-fn travel_tools() -> (Arc<agent_tools::Registry>, TestTool, TestTool) {
+fn travel_tools() -> (Arc<agent_tools::ToolBox>, TestTool, TestTool) {
     let lookup = TestTool::new("lookup", ToolBehaviour::Reply("seat 12A is free".into()));
     let book = TestTool::new("book", ToolBehaviour::Reply("booked 12A".into()));
-    let registry = agent_tools::Registry::builder()
+    let registry = agent_tools::ToolBox::builder()
         .provider(Arc::new(
             TestTools::new("travel").with(lookup.clone()).with(book.clone()),
         ))
@@ -28,7 +28,7 @@ fn travel_tools() -> (Arc<agent_tools::Registry>, TestTool, TestTool) {
     (Arc::new(registry), lookup, book)
 }
 
-fn travel_agent(client: &ScriptedClient, registry: Arc<agent_tools::Registry>) -> Agent {
+fn travel_agent(client: &ScriptedClient, registry: Arc<agent_tools::ToolBox>) -> Agent {
     Agent::builder(Arc::new(client.clone()))
         .name("travel")
         .tools(registry)

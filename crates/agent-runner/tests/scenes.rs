@@ -589,7 +589,7 @@ fn expert(client: &ScriptedClient) -> Agent {
 }
 
 fn parent(client: &ScriptedClient, expert: Agent) -> Agent {
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry
         .register(Arc::new(AgentTool::new(expert)), true)
         .expect("registers");

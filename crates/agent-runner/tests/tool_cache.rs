@@ -83,7 +83,7 @@ fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
 }
 
 fn agent(client: &ScriptedClient, tools: &Arc<Counting>) -> agent_runner::AgentBuilder {
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry
         .register(Arc::clone(tools) as Arc<dyn ToolProvider>, true)
         .unwrap();

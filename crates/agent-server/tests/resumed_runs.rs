@@ -46,7 +46,7 @@ async fn has_checkpoint(store: &InMemoryStore, name: &str) -> bool {
 #[tokio::test]
 async fn a_run_pausing_for_approval_keeps_its_checkpoint_and_the_stored_messages_unchanged() {
     let book = TestTool::new("book", ToolBehaviour::Reply("booked 12A".into()));
-    let registry = agent_tools::Registry::builder()
+    let registry = agent_tools::ToolBox::builder()
         .provider(Arc::new(TestTools::new("travel").with(book.clone())))
         .require_approval(["book"])
         .build()
@@ -149,7 +149,7 @@ async fn a_resumed_run_keeps_its_whole_turn_when_another_instance_stored_one_mea
 #[tokio::test]
 async fn a_saved_run_resumed_is_held_to_the_servers_approval_rules_and_identity() {
     let book = TestTool::new("book", ToolBehaviour::Reply("booked 12A".into()));
-    let registry = agent_tools::Registry::builder()
+    let registry = agent_tools::ToolBox::builder()
         .provider(Arc::new(TestTools::new("travel").with(book.clone())))
         .require_approval(["book"])
         .build()

@@ -11,17 +11,12 @@ use futures::FutureExt as _;
 use serde_json::Value;
 use tracing::Instrument as _;
 
-use crate::registry::{Registry, Resolved, ToolEntry};
+use crate::registry::{Resolved, ToolBox, ToolEntry};
 use crate::telemetry;
 
 /// Runs `tool` through `registry`. Never panics: provider panics become
 /// [`ToolError::Panicked`], and every outcome is recorded.
-pub(crate) async fn execute(
-    registry: &Registry,
-    tool: &str,
-    arguments: &Value,
-    context: &ToolContext,
-) -> ToolExecution {
+pub(crate) async fn execute(registry: &ToolBox, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution {
     let started = Instant::now();
     let span = telemetry::tool_span(tool, context.call_id.as_deref());
     let recorded = span.clone();

@@ -1,6 +1,6 @@
 //! # agent-tools
 //!
-//! The tool side of Agentry: [`Registry`], the implementation of
+//! The tool side of Agentry: [`ToolBox`], the implementation of
 //! [`agent_core::ToolRegistry`]; typed tools ([`TypedTool`], [`Tool`])
 //! whose input schema is generated from a Rust type with `schemars`; the
 //! [`ToolSet`] provider that tool-domain crates build on; argument
@@ -8,7 +8,7 @@
 //! ([`ArgumentValidator`]); and [`UserWords`], for tools that check that an
 //! argument came from what the user wrote.
 //!
-//! Every call through [`Registry`] takes the same path, which providers
+//! Every call through [`ToolBox`] takes the same path, which providers
 //! cannot bypass: resolve the tool among enabled providers, check the
 //! caller's roles, validate the arguments, run the tool (panics caught,
 //! cancellation and an optional timeout honoured), and record a tracing span,
@@ -20,7 +20,7 @@
 //! use std::sync::Arc;
 //!
 //! use agent_core::{ToolContext, ToolError, ToolRegistry};
-//! use agent_tools::{Json, Registry, ToolSet, TypedTool};
+//! use agent_tools::{Json, ToolBox, ToolSet, TypedTool};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //! use serde_json::json;
@@ -60,7 +60,7 @@
 //!     },
 //! );
 //!
-//! let registry = Registry::new();
+//! let registry = ToolBox::new();
 //! registry.register(Arc::new(ToolSet::new("travel", "Travel tools").tool(get_weather)), true)?;
 //!
 //! // The model sees the generated schema, doc comments included.
@@ -80,6 +80,7 @@
 //! ```
 
 mod execution;
+mod listing;
 mod registry;
 pub mod telemetry;
 mod toolset;
@@ -87,7 +88,18 @@ mod typed;
 mod user_words;
 mod validate;
 
-pub use registry::{Registry, RegistryBuilder};
+pub use listing::ToolListing;
+pub use registry::{ToolBox, ToolBoxBuilder};
+
+/// The former name of [`ToolBox`].
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `ToolBox` (the facade's ToolBox and this registry are one type now)"
+)]
+pub type Registry = ToolBox;
+/// The former name of [`ToolBoxBuilder`].
+#[deprecated(since = "0.2.0", note = "renamed `ToolBoxBuilder`")]
+pub type RegistryBuilder = ToolBoxBuilder;
 pub use toolset::{CompletionAttributesFn, RequireRoles, SpanAttributesFn, ToolSet};
 pub use typed::{IntoToolOutput, Json, NoArgs, Tool, TypedTool, tool_schema};
 pub use user_words::UserWords;

@@ -1,4 +1,4 @@
-//! [`Registry`]: the [`ToolRegistry`] implementation.
+//! [`ToolBox`]: the [`ToolRegistry`] implementation.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -32,7 +32,7 @@ use crate::validate::{ArgumentValidator, SchemaError};
 ///
 /// The registry is `Send + Sync`; share it behind an `Arc`. Locks are held
 /// only for lookups, never while a tool runs.
-pub struct Registry {
+pub struct ToolBox {
     state: RwLock<State>,
     timeout: Option<Duration>,
     /// Tools whose calls wait for the user's approval, besides those whose
@@ -83,7 +83,7 @@ pub(crate) enum Resolved {
     Unknown { available: Vec<String> },
 }
 
-impl Registry {
+impl ToolBox {
     /// An empty registry.
     pub fn new() -> Self {
         Self {
@@ -94,8 +94,8 @@ impl Registry {
     }
 
     /// A builder, to register providers and options in one expression.
-    pub fn builder() -> RegistryBuilder {
-        RegistryBuilder::default()
+    pub fn builder() -> ToolBoxBuilder {
+        ToolBoxBuilder::default()
     }
 
     /// How long a tool may run before it fails with
@@ -108,6 +108,32 @@ impl Registry {
     /// Names of all registered providers, in registration order.
     pub fn provider_names(&self) -> Vec<String> {
         self.read().providers.iter().map(|entry| entry.name.clone()).collect()
+    }
+
+    /// The tools whose calls wait for approval whatever their provider
+    /// declares ([`ToolBoxBuilder::require_approval`]).
+    pub fn approvals(&self) -> impl Iterator<Item = &str> {
+        self.approval_required.iter().map(String::as_str)
+    }
+
+    /// The enabled providers (the tool domains), in registration order.
+    pub fn providers(&self) -> Vec<Arc<dyn ToolProvider>> {
+        self.read()
+            .providers
+            .iter()
+            .filter(|entry| entry.enabled)
+            .map(|entry| Arc::clone(&entry.provider))
+            .collect()
+    }
+
+    /// The names of the enabled providers, in registration order.
+    pub fn domains(&self) -> Vec<String> {
+        self.read()
+            .providers
+            .iter()
+            .filter(|entry| entry.enabled)
+            .map(|entry| entry.name.clone())
+            .collect()
     }
 
     /// Whether a provider of this name is registered and enabled.
@@ -172,13 +198,13 @@ impl Registry {
     }
 }
 
-impl Default for Registry {
+impl Default for ToolBox {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl fmt::Debug for Registry {
+impl fmt::Debug for ToolBox {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.read();
         let mut providers = f.debug_map();
@@ -193,7 +219,7 @@ impl fmt::Debug for Registry {
     }
 }
 
-impl Registry {
+impl ToolBox {
     /// Adds a provider, enabled or disabled.
     ///
     /// # Errors
@@ -287,7 +313,7 @@ impl Registry {
 }
 
 #[async_trait]
-impl ToolRegistry for Registry {
+impl ToolRegistry for ToolBox {
     fn definitions(&self) -> Vec<ToolDefinition> {
         self.read().enabled.definitions.to_vec()
     }
@@ -358,13 +384,13 @@ fn rebuild(state: &mut State) {
     };
 }
 
-/// Builds a [`Registry`] in one expression.
+/// Builds a [`ToolBox`] in one expression.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agent_tools::{Registry, ToolSet};
+/// use agent_tools::{ToolBox, ToolSet};
 ///
-/// let registry = Registry::builder()
+/// let registry = ToolBox::builder()
 ///     .provider(Arc::new(ToolSet::new("math", "Arithmetic")))
 ///     .disabled_provider(Arc::new(ToolSet::new("admin", "Maintenance")))
 ///     .timeout(std::time::Duration::from_secs(30))
@@ -374,13 +400,13 @@ fn rebuild(state: &mut State) {
 /// # Ok::<(), agent_core::RegistryError>(())
 /// ```
 #[derive(Default)]
-pub struct RegistryBuilder {
+pub struct ToolBoxBuilder {
     providers: Vec<(Arc<dyn ToolProvider>, bool)>,
     timeout: Option<Duration>,
     approval_required: HashSet<String>,
 }
 
-impl RegistryBuilder {
+impl ToolBoxBuilder {
     /// Adds an enabled provider.
     pub fn provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
         self.providers.push((provider, true));
@@ -388,7 +414,7 @@ impl RegistryBuilder {
     }
 
     /// Adds a disabled provider, to be enabled later with
-    /// [`set_enabled`](Registry::set_enabled).
+    /// [`set_enabled`](ToolBox::set_enabled).
     pub fn disabled_provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
         self.providers.push((provider, false));
         self
@@ -421,8 +447,8 @@ impl RegistryBuilder {
     }
 
     /// Registers the providers in order; the first error wins.
-    pub fn build(self) -> Result<Registry, RegistryError> {
-        let registry = Registry {
+    pub fn build(self) -> Result<ToolBox, RegistryError> {
+        let registry = ToolBox {
             state: RwLock::new(State::default()),
             timeout: self.timeout,
             approval_required: self.approval_required,
@@ -434,9 +460,9 @@ impl RegistryBuilder {
     }
 }
 
-impl fmt::Debug for RegistryBuilder {
+impl fmt::Debug for ToolBoxBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RegistryBuilder")
+        f.debug_struct("ToolBoxBuilder")
             .field(
                 "providers",
                 &self

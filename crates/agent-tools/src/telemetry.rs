@@ -1,7 +1,7 @@
 //! Tracing spans, events and metrics for tool executions, named after the
 //! OpenTelemetry GenAI semantic conventions.
 //!
-//! Every call through [`Registry`](crate::Registry) records:
+//! Every call through [`ToolBox`](crate::ToolBox) records:
 //!
 //! - a span named `execute_tool` (with `otel.name = "execute_tool {tool}"`,
 //!   which `tracing-opentelemetry` exports as the span name) carrying

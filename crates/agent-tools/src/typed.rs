@@ -267,7 +267,7 @@ impl TypedTool {
     /// decoding failure is [`ToolError::InvalidArguments`] naming the field.
     ///
     /// This does not validate against the schema or check roles; calls
-    /// through a [`Registry`](crate::Registry) do both first.
+    /// through a [`ToolBox`](crate::ToolBox) do both first.
     pub async fn call(&self, arguments: &Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.handler.call(&self.definition.name, arguments, context).await
     }

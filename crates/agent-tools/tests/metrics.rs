@@ -7,14 +7,14 @@ mod common;
 use std::collections::BTreeMap;
 
 use agent_core::{ToolContext, ToolRegistry};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use agent_tools::telemetry::{NO_PROVIDER_LABEL, TOOL_DURATION, TOOL_EXECUTIONS, UNKNOWN_TOOL_LABEL};
 use common::{Behaviour, Scripted};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::json;
 
-fn registry() -> Registry {
-    Registry::builder()
+fn registry() -> ToolBox {
+    ToolBox::builder()
         .provider(
             Scripted::new("travel")
                 .tool("get_weather", Behaviour::Answer)

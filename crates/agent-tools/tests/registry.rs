@@ -1,4 +1,4 @@
-//! Registry behaviour: registration, routing, enable/disable, validation,
+//! ToolBox behaviour: registration, routing, enable/disable, validation,
 //! permissions, panics, cancellation, timeouts and hooks.
 
 #![allow(clippy::unwrap_used)]
@@ -10,16 +10,16 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use agent_core::{RegistryError, ToolContext, ToolError, ToolProvider, ToolRegistry};
-use agent_tools::{Registry, RequireRoles};
+use agent_tools::{RequireRoles, ToolBox};
 use common::{Behaviour, Scripted, error, text};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-fn names(registry: &Registry) -> Vec<String> {
+fn names(registry: &ToolBox) -> Vec<String> {
     registry.definitions().into_iter().map(|d| d.name).collect()
 }
 
-async fn run(registry: &Registry, tool: &str, arguments: Value) -> agent_core::ToolExecution {
+async fn run(registry: &ToolBox, tool: &str, arguments: Value) -> agent_core::ToolExecution {
     registry.execute(tool, &arguments, &ToolContext::new()).await
 }
 
@@ -48,18 +48,18 @@ fn weather_schema() -> Value {
     })
 }
 
-fn weather_registry() -> (Registry, Arc<Scripted>) {
+fn weather_registry() -> (ToolBox, Arc<Scripted>) {
     let provider = Scripted::new("travel")
         .tool_with_schema("get_weather", weather_schema(), Behaviour::Answer)
         .shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(provider.clone(), true).unwrap();
     (registry, provider)
 }
 
 #[tokio::test]
 async fn definitions_list_enabled_tools_in_registration_then_provider_order() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(
             Scripted::new("b")
                 .tool("b2", Behaviour::Answer)
@@ -80,7 +80,7 @@ async fn definitions_list_enabled_tools_in_registration_then_provider_order() {
 #[tokio::test]
 async fn definitions_are_cached_until_providers_change() {
     let provider = Scripted::new("p").tool("t", Behaviour::Answer).shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(provider.clone(), true).unwrap();
     let first = registry.shared_definitions();
     let second = registry.shared_definitions();
@@ -98,7 +98,7 @@ async fn definitions_are_cached_until_providers_change() {
 async fn execution_goes_to_the_first_enabled_provider_that_has_the_tool() {
     let first = Scripted::new("first").tool("search", Behaviour::Answer).shared();
     let second = Scripted::new("second").tool("search", Behaviour::Answer).shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(first.clone(), false).unwrap();
     registry.register(second.clone(), true).unwrap();
 
@@ -118,7 +118,7 @@ async fn execution_goes_to_the_first_enabled_provider_that_has_the_tool() {
 #[tokio::test]
 async fn disabled_providers_tools_are_neither_listed_nor_executable() {
     let admin = Scripted::new("admin").tool("drop_table", Behaviour::Answer).shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(admin.clone(), false).unwrap();
     registry
         .register(Scripted::new("math").tool("add", Behaviour::Answer).shared(), true)
@@ -149,7 +149,7 @@ async fn disabled_providers_tools_are_neither_listed_nor_executable() {
 
 #[tokio::test]
 async fn unknown_tool_lists_the_enabled_tools() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(Scripted::new("travel").tool("get_weather", Behaviour::Answer).shared())
         .provider(Scripted::new("math").tool("calculator", Behaviour::Answer).shared())
         .disabled_provider(Scripted::new("secret").tool("launch", Behaviour::Answer).shared())
@@ -172,7 +172,7 @@ async fn unknown_tool_lists_the_enabled_tools() {
 
 #[test]
 fn duplicate_provider_and_tool_names_are_rejected() {
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry
         .register(
             Scripted::new("travel").tool("get_weather", Behaviour::Answer).shared(),
@@ -243,7 +243,7 @@ fn duplicate_provider_and_tool_names_are_rejected() {
 
 #[test]
 fn unknown_provider_in_set_enabled_lists_registered() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(Scripted::new("math").shared())
         .build()
         .unwrap();
@@ -301,7 +301,7 @@ async fn missing_wrong_type_and_nested_problems_are_all_reported() {
 #[tokio::test]
 async fn null_arguments_are_rejected_not_replaced_by_an_empty_object() {
     let provider = Scripted::new("clock").tool("now", Behaviour::Answer).shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(provider.clone(), true).unwrap();
     let execution = run(&registry, "now", Value::Null).await;
     assert_eq!(
@@ -322,7 +322,7 @@ async fn missing_roles_deny_the_call_with_a_message_for_the_model() {
         .tool("drop", Behaviour::Answer)
         .require("drop", &["admin", "dba"])
         .shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(provider.clone(), true).unwrap();
     let analyst = ToolContext::new().with_user("u1").with_role("dba");
 
@@ -364,7 +364,7 @@ async fn require_roles_wraps_a_whole_provider() {
         .require("query", &["reader"]);
     let guarded: Arc<dyn ToolProvider> = Arc::new(RequireRoles::new(Arc::new(inner), ["analyst", "analyst"]));
     assert_eq!(guarded.required_roles("query"), ["analyst", "reader"]);
-    let registry = Registry::builder().provider(guarded).build().unwrap();
+    let registry = ToolBox::builder().provider(guarded).build().unwrap();
 
     let reader = ToolContext::new().with_role("reader");
     let denied = registry.execute("query", &json!({}), &reader).await;
@@ -384,7 +384,7 @@ async fn require_roles_wraps_a_whole_provider() {
 
 #[tokio::test]
 async fn a_panicking_tool_becomes_an_error_and_the_registry_keeps_working() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(
             Scripted::new("flaky")
                 .tool("explode", Behaviour::Panic("index out of bounds: the len is 0"))
@@ -419,7 +419,7 @@ async fn cancellation_stops_a_running_tool_promptly() {
     let provider = Scripted::new("slow")
         .tool("wait", Behaviour::Sleep(Duration::from_secs(600)))
         .shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(provider, true).unwrap();
     let cancel = CancellationToken::new();
     let context = ToolContext::new().with_cancel(cancel.clone());
@@ -442,7 +442,7 @@ async fn cancellation_stops_a_running_tool_promptly() {
 #[tokio::test]
 async fn an_already_cancelled_run_does_not_start_the_tool() {
     let provider = Scripted::new("p").tool("t", Behaviour::Answer).shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(provider.clone(), true).unwrap();
     let cancel = CancellationToken::new();
     cancel.cancel();
@@ -455,7 +455,7 @@ async fn an_already_cancelled_run_does_not_start_the_tool() {
 
 #[tokio::test(start_paused = true)]
 async fn a_tool_that_runs_too_long_times_out() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(
             Scripted::new("slow")
                 .tool("wait", Behaviour::Sleep(Duration::from_secs(600)))
@@ -498,7 +498,7 @@ async fn hook_attributes_are_returned_with_the_execution() {
 
 #[tokio::test]
 async fn a_tool_failure_is_returned_as_is() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(
             Scripted::new("p")
                 .tool("t", Behaviour::Fail("city not found: Atlantis"))
@@ -517,7 +517,7 @@ async fn a_tool_with_an_invalid_schema_is_listed_but_never_runs() {
         .tool_with_schema("bad", json!({"type": "objekt"}), Behaviour::Answer)
         .tool("good", Behaviour::Answer)
         .shared();
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry.register(provider.clone(), true).unwrap();
 
     let invalid = registry.invalid_schemas();
@@ -539,7 +539,7 @@ async fn a_tool_with_an_invalid_schema_is_listed_but_never_runs() {
 #[tokio::test]
 async fn the_registry_is_shareable_across_tasks() {
     let registry = Arc::new(
-        Registry::builder()
+        ToolBox::builder()
             .provider(
                 Scripted::new("p")
                     .tool("t", Behaviour::Sleep(Duration::from_millis(5)))
@@ -573,7 +573,7 @@ fn cache_policies_are_read_through_the_registry_for_enabled_tools_only() {
         .cache_results("lookup", Duration::from_secs(1))
         .cache_results("lookup", Duration::from_secs(60));
     let guarded: Arc<dyn ToolProvider> = Arc::new(RequireRoles::new(Arc::new(set), ["reader"]));
-    let registry = Registry::builder().provider(guarded).build().unwrap();
+    let registry = ToolBox::builder().provider(guarded).build().unwrap();
     let minute = Some(CachePolicy::new(Duration::from_secs(60)));
     assert_eq!(registry.cache_policy("lookup"), minute);
     assert_eq!(registry.cache_policy("write"), None);

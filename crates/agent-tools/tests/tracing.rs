@@ -12,7 +12,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use agent_core::{ToolContext, ToolRegistry};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use common::{Behaviour, Scripted};
 use serde_json::json;
 use tracing::field::{Field, Visit};
@@ -83,8 +83,8 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
-fn registry() -> Registry {
-    Registry::builder()
+fn registry() -> ToolBox {
+    ToolBox::builder()
         .provider(
             Scripted::new("travel")
                 .tool("get_weather", Behaviour::Answer)

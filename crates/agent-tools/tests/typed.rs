@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use agent_core::{ToolContext, ToolError, ToolOutput, ToolProvider, ToolRegistry};
-use agent_tools::{Json, NoArgs, Registry, Tool, ToolSet, TypedTool, tool_schema};
+use agent_tools::{Json, NoArgs, Tool, ToolBox, ToolSet, TypedTool, tool_schema};
 use common::{error, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -122,7 +122,7 @@ fn no_args_is_an_empty_object_schema() {
 
 #[tokio::test]
 async fn typed_tool_receives_typed_arguments_and_returns_json() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(Arc::new(ToolSet::new("travel", "Travel tools").tool(weather_tool())))
         .build()
         .unwrap();
@@ -163,7 +163,7 @@ async fn typed_tool_receives_typed_arguments_and_returns_json() {
 
 #[tokio::test]
 async fn typed_tool_arguments_are_validated_against_the_generated_schema() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(Arc::new(ToolSet::new("travel", "Travel tools").tool(weather_tool())))
         .build()
         .unwrap();
@@ -267,7 +267,7 @@ async fn trait_tools_keep_state_and_their_roles() {
         set.tools()[0].input_schema["properties"]["by"]["description"],
         "How much to add."
     );
-    let registry = Registry::builder().provider(Arc::new(set)).build().unwrap();
+    let registry = ToolBox::builder().provider(Arc::new(set)).build().unwrap();
 
     let anonymous = registry.execute("count", &json!({"by": 1}), &ToolContext::new()).await;
     assert!(matches!(anonymous.outcome, Err(ToolError::PermissionDenied { .. })));
@@ -315,7 +315,7 @@ async fn tool_set_roles_hooks_and_order() {
         Err(ToolError::UnknownTool { .. })
     ));
 
-    let registry = Registry::builder().provider(Arc::new(set)).build().unwrap();
+    let registry = ToolBox::builder().provider(Arc::new(set)).build().unwrap();
     let context = ToolContext::new().with_role("admin");
     let execution = registry.execute("vacuum", &json!({"extra": true}), &context).await;
     assert_eq!(text(&execution.outcome), "vacuumed");
@@ -344,7 +344,7 @@ fn a_tool_set_with_a_name_twice_is_rejected_at_registration() {
         .tool(TypedTool::new("x", "two", |_: NoArgs, _: ToolContext| async {
             Ok::<_, ToolError>("2")
         }));
-    let result = Registry::builder().provider(Arc::new(set)).build();
+    let result = ToolBox::builder().provider(Arc::new(set)).build();
     assert!(matches!(result, Err(agent_core::RegistryError::DuplicateTool { .. })));
 }
 

@@ -40,8 +40,8 @@
 //! - [`ToolDomain`] names the built-in tool domains (`math`, `travel`,
 //!   `sql`, `web`); [`ToolDomain::build`] makes one from its `[tools.NAME]`
 //!   table, `mcp_domain` (feature `mcp`) an MCP server's from its
-//!   `[mcp.servers.NAME]` table; [`ToolBox`] holds the enabled ones and
-//!   their registry.
+//!   `[mcp.servers.NAME]` table; a [`ToolBox`] (agent-tools' registry)
+//!   holds the enabled ones and runs their calls.
 //! - [`SceneConfig`] is a `[scenes.NAME]` table, a scene of a
 //!   [`SceneRouter`](runner::SceneRouter).
 //!
@@ -114,15 +114,15 @@ pub mod prelude;
 mod provider;
 mod scene;
 pub mod telemetry;
-mod toolbox;
 
+/// The enabled tool domains and the registry that runs them (`agent-tools`).
+pub use agent_tools::{ToolBox, ToolListing};
 #[cfg(feature = "mcp")]
 pub use domain::mcp_domain;
 pub use domain::{ToolDomain, check_mcp_name};
 pub use error::{DomainError, NotCompiled, TableError};
 pub use provider::{ProviderConfig, ProviderKind};
 pub use scene::SceneConfig;
-pub use toolbox::{ToolBox, ToolBoxError, ToolBoxOptions, ToolListing};
 
 /// The ports: messages, requests, `LlmClient`, tool traits, events, usage
 /// and cost (`agent-core`).

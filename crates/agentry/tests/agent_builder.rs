@@ -113,7 +113,7 @@ async fn tools_from_adds_a_domain_after_single_tools() {
 
 #[tokio::test]
 async fn a_given_registry_keeps_working_behind_the_builder_tools_and_is_not_changed() {
-    let registry = Arc::new(agentry::tools::Registry::new());
+    let registry = Arc::new(agentry::tools::ToolBox::new());
     let lookup = TestTools::new("lookup").with(TestTool::new("lookup", ToolBehaviour::Reply("found".into())));
     assert!(registry.register(Arc::new(lookup), true).is_ok());
     let client = Arc::new(
@@ -139,7 +139,7 @@ async fn a_given_registry_keeps_working_behind_the_builder_tools_and_is_not_chan
 
 #[test]
 fn a_builder_tool_named_like_a_shared_one_is_an_error_of_try_build_and_left_out_by_build() {
-    let registry = Arc::new(agentry::tools::Registry::new());
+    let registry = Arc::new(agentry::tools::ToolBox::new());
     let lookup = TestTools::new("lookup").with(TestTool::new("echo", ToolBehaviour::Reply("shared".into())));
     assert!(registry.register(Arc::new(lookup), true).is_ok());
     let error = Agent::builder(Arc::new(ScriptedClient::new()))

@@ -327,7 +327,7 @@ pub fn run(models: &[String], grammar_settings: &[bool], only: Option<&str>) -> 
 }
 
 fn agent(client: &LlamaClient) -> Result<Agent, String> {
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry
         .register(Arc::new(agent_tools_math::tool_set()), true)
         .map_err(|e| e.to_string())?;

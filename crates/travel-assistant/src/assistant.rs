@@ -12,7 +12,7 @@ use agent_core::{
     ToolContext, ToolProvider, ToolRegistry, ToolResult, Usage,
 };
 use agent_runner::{Agent, BuildError, ChatSession, SceneError, SceneRouter};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use agent_tools_travel::{NaiveDate, TravelTools};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -181,7 +181,7 @@ impl Runner {
 /// turns and the one of the iteration-limit turn.
 pub struct TravelAssistant {
     client: Arc<dyn LlmClient>,
-    registry: Arc<Registry>,
+    registry: Arc<ToolBox>,
     regular: Runner,
     limited: Runner,
     options: DemoOptions,
@@ -209,7 +209,7 @@ impl TravelAssistant {
     ) -> Result<Self, SetupError> {
         let travel: Arc<dyn ToolProvider> = Arc::new(TravelTools::with_today(options.today).tool_set());
         let registry = Arc::new(
-            Registry::builder()
+            ToolBox::builder()
                 .provider(Arc::clone(&travel))
                 .build()
                 .map_err(SetupError::Tools)?,
@@ -334,7 +334,7 @@ pub async fn run_turns<E>(
 struct Setup<'a> {
     client: &'a Arc<dyn LlmClient>,
     catalog: Arc<ModelCatalog>,
-    registry: &'a Arc<Registry>,
+    registry: &'a Arc<ToolBox>,
     travel: &'a Arc<dyn ToolProvider>,
     options: &'a DemoOptions,
 }

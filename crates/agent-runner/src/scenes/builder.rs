@@ -192,7 +192,7 @@ impl SceneRouterBuilder {
                     .map(|registry| Arc::new(registry) as Arc<dyn ToolRegistry>)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let all_tools = agent_tools::Registry::new();
+        let all_tools = agent_tools::ToolBox::new();
         for provider in &self.providers {
             // A provider whose tools clash with an earlier one's is left out
             // of the listing; the scenes that name it have it.

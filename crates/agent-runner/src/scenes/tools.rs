@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{CachePolicy, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolProvider};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -20,7 +20,7 @@ pub(super) fn scene_registry(
     providers: &[Arc<dyn ToolProvider>],
     timeout: Option<Duration>,
     require_approval: &[String],
-) -> Result<Registry, SceneError> {
+) -> Result<ToolBox, SceneError> {
     let mut whole = vec![false; providers.len()];
     let mut single: Vec<Vec<String>> = vec![Vec::new(); providers.len()];
     for entry in scene.tool_entries() {
@@ -41,7 +41,7 @@ pub(super) fn scene_registry(
             });
         }
     }
-    let mut builder = Registry::builder().require_approval(require_approval.iter().cloned());
+    let mut builder = ToolBox::builder().require_approval(require_approval.iter().cloned());
     if let Some(timeout) = timeout {
         builder = builder.timeout(timeout);
     }

@@ -39,7 +39,7 @@ pub fn tools() -> TestTools {
 
 /// A registry holding `tools`.
 pub fn registry(tools: TestTools) -> Arc<dyn ToolRegistry> {
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry.register(Arc::new(tools), true).expect("test tools register");
     Arc::new(registry)
 }

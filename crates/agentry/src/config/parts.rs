@@ -11,7 +11,7 @@ use figment::value::{Dict, Value};
 
 use super::{ConfigError, Env, HOME_VAR, Settings};
 use crate::core::ToolProvider;
-use crate::{DomainError, ProviderConfig, ProviderKind, TableError, ToolBox, ToolBoxError, ToolBoxOptions, ToolDomain};
+use crate::{DomainError, ProviderConfig, ProviderKind, TableError, ToolBox, ToolDomain};
 
 /// The keys of `[tools.NAME]` tables that are paths, relative to the file
 /// that sets them.
@@ -108,25 +108,36 @@ impl Settings {
                 providers.push(self.domain(domain, env).await?);
             }
         }
-        let options = ToolBoxOptions {
-            timeout: tools
-                .timeout_secs
-                .and_then(|secs| Duration::try_from_secs_f64(secs).ok()),
-            require_approval: tools.require_approval.clone(),
-        };
-        ToolBox::new(providers, &options).map_err(|error| {
-            let (domain, message) = match error {
-                ToolBoxError::UnknownApproval { name, enabled } => (
-                    "require_approval".to_owned(),
-                    format!(
-                        "`{name}` in [tools] require_approval is not an enabled tool; enabled tools: {}",
-                        enabled.join(", ")
-                    ),
+        let mut builder = ToolBox::builder().require_approval(tools.require_approval.iter().cloned());
+        if let Some(timeout) = tools
+            .timeout_secs
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        {
+            builder = builder.timeout(timeout);
+        }
+        for provider in providers {
+            builder = builder.provider(provider);
+        }
+        let tool_box = builder.build().map_err(|error| ConfigError::Tool {
+            domain: tools.enabled.join(", "),
+            message: error.to_string(),
+        })?;
+        if let Some(name) = tool_box.unknown_approvals().into_iter().next() {
+            let enabled: Vec<String> = tool_box
+                .shared_definitions()
+                .iter()
+                .map(|tool| tool.name.clone())
+                .collect();
+            return Err(ConfigError::Tool {
+                domain: "require_approval".to_owned(),
+                message: format!(
+                    "`{name}` in [tools] require_approval is not an enabled tool; enabled tools: {}",
+                    enabled.join(", ")
                 ),
-                other @ ToolBoxError::Registry(_) => (tools.enabled.join(", "), other.to_string()),
-            };
-            ConfigError::Tool { domain, message }.into()
-        })
+            }
+            .into());
+        }
+        Ok(tool_box)
     }
 
     /// The enabled domain `name`: a built-in one, or an MCP server.

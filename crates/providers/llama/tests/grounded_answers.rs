@@ -64,7 +64,7 @@ fn history() -> Vec<Message> {
 const QUESTION: &str = "and in Madrid?";
 
 fn run(client: &LlamaClient, grounding: Grounding) -> AgentRunResult {
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry.register(Arc::new(weather_tools()), true).expect("register");
     let agent = Agent::builder(Arc::new(client.clone()))
         .system_prompt("You are a travel assistant. Use the tools when they help.")

@@ -72,7 +72,7 @@ fn calculator() -> TestTools {
 fn the_agent_answers_a_product_by_calling_the_calculator() {
     let _serial = serial();
     let Some(client) = client(4096) else { return };
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     registry.register(Arc::new(calculator()), true).expect("register");
     let agent = Agent::builder(Arc::new(client))
         .system_prompt("You are a helpful assistant. Use the calculator for arithmetic.")

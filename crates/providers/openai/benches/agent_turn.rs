@@ -26,7 +26,7 @@ use agent_provider_openai::mapper::{BodyOptions, build_request_body, parse_respo
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::Agent;
 use agent_testing::loopback::{CannedServer, json_response};
-use agent_tools::{Json, Registry, ToolSet, TypedTool};
+use agent_tools::{Json, ToolBox, ToolSet, TypedTool};
 use async_trait::async_trait;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group};
@@ -98,7 +98,7 @@ fn weather(unit: Option<&Unit>) -> Weather {
     }
 }
 
-fn registry() -> Registry {
+fn registry() -> ToolBox {
     let tool = TypedTool::new(
         "get_weather",
         "Current weather for a city.",
@@ -107,7 +107,7 @@ fn registry() -> Registry {
             Ok::<_, ToolError>(Json(weather(args.unit.as_ref())))
         },
     );
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     if let Err(error) = registry.register(Arc::new(ToolSet::new("travel", "Travel tools").tool(tool)), true) {
         panic!("{error}");
     }

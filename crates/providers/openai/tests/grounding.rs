@@ -78,7 +78,7 @@ async fn an_invented_figure_is_re_asked_with_a_required_call_over_the_wire() {
     let mut config = OpenAiConfig::openai("gpt-4o-mini").with_api_key("sk-test-grounding");
     config.base_url = Some(format!("{}/v1", server.uri()));
     let client = OpenAiClient::new(config).unwrap_or_else(|error| panic!("{error}"));
-    let registry = agent_tools::Registry::new();
+    let registry = agent_tools::ToolBox::new();
     let weather = TestTool::new(
         "get_weather",
         ToolBehaviour::Reply(ToolOutput::Json(

@@ -14,7 +14,7 @@ use agent_core::{ToolContext, ToolError};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::Agent;
 use agent_testing::loopback::{CannedServer, json_response};
-use agent_tools::{Json, Registry, ToolSet, TypedTool};
+use agent_tools::{Json, ToolBox, ToolSet, TypedTool};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -53,7 +53,7 @@ fn agent(address: std::net::SocketAddr) -> Agent {
             Ok::<_, ToolError>(Json(Weather { temp_c: 21.0 }))
         },
     );
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     if let Err(error) = registry.register(Arc::new(ToolSet::new("travel", "Travel tools").tool(tool)), true) {
         panic!("{error}");
     }

@@ -22,12 +22,12 @@
 //! use std::sync::Arc;
 //!
 //! use agent_core::{ToolContext, ToolRegistry};
-//! use agent_tools::Registry;
+//! use agent_tools::ToolBox;
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let registry = Registry::new();
+//! let registry = ToolBox::new();
 //! registry.register(Arc::new(agent_tools_math::tool_set()), true)?;
 //!
 //! let context = ToolContext::new();

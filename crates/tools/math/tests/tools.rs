@@ -6,18 +6,18 @@
 use std::sync::Arc;
 
 use agent_core::{ToolContext, ToolRegistry};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use serde_json::{Value, json};
 
-fn registry() -> Registry {
-    let registry = Registry::new();
+fn registry() -> ToolBox {
+    let registry = ToolBox::new();
     registry
         .register(Arc::new(agent_tools_math::tool_set()), true)
         .expect("registers");
     registry
 }
 
-async fn call(registry: &Registry, tool: &str, arguments: Value) -> Result<Value, String> {
+async fn call(registry: &ToolBox, tool: &str, arguments: Value) -> Result<Value, String> {
     let run = registry.execute(tool, &arguments, &ToolContext::new()).await;
     match run.outcome {
         Ok(output) => Ok(serde_json::from_str(&output.to_content()).expect("JSON output")),

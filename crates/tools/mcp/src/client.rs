@@ -27,7 +27,7 @@ const STDERR_GRACE: Duration = Duration::from_millis(500);
 /// The tools of one MCP server, as a [`ToolProvider`] named after the
 /// server. Definitions come from the server's `tools/list` at connection
 /// (input schemas as given); calls go to `tools/call`. Register it with an
-/// `agent_tools::Registry` like any domain: arguments are validated against
+/// `agent_tools::ToolBox` like any domain: arguments are validated against
 /// the server's schemas, roles checked and calls traced before a request
 /// is sent.
 ///

@@ -26,7 +26,7 @@
 //! use std::sync::Arc;
 //!
 //! use agent_core::{ToolContext, ToolRegistry};
-//! use agent_tools::Registry;
+//! use agent_tools::ToolBox;
 //! use agent_tools_mcp::{McpServerConfig, McpToolProvider};
 //! use serde_json::json;
 //!
@@ -36,7 +36,7 @@
 //! let config = McpServerConfig::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]);
 //! let everything = McpToolProvider::connect("everything", &config, |name| std::env::var(name).ok()).await?;
 //!
-//! let registry = Registry::new();
+//! let registry = ToolBox::new();
 //! registry.register(Arc::new(everything), true)?;
 //! let run = registry.execute("get-sum", &json!({"a": 2, "b": 3}), &ToolContext::new()).await;
 //! println!("{}", run.outcome?.to_content()); // The sum of 2 and 3 is 5.

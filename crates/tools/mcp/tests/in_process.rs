@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_core::{ToolContext, ToolError, ToolOutput, ToolProvider, ToolRegistry};
-use agent_tools::{Registry, ToolSet, TypedTool};
+use agent_tools::{ToolBox, ToolSet, TypedTool};
 use agent_tools_mcp::rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool,
@@ -98,8 +98,8 @@ async fn scripted() -> (McpToolProvider, Scripted, tokio::task::JoinHandle<()>) 
     (provider, server, task)
 }
 
-fn registry_of(provider: McpToolProvider) -> Registry {
-    let registry = Registry::new();
+fn registry_of(provider: McpToolProvider) -> ToolBox {
+    let registry = ToolBox::new();
     registry.register(Arc::new(provider), true).unwrap();
     registry
 }
@@ -234,8 +234,8 @@ fn local_registry_provider() -> Arc<ToolSet> {
 }
 
 /// A registry with the `local` domain, as an agent would have it.
-fn local_registry() -> Arc<Registry> {
-    let registry = Registry::new();
+fn local_registry() -> Arc<ToolBox> {
+    let registry = ToolBox::new();
     registry.register(local_registry_provider(), true).unwrap();
     Arc::new(registry)
 }
@@ -307,7 +307,7 @@ async fn agentry_tools_served_over_mcp_come_back_as_a_domain() {
 
 #[tokio::test]
 async fn tools_that_need_approval_are_not_served() {
-    let registry = Registry::builder()
+    let registry = ToolBox::builder()
         .provider(local_registry_provider())
         .require_approval(["add"])
         .build()

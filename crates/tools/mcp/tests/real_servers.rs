@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_core::{ToolContext, ToolError, ToolOutput, ToolRegistry};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use agent_tools_mcp::{McpServerConfig, McpToolProvider};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-fn registry_of(provider: McpToolProvider) -> Registry {
-    let registry = Registry::new();
+fn registry_of(provider: McpToolProvider) -> ToolBox {
+    let registry = ToolBox::new();
     registry.register(Arc::new(provider), true).unwrap();
     registry
 }

@@ -54,7 +54,7 @@
 //! use std::sync::Arc;
 //!
 //! use agent_core::{ToolContext, ToolRegistry};
-//! use agent_tools::Registry;
+//! use agent_tools::ToolBox;
 //! use agent_tools_sql::{SqlConfig, SqlTools};
 //! use serde_json::json;
 //!
@@ -68,7 +68,7 @@
 //! # )?;
 //! // `path` is an existing SQLite file.
 //! let tools = SqlTools::open(SqlConfig::new(&path))?;
-//! let registry = Registry::new();
+//! let registry = ToolBox::new();
 //! registry.register(Arc::new(tools.tool_set()), true)?;
 //!
 //! let context = ToolContext::new();

@@ -34,14 +34,14 @@
 //! use std::sync::Arc;
 //!
 //! use agent_core::{ToolContext, ToolRegistry};
-//! use agent_tools::Registry;
+//! use agent_tools::ToolBox;
 //! use agent_tools_travel::{NaiveDate, TravelTools};
 //! use serde_json::{Value, json};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let today = NaiveDate::from_ymd_opt(2030, 6, 1).unwrap();
-//! let registry = Registry::new();
+//! let registry = ToolBox::new();
 //! registry.register(Arc::new(TravelTools::with_today(today).tool_set()), true)?;
 //!
 //! let context = ToolContext::new();

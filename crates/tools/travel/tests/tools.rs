@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use agent_core::{ToolContext, ToolRegistry};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use agent_tools_travel::{Clock, NaiveDate, SystemClock, TravelTools};
 use serde_json::{Value, json};
 
@@ -13,15 +13,15 @@ fn date(text: &str) -> NaiveDate {
     text.parse().unwrap()
 }
 
-fn registry_on(today: &str) -> Registry {
-    let registry = Registry::new();
+fn registry_on(today: &str) -> ToolBox {
+    let registry = ToolBox::new();
     registry
         .register(Arc::new(TravelTools::with_today(date(today)).tool_set()), true)
         .unwrap();
     registry
 }
 
-async fn call(registry: &Registry, tool: &str, arguments: Value) -> Result<Value, String> {
+async fn call(registry: &ToolBox, tool: &str, arguments: Value) -> Result<Value, String> {
     let run = registry.execute(tool, &arguments, &ToolContext::new()).await;
     match run.outcome {
         Ok(output) => Ok(serde_json::from_str(&output.to_content()).unwrap()),
@@ -575,7 +575,7 @@ fn default_clock_is_the_system_date() {
     assert!(before <= system && system <= chrono::Local::now().date_naive());
 }
 
-async fn execute(registry: &Registry, tool: &str, arguments: Value, context: &ToolContext) -> Result<(), String> {
+async fn execute(registry: &ToolBox, tool: &str, arguments: Value, context: &ToolContext) -> Result<(), String> {
     registry
         .execute(tool, &arguments, context)
         .await
@@ -611,7 +611,7 @@ async fn places_and_dates_the_user_never_mentioned_are_refused() {
     );
 
     // Switched off, the same calls run.
-    let unchecked = Registry::new();
+    let unchecked = ToolBox::new();
     unchecked
         .register(
             Arc::new(

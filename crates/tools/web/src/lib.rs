@@ -26,14 +26,14 @@
 //! use std::sync::Arc;
 //!
 //! use agent_core::{ToolContext, ToolRegistry};
-//! use agent_tools::Registry;
+//! use agent_tools::ToolBox;
 //! use agent_tools_web::{WebConfig, WebTools};
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let tools = WebTools::new(&WebConfig::default())?;
-//! let registry = Registry::new();
+//! let registry = ToolBox::new();
 //! registry.register(Arc::new(tools.tool_set()), true)?;
 //!
 //! // Without a search backend only fetch_url is offered.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use agent_core::ToolRegistry;
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use agent_tools_web::{SearchConfig, WebConfig, WebTools};
 use serde_json::json;
 use wiremock::matchers::any;
@@ -28,7 +28,7 @@ async fn invented_arguments_are_refused_before_the_tool_runs() {
         },
         ..WebConfig::default()
     };
-    let registry = Registry::new();
+    let registry = ToolBox::new();
     registry
         .register(Arc::new(WebTools::new(&config).unwrap().tool_set()), true)
         .unwrap();

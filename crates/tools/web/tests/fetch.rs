@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use agent_core::{ToolContext, ToolRegistry};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use agent_tools_web::{WebConfig, WebTools};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
@@ -28,15 +28,15 @@ const PAGE: &str = r#"<!doctype html>
   </body>
 </html>"#;
 
-fn registry(config: &WebConfig) -> Registry {
-    let registry = Registry::new();
+fn registry(config: &WebConfig) -> ToolBox {
+    let registry = ToolBox::new();
     registry
         .register(Arc::new(WebTools::new(config).unwrap().tool_set()), true)
         .unwrap();
     registry
 }
 
-async fn fetch(registry: &Registry, url: &str) -> Result<Value, String> {
+async fn fetch(registry: &ToolBox, url: &str) -> Result<Value, String> {
     let run = registry
         .execute("fetch_url", &json!({ "url": url }), &ToolContext::new())
         .await;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use agent_core::{ToolContext, ToolRegistry};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use agent_tools_web::{ApiKey, SearchConfig, SearchResult, WebConfig, WebTools};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path, query_param};
@@ -17,13 +17,13 @@ fn fixture(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn registry(tools: &WebTools) -> Registry {
-    let registry = Registry::new();
+fn registry(tools: &WebTools) -> ToolBox {
+    let registry = ToolBox::new();
     registry.register(Arc::new(tools.tool_set()), true).unwrap();
     registry
 }
 
-async fn search(registry: &Registry, arguments: Value) -> Result<Value, String> {
+async fn search(registry: &ToolBox, arguments: Value) -> Result<Value, String> {
     let run = registry.execute("web_search", &arguments, &ToolContext::new()).await;
     match run.outcome {
         Ok(output) => Ok(serde_json::from_str(&output.to_content()).unwrap()),

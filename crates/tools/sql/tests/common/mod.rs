@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_core::{ToolContext, ToolRegistry};
-use agent_tools::Registry;
+use agent_tools::ToolBox;
 use agent_tools_sql::{SqlConfig, SqlTools};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -69,9 +69,9 @@ impl Fixture {
         SqlConfig::new(&self.path)
     }
 
-    pub fn registry(&self, config: SqlConfig) -> Registry {
+    pub fn registry(&self, config: SqlConfig) -> ToolBox {
         assert_eq!(config.path, self.path);
-        let registry = Registry::new();
+        let registry = ToolBox::new();
         registry
             .register(Arc::new(SqlTools::open(config).unwrap().tool_set()), true)
             .unwrap();
@@ -98,7 +98,7 @@ pub fn list(directory: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-pub async fn call(registry: &Registry, tool: &str, arguments: Value) -> Result<Value, String> {
+pub async fn call(registry: &ToolBox, tool: &str, arguments: Value) -> Result<Value, String> {
     let run = registry.execute(tool, &arguments, &ToolContext::new()).await;
     match run.outcome {
         Ok(output) => Ok(serde_json::from_str(&output.to_content()).unwrap()),
@@ -106,6 +106,6 @@ pub async fn call(registry: &Registry, tool: &str, arguments: Value) -> Result<V
     }
 }
 
-pub async fn query(registry: &Registry, sql: &str) -> Result<Value, String> {
+pub async fn query(registry: &ToolBox, sql: &str) -> Result<Value, String> {
     call(registry, "query_database", json!({"query": sql})).await
 }
