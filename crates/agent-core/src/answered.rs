@@ -229,7 +229,8 @@ mod tests {
         request.tools = vec![
             crate::ToolDefinition::new("get_weather", "Weather.", schema),
             crate::ToolDefinition::new("convert", "Currency.", json!({"type": "object"})),
-        ];
+        ]
+        .into();
         let answered = AnsweredCalls::in_request(&request);
         assert!(answered.contains("get_weather", &json!({"location": "Sydney", "units": "fahrenheit"})));
         assert!(answered.contains("get_weather", &json!({"location": "Sydney"})));

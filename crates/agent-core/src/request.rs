@@ -1,5 +1,7 @@
 //! What is sent to a model and what comes back.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -46,9 +48,11 @@ pub struct ChatRequest {
     pub system: Option<String>,
     /// The conversation so far.
     pub messages: Vec<Message>,
-    /// Tools the model may call, in a stable order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDefinition>,
+    /// Tools the model may call, in a stable order; shared, so that every
+    /// request of a run (and every run of an agent) offers the registry's
+    /// definitions without copying them.
+    #[serde(default, skip_serializing_if = "no_tools")]
+    pub tools: Arc<[ToolDefinition]>,
     /// Whether and how the model may call tools.
     #[serde(default)]
     pub tool_choice: ToolChoice,
@@ -78,6 +82,10 @@ pub struct ChatRequest {
     pub prompt_caching: bool,
 }
 
+fn no_tools(tools: &Arc<[ToolDefinition]>) -> bool {
+    tools.is_empty()
+}
+
 impl ChatRequest {
     /// A request with these messages and default settings.
     pub fn new(messages: Vec<Message>) -> Self {
@@ -93,9 +101,9 @@ impl ChatRequest {
         self
     }
 
-    /// Sets the tools.
-    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
-        self.tools = tools;
+    /// Sets the tools (a `Vec`, or definitions already shared).
+    pub fn with_tools(mut self, tools: impl Into<Arc<[ToolDefinition]>>) -> Self {
+        self.tools = tools.into();
         self
     }
 

@@ -408,6 +408,13 @@ pub trait ToolRegistry: Send + Sync {
     /// Definitions of every enabled tool, providers in registration order.
     fn definitions(&self) -> Vec<ToolDefinition>;
 
+    /// The same definitions, shared: what every request of a run offers. A
+    /// registry that keeps them (agent-tools' `ToolBox` does) hands out its
+    /// own without copying; the default copies [`definitions`](Self::definitions).
+    fn shared_definitions(&self) -> std::sync::Arc<[ToolDefinition]> {
+        self.definitions().into()
+    }
+
     /// The [`CachePolicy`] of the enabled tool `tool`, as its provider
     /// declares it; `None` for tools that are not cached, disabled or unknown
     /// (the default, for registries that do not support caching).

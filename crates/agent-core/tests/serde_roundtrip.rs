@@ -60,7 +60,8 @@ fn messages_and_requests_round_trip() {
             "get_weather",
             "Weather",
             json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
-        )],
+        )]
+        .into(),
         tool_choice: ToolChoice::Tool {
             name: "get_weather".into(),
         },

@@ -157,7 +157,7 @@ impl Agent {
         let inner = &self.inner;
         let mut messages = history;
         messages.push(Message::user(user_message));
-        let tools = inner.registry.definitions();
+        let tools = inner.registry.shared_definitions();
         let approval_required: Vec<String> = tools
             .iter()
             .filter(|tool| inner.registry.requires_approval(&tool.name))
@@ -170,7 +170,7 @@ impl Agent {
             Protocol::Text { .. } => {
                 let instructions = inner.system_prompt.as_deref().unwrap_or_default();
                 let system = prompts::text_protocol_system(&inner.name, &inner.description, instructions, &tools);
-                (Some(system), Vec::new())
+                (Some(system), Arc::default())
             }
             Protocol::React => {
                 // The model must not write its own observations.
@@ -180,7 +180,7 @@ impl Agent {
                     }
                 }
                 let instructions = self.system_prompt().unwrap_or_default();
-                (Some(prompts::react_system(&instructions, &tools)), Vec::new())
+                (Some(prompts::react_system(&instructions, &tools)), Arc::default())
             }
         };
         let request = ChatRequest {

@@ -265,7 +265,8 @@ mod tests {
             "get_weather",
             "Weather.",
             json!({"type": "object"}),
-        )];
+        )]
+        .into();
         let second = fixed_chars_with(&request, &mut known);
         assert_eq!(second, fixed_chars(&request));
         assert!(second < first, "{second} < {first}");

@@ -672,7 +672,7 @@ impl RunState {
     fn force_answer(&mut self, reason: ForcedReason, cycle: Option<Cycle>) {
         self.request.tool_choice = ToolChoice::None;
         if !self.request.has_tool_blocks() {
-            self.request.tools.clear();
+            self.request.tools = Arc::default();
         }
         let instruction_at = self.request.messages.len();
         self.request.messages.push(Message::user(

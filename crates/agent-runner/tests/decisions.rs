@@ -56,7 +56,7 @@ fn default_state() -> RunState {
 }
 
 fn new_state(config: RunConfig, messages: Vec<Message>, max_tokens: Option<u32>) -> RunState {
-    let tools = ["echo", "lookup", "book", "broken", "reply"]
+    let tools: Vec<ToolDefinition> = ["echo", "lookup", "book", "broken", "reply"]
         .into_iter()
         .map(|name| ToolDefinition::new(name, format!("The {name} tool."), json!({"type": "object"})))
         .collect();

@@ -318,6 +318,10 @@ impl ToolRegistry for ToolBox {
         self.read().enabled.definitions.to_vec()
     }
 
+    fn shared_definitions(&self) -> Arc<[ToolDefinition]> {
+        ToolBox::shared_definitions(self)
+    }
+
     fn cache_policy(&self, tool: &str) -> Option<CachePolicy> {
         // The provider is called outside the lock.
         let provider = {

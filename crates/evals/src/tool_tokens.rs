@@ -32,7 +32,7 @@ pub fn run(model: &str) -> Result<(), String> {
     let count = |tools: &[ToolDefinition]| -> Result<usize, String> {
         let mut request = ChatRequest::new(vec![Message::user("Hi!")]);
         request.system = Some(agent_app::assemble::default_system_prompt(today));
-        request.tools = tools.to_vec();
+        request.tools = tools.to_vec().into();
         client.count_prompt_tokens(&request).map_err(|error| error.to_string())
     };
     let without = count(&[])?;

@@ -73,7 +73,7 @@ pub(super) fn routing_request(
         model: None,
         system: Some(system),
         messages,
-        tools,
+        tools: tools.into(),
         tool_choice,
         parallel_tool_calls: None,
         max_tool_calls: None,

@@ -306,7 +306,7 @@ impl RunState {
             model: self.request.model.clone(),
             system: None,
             messages: vec![Message::user(crate::prompts::summary_request(&conversation))],
-            tools: Vec::new(),
+            tools: std::sync::Arc::default(),
             tool_choice: ToolChoice::None,
             parallel_tool_calls: None,
             max_tool_calls: None,

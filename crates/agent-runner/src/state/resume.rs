@@ -180,7 +180,15 @@ impl RunState {
             Some(saved) => saved.intersection(allowed_now).cloned().collect(),
             None => allowed_now.clone(),
         };
-        self.request.tools.retain(|tool| offered.contains(&tool.name));
+        if self.request.tools.iter().any(|tool| !offered.contains(&tool.name)) {
+            self.request.tools = self
+                .request
+                .tools
+                .iter()
+                .filter(|tool| offered.contains(&tool.name))
+                .cloned()
+                .collect();
+        }
         self.offered_tools = Some(offered);
         if let Phase::NeedsTools { batch } = std::mem::replace(&mut self.phase, Phase::NeedsModel { forced: None }) {
             let mut batch = batch;
@@ -275,7 +283,7 @@ mod tests {
     }
 
     fn state(config: RunConfig) -> RunState {
-        let tools = ["lookup", "book"]
+        let tools: Vec<ToolDefinition> = ["lookup", "book"]
             .into_iter()
             .map(|name| ToolDefinition::new(name, name, json!({"type": "object"})))
             .collect();

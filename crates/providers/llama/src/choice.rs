@@ -73,7 +73,8 @@ mod tests {
         request.tools = vec![
             ToolDefinition::new("calculator", "Math.", json!({"type": "object"})),
             ToolDefinition::new("get_weather", "Weather.", json!({"type": "object"})),
-        ];
+        ]
+        .into();
         request.tool_choice = choice;
         request
     }
@@ -110,7 +111,7 @@ mod tests {
         let plan = CallPlan::for_request(&after_result, true).expect("plan");
         assert!(!plan.decided_by_odds, "{plan:?}");
         let mut without_tools = request(ToolChoice::Auto);
-        without_tools.tools.clear();
+        without_tools.tools = std::sync::Arc::default();
         let plan = CallPlan::for_request(&without_tools, true).expect("plan");
         assert!(!plan.decided_by_odds, "{plan:?}");
     }
@@ -148,7 +149,7 @@ mod tests {
     #[test]
     fn a_forced_call_without_tools_forces_nothing() {
         let mut request = request(ToolChoice::Required);
-        request.tools.clear();
+        request.tools = std::sync::Arc::default();
         let plan = CallPlan::for_request(&request, true).expect("plan");
         assert!(!plan.required);
         assert_eq!(plan.prefill, None);

@@ -229,7 +229,8 @@ mod tests {
                 "get_weather",
                 "Weather <now>",
                 json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
-            )],
+            )]
+            .into(),
             ..ChatRequest::default()
         };
         let prompt = template.render(&request).expect("renders");

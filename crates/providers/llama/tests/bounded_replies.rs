@@ -23,7 +23,7 @@ fn client() -> Option<LlamaClient> {
 
 fn request(messages: Vec<Message>) -> ChatRequest {
     let mut request = ChatRequest::new(messages).with_system("You are a helpful assistant. Use the tools.");
-    request.tools = common::weather_and_calculator();
+    request.tools = common::weather_and_calculator().into();
     request.tool_choice = ToolChoice::Required;
     request.max_tokens = Some(MAX_TOKENS);
     request.temperature = Some(0.0);

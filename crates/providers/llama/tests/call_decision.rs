@@ -29,7 +29,7 @@ fn after_small_talk(question: &str) -> ChatRequest {
         Message::user(question),
     ])
     .with_system("You are a helpful travel assistant. Use the tools when they help.");
-    request.tools = common::weather_and_calculator();
+    request.tools = common::weather_and_calculator().into();
     request.max_tokens = Some(48);
     request.temperature = Some(0.0);
     request

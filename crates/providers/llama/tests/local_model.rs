@@ -113,7 +113,8 @@ fn small_talk(choice: ToolChoice) -> ChatRequest {
             "Current weather in a city.",
             json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         ),
-    ];
+    ]
+    .into();
     request.tool_choice = choice;
     request.max_tokens = Some(64);
     request.temperature = Some(0.0);
@@ -280,7 +281,8 @@ fn the_prompt_is_the_models_own_template_with_tools_calls_and_results() {
             "get_weather",
             "Current weather.",
             json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
-        )],
+        )]
+        .into(),
         ..ChatRequest::default()
     };
     let prompt = client.render_prompt(&request).expect("renders");
