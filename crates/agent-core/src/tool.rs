@@ -50,9 +50,24 @@ impl ToolOutput {
     pub fn to_content(&self) -> String {
         match self {
             Self::Text(text) => text.clone(),
-            Self::Json(value) => value.to_string(),
+            Self::Json(value) => compact_json(value),
         }
     }
+
+    /// The text the model receives, the output consumed: text is moved,
+    /// not copied.
+    pub fn into_content(self) -> String {
+        match self {
+            Self::Text(text) => text,
+            Self::Json(value) => compact_json(&value),
+        }
+    }
+}
+
+/// `value` as compact JSON, written into one buffer sized for a small
+/// result (its `Display` grows a `String` from empty).
+fn compact_json(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
 }
 
 impl From<String> for ToolOutput {
@@ -471,6 +486,15 @@ mod tests {
     fn json_output_is_sent_compact() {
         assert_eq!(ToolOutput::from(json!({"a": [1, 2]})).to_content(), r#"{"a":[1,2]}"#);
         assert_eq!(ToolOutput::from("plain").to_content(), "plain");
+        let value = json!({"city": "Paris", "temperature": 21.5, "tags": ["a", "b"], "nested": {"x": null}});
+        let output = ToolOutput::from(value.clone());
+        assert_eq!(
+            output.to_content(),
+            value.to_string(),
+            "compact JSON, as Display writes it"
+        );
+        assert_eq!(output.clone().into_content(), output.to_content());
+        assert_eq!(ToolOutput::from("plain").into_content(), "plain");
     }
 
     #[test]

@@ -380,8 +380,8 @@ impl Driver<'_> {
                 provider: None,
                 attributes: Vec::new(),
             });
-        let (content, is_error) = match &execution.outcome {
-            Ok(output) => (output.to_content(), false),
+        let (content, is_error) = match execution.outcome {
+            Ok(output) => (output.into_content(), false),
             Err(error) => (error.to_string(), true),
         };
         let duration = if execution.duration.is_zero() {
