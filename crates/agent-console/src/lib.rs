@@ -9,7 +9,7 @@
 //!   one line saying what the model is doing (loading, reading the prompt,
 //!   writing, with tokens per second).
 //! - [`run_chat`] is an interactive conversation over a [`LineReader`]
-//!   (the [`Rustyline`] editor with the `line-editor` feature,
+//!   (the `Rustyline` editor with the `line-editor` feature,
 //!   [`PlainLines`], or a test's script) and [`Interrupts`] (Ctrl-C):
 //!   slash commands, approvals asked `[y/N]`, a run cancelled by Ctrl-C
 //!   with the conversation kept. A [`ChatSink`] is told of every turn, to
