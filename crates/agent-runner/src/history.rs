@@ -36,18 +36,19 @@ pub fn repair_history(messages: &mut Vec<Message>) -> bool {
 /// every tool result answers a call of the preceding assistant message.
 pub fn is_sendable(messages: &[Message]) -> bool {
     let mut open: &[ToolCall] = &[];
-    let mut answered: Vec<&str> = Vec::new();
+    let mut answered = Answered::default();
     for message in messages {
         match message {
             Message::Tool(result) => {
-                let id = result.call_id.as_str();
-                if !open.iter().any(|call| call.id == id) || answered.contains(&id) {
+                let Some(index) = open.iter().position(|call| call.id == result.call_id) else {
+                    return false;
+                };
+                if !answered.insert(index) {
                     return false;
                 }
-                answered.push(id);
             }
             other => {
-                if answered.len() != open.len() {
+                if answered.count != open.len() {
                     return false;
                 }
                 open = match other {
@@ -58,7 +59,42 @@ pub fn is_sendable(messages: &[Message]) -> bool {
             }
         }
     }
-    answered.len() == open.len()
+    answered.count == open.len()
+}
+
+/// Which calls of one assistant message have their result, by index: the
+/// first 64 in a bit set, any further ones in a list (so that checking the
+/// usual history allocates nothing).
+#[derive(Default)]
+struct Answered {
+    low: u64,
+    high: Vec<usize>,
+    count: usize,
+}
+
+impl Answered {
+    /// Marks call `index` answered; `false` when it already was.
+    fn insert(&mut self, index: usize) -> bool {
+        let fresh = if index < 64 {
+            let bit = 1u64 << index;
+            let fresh = self.low & bit == 0;
+            self.low |= bit;
+            fresh
+        } else if self.high.contains(&index) {
+            false
+        } else {
+            self.high.push(index);
+            true
+        };
+        self.count += usize::from(fresh);
+        fresh
+    }
+
+    fn clear(&mut self) {
+        self.low = 0;
+        self.high.clear();
+        self.count = 0;
+    }
 }
 
 /// A canonical text form of a call (name + arguments with object keys
@@ -201,6 +237,23 @@ mod tests {
             Message::tool(ToolResult::success("a", "t", "2")),
         ];
         assert!(!is_sendable(&messages));
+    }
+
+    #[test]
+    fn a_reply_of_more_than_64_calls_is_checked_call_by_call() {
+        let ids: Vec<String> = (0..70).map(|index| format!("c{index}")).collect();
+        let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let result = |id: &str| Message::tool(ToolResult::success(id, "t", "ok"));
+        let mut messages = vec![assistant_calling(&id_refs)];
+        messages.extend(ids.iter().rev().map(|id| result(id)));
+        assert!(is_sendable(&messages), "every call answered, in any order");
+        messages.push(result("c66"));
+        assert!(!is_sendable(&messages), "call 66 answered twice");
+        messages.pop();
+        messages.remove(1);
+        assert!(!is_sendable(&messages), "call 69 unanswered");
+        messages.push(result("c3"));
+        assert!(!is_sendable(&messages), "call 3, below the first 64, answered twice");
     }
 
     #[test]

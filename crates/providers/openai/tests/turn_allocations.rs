@@ -21,12 +21,12 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 /// The most allocations a turn may make: under 150, the aim
-/// (144 measured on 2026-12-03 in this test's scenario, a test build, once
-/// requests shared the registry's tool definitions; 147 the day before,
-/// 201 the day before that). A change that adds allocations to every turn fails
+/// (143 measured on 2026-12-03 in this test's scenario, a test build, once
+/// requests shared the registry's tool definitions and the history check
+/// stopped allocating; 147 the day before, 201 the day before that). A change that adds allocations to every turn fails
 /// here: lower the figure as the turn gets leaner, raise it only for a
 /// reason worth the cost.
-const MAX_ALLOCATIONS_PER_TURN: f64 = 146.0;
+const MAX_ALLOCATIONS_PER_TURN: f64 = 145.0;
 
 /// Turns counted, after the warm-up.
 const TURNS: usize = 200;
