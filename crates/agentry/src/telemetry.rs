@@ -228,7 +228,7 @@ mod export {
 
     impl Telemetry {
         /// Builds the exporters for `settings`; `None` when no endpoint is
-        /// configured. The tracer is for [`tracing_opentelemetry::layer`]; the
+        /// configured. The tracer is for `tracing_opentelemetry::layer`; the
         /// metrics recorder is not installed here (see [`Telemetry::recorder`]).
         pub fn start(settings: &TelemetryConfig) -> Result<Option<(Self, Tracer)>, TelemetryError> {
             let Some(endpoint) = settings.otlp_endpoint.as_deref() else {

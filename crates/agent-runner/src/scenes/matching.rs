@@ -60,7 +60,9 @@ pub struct NameMatch {
 }
 
 /// The scene among `names` that `requested` means, if exactly one fits;
-/// see the [module documentation](self) for the rules.
+/// tried in order: the exact name, the same words whatever the case,
+/// separators and filler words ("scene", "agent"), a small edit distance,
+/// then one scene's words named in order in a sentence ([`MatchKind`]).
 pub fn match_name<S: AsRef<str>>(requested: &str, names: &[S]) -> Option<NameMatch> {
     let requested = requested.trim();
     if requested.is_empty() {
