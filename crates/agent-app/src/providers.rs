@@ -30,18 +30,13 @@ impl Progress {
     }
 }
 
-/// The configuration of the chosen provider ([`Settings::provider_config`]).
-pub fn provider_config(settings: &Settings, env: &Env) -> Result<ProviderConfig, AppError> {
-    Ok(settings.provider_config(env)?)
-}
-
 /// The client for the configured provider and model. For the local model
 /// this fetches it on first use (with a progress bar) and loads it, both on
 /// blocking threads. Keys are looked up in `env`. (A working-directory
 /// `agentry.toml` that would send the user's key elsewhere never gets here
 /// untrusted: `Settings::load` refuses it, see [`agentry::config::trust`].)
 pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) -> Result<Arc<dyn LlmClient>, AppError> {
-    let config = provider_config(settings, env)?;
+    let config = settings.provider_config(env)?;
     #[cfg(feature = "llama")]
     if let ProviderConfig::Llama(config) = config {
         return llama::client(config, progress).await;
@@ -234,7 +229,7 @@ mod tests {
         let read = |toml: &str, overrides: &Overrides| {
             std::fs::write(dir.path().join(CONFIG_FILE_NAME), toml).unwrap_or_else(|e| panic!("{e}"));
             let settings = Settings::read(overrides, &Env::default(), dir.path()).unwrap_or_else(|e| panic!("{e}"));
-            provider_config(&settings, &Env::default())
+            settings.provider_config(&Env::default())
         };
         let good = "[agent]\nprovider = \"openai\"\n[providers.openai]\nmodel = \"m\"\nmax_retries = 2\n";
         let config = read(good, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));

@@ -1,6 +1,8 @@
 //! The routing call: the request that asks the model to choose a scene,
 //! and the name read back from its reply.
 
+use std::sync::Arc;
+
 use agent_core::{ChatRequest, ChatResponse, Message, ToolChoice, ToolDefinition};
 use agent_parse::{CallFormat, ToolCallParser};
 use serde_json::{Value, json};
@@ -42,7 +44,7 @@ pub(super) fn routing_request(
 ) -> ChatRequest {
     let mut messages = text_history(history);
     messages.push(Message::user(user_message));
-    let (system, tools, tool_choice) = if native {
+    let (system, tools, tool_choice): (String, Arc<[ToolDefinition]>, ToolChoice) = if native {
         let tools = scenes
             .iter()
             .map(|scene| {
@@ -67,13 +69,13 @@ pub(super) fn routing_request(
              Reply with only the name of the scene for the user's latest message, nothing else.",
             list.join("\n")
         );
-        (system, Vec::new(), ToolChoice::Auto)
+        (system, Arc::default(), ToolChoice::Auto)
     };
     ChatRequest {
         model: None,
         system: Some(system),
         messages,
-        tools: tools.into(),
+        tools,
         tool_choice,
         parallel_tool_calls: None,
         max_tool_calls: None,
