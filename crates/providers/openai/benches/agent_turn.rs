@@ -208,6 +208,21 @@ async fn bare_exchange(http: &reqwest::Client, url: &reqwest::Url, body: impl In
     response.bytes().await.unwrap_or_else(|error| panic!("{error}"))
 }
 
+/// The bare client's tool list: the registry's definitions as one JSON
+/// value, made once.
+fn bare_tools(registry: &dyn agent_core::ToolRegistry) -> Value {
+    Value::Array(
+        registry
+            .definitions()
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name, "description": tool.description, "parameters": tool.input_schema}})
+            })
+            .collect(),
+    )
+}
+
 impl Bare {
     fn new(address: SocketAddr, tools: Value) -> Self {
         let url = format!("http://{address}/v1/chat/completions");
@@ -528,18 +543,7 @@ fn bench(c: &mut Criterion) {
     let address = start_server(&runtime);
 
     let agent = agentry(address);
-    let tools = Value::Array(
-        agent
-            .registry()
-            .definitions()
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name, "description": tool.description, "parameters": tool.input_schema}})
-            })
-            .collect(),
-    );
-    let bare = Bare::new(address, tools);
+    let bare = Bare::new(address, bare_tools(agent.registry().as_ref()));
     let context = ToolContext::new();
 
     // Both sides must get the same answer.
@@ -646,7 +650,7 @@ fn profile(mode: &str) {
         }
         _ => agentry(address),
     };
-    let bare = Bare::new(address, json!([]));
+    let bare = Bare::new(address, bare_tools(&registry()));
     let region = Region::new(GLOBAL);
     for _ in 0..turns {
         if mode == "bare" {
