@@ -1,4 +1,4 @@
-//! `fetch_url`: downloads one page under the [`Policy`], following
+//! `fetch_url`: downloads one page under the [`UrlPolicy`], following
 //! redirects by hand so every hop is checked, reading at most `max_bytes`,
 //! and turning HTML into text.
 //!
@@ -20,7 +20,7 @@ use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde::Serialize;
 use url::{Host, Url};
 
-use crate::policy::{Policy, Refusal};
+use crate::policy::{Refusal, UrlPolicy};
 use crate::text::{html_title, html_to_text, truncate_chars};
 
 /// What `fetch_url` returns.
@@ -59,12 +59,12 @@ pub(crate) struct Limits {
 #[derive(Debug, Clone)]
 pub(crate) struct Fetcher {
     client: reqwest::Client,
-    policy: Arc<Policy>,
+    policy: Arc<UrlPolicy>,
     limits: Limits,
 }
 
 impl Fetcher {
-    pub(crate) fn new(policy: Policy, limits: Limits, user_agent: &str) -> Result<Self, reqwest::Error> {
+    pub(crate) fn new(policy: UrlPolicy, limits: Limits, user_agent: &str) -> Result<Self, reqwest::Error> {
         let policy = Arc::new(policy);
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -272,7 +272,7 @@ fn transport_error(url: &Url, error: &reqwest::Error) -> ToolError {
 /// The client's DNS resolver: resolves with the system resolver and
 /// refuses the whole answer if any address breaks the policy.
 struct GuardedResolver {
-    policy: Arc<Policy>,
+    policy: Arc<UrlPolicy>,
 }
 
 impl Resolve for GuardedResolver {
@@ -296,7 +296,7 @@ mod tests {
 
     use super::*;
 
-    fn fetcher(policy: Policy) -> Fetcher {
+    fn fetcher(policy: UrlPolicy) -> Fetcher {
         let limits = Limits {
             max_bytes: 1024,
             max_text_chars: 1024,
@@ -309,7 +309,7 @@ mod tests {
     #[tokio::test]
     async fn the_resolver_refuses_forbidden_addresses_at_connect_time() {
         let resolver = GuardedResolver {
-            policy: Arc::new(Policy::default()),
+            policy: Arc::new(UrlPolicy::default()),
         };
         let error = resolver
             .resolve(Name::from_str("localhost").unwrap())
@@ -320,7 +320,7 @@ mod tests {
 
         // Straight through the client, skipping the pre-request check: the
         // connection is still refused, by the resolver, with its message.
-        let fetcher = fetcher(Policy::default());
+        let fetcher = fetcher(UrlPolicy::default());
         let url = Url::parse("http://localhost:9/").unwrap();
         let error = fetcher.client.get(url.clone()).send().await.unwrap_err();
         let message = transport_error(&url, &error).to_string();

@@ -61,5 +61,6 @@ mod tools;
 
 pub use config::{ApiKey, SearchConfig, WebConfig};
 pub use fetch::Page;
+pub use policy::{Refusal, UrlPolicy};
 pub use search::{BraveBackend, SearchBackend, SearchClient, SearchError, SearchResult, SearxngBackend};
 pub use tools::{FetchArgs, PROVIDER_NAME, SearchArgs, SearchResults, WebError, WebTools};

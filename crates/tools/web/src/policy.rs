@@ -7,6 +7,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::{Host, Url};
 
+use crate::{WebConfig, WebError};
+
 /// Why a URL or address is refused, for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -85,18 +87,53 @@ impl HostPattern {
     }
 }
 
-/// The rules `fetch_url` follows.
+/// The rules `fetch_url` follows: which schemes, hosts and addresses a URL
+/// may reach. Public so that a URL can be judged before it is handed to
+/// the tool, and fuzzed; `fetch_url` checks every URL and redirect with it.
+///
+/// ```
+/// use agent_tools_web::{UrlPolicy, WebConfig};
+///
+/// let policy = UrlPolicy::from_config(&WebConfig::default())?;
+/// let metadata = url::Url::parse("http://169.254.169.254/latest/")?;
+/// assert!(policy.check_url(&metadata).is_err());
+/// let public = url::Url::parse("https://example.com/")?;
+/// assert!(policy.check_url(&public).is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Policy {
+pub struct UrlPolicy {
     pub(crate) allowed: Vec<HostPattern>,
     pub(crate) denied: Vec<HostPattern>,
     pub(crate) allow_private_addresses: bool,
 }
 
-impl Policy {
+impl UrlPolicy {
+    /// The policy `config`'s `allowed_hosts`, `denied_hosts` and
+    /// `allow_private_addresses` describe.
+    ///
+    /// # Errors
+    ///
+    /// [`WebError::Config`] naming a host pattern that is not a host name,
+    /// an IP address or a CIDR range.
+    pub fn from_config(config: &WebConfig) -> Result<Self, WebError> {
+        let parse = |patterns: &[String]| -> Result<Vec<HostPattern>, WebError> {
+            patterns
+                .iter()
+                .map(|pattern| HostPattern::parse(pattern).map_err(WebError::Config))
+                .collect()
+        };
+        Ok(Self {
+            allowed: parse(&config.allowed_hosts)?,
+            denied: parse(&config.denied_hosts)?,
+            allow_private_addresses: config.allow_private_addresses,
+        })
+    }
+
     /// Checks everything that can be known before resolving the host: the
     /// scheme, the lists, and the address when the host is an IP literal.
-    pub(crate) fn check_url(&self, url: &Url) -> Result<(), Refusal> {
+    /// A host name's addresses are checked next, by [`check_resolved`](Self::check_resolved).
+    pub fn check_url(&self, url: &Url) -> Result<(), Refusal> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(Refusal(format!(
                 "refused: only http and https URLs can be fetched, not {}:",
@@ -131,7 +168,7 @@ impl Policy {
     }
 
     /// Checks the addresses a host resolved to: every one must pass.
-    pub(crate) fn check_resolved(&self, host: &str, addresses: &[IpAddr]) -> Result<(), Refusal> {
+    pub fn check_resolved(&self, host: &str, addresses: &[IpAddr]) -> Result<(), Refusal> {
         if addresses.is_empty() {
             return Err(Refusal(format!("the host {host} did not resolve to any address")));
         }
@@ -338,7 +375,7 @@ mod tests {
 
     #[test]
     fn policy_refuses_schemes_and_private_literals() {
-        let policy = Policy::default();
+        let policy = UrlPolicy::default();
         let check = |url: &str| policy.check_url(&Url::parse(url).unwrap());
         assert!(check("https://example.com/").is_ok());
         assert!(
@@ -375,7 +412,7 @@ mod tests {
 
     #[test]
     fn lists_apply_to_names_and_addresses() {
-        let policy = Policy {
+        let policy = UrlPolicy {
             allowed: vec![
                 HostPattern::parse("example.com").unwrap(),
                 HostPattern::parse("127.0.0.1").unwrap(),

@@ -1,4 +1,4 @@
-//! Property tests of the URL [`Policy`]: random URLs built from schemes,
+//! Property tests of the URL [`UrlPolicy`]: random URLs built from schemes,
 //! hosts written in every form a URL parser or resolver accepts (decimal,
 //! octal and hex IPv4, short forms, IPv4 inside IPv6, full-width digits,
 //! percent-encoding, trailing dots), user info, ports and paths. A URL whose
@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use url::{Host, Url};
 
-use crate::policy::{HostPattern, Policy};
+use crate::policy::{HostPattern, UrlPolicy};
 
 /// Whether the host as generated is public or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,7 @@ struct HostCase {
 }
 
 /// Judges `text` as `fetch_url` does (see `Fetcher::check`), with fake DNS.
-fn judge(policy: &Policy, text: &str) -> Result<(), String> {
+fn judge(policy: &UrlPolicy, text: &str) -> Result<(), String> {
     let url = Url::parse(text.trim()).map_err(|error| error.to_string())?;
     policy.check_url(&url).map_err(|refusal| refusal.0)?;
     if let Some(Host::Domain(domain)) = url.host() {
@@ -355,13 +355,13 @@ fn any_url() -> impl Strategy<Value = (String, String, HostCase, bool)> {
 }
 
 /// Policies without `allow_private_addresses`: lists of public hosts only.
-fn strict_policy() -> impl Strategy<Value = Policy> {
+fn strict_policy() -> impl Strategy<Value = UrlPolicy> {
     let allowed = proptest::collection::vec(
         select(vec!["example.com", "docs.rs", "8.8.8.0/24", "*.example.com"]),
         0..3,
     );
     let denied = proptest::collection::vec(select(vec!["evil.example", "1.1.1.1", "2001:db8::/32"]), 0..2);
-    (allowed, denied).prop_map(|(allowed, denied)| Policy {
+    (allowed, denied).prop_map(|(allowed, denied)| UrlPolicy {
         allowed: allowed.iter().map(|p| HostPattern::parse(p).unwrap()).collect(),
         denied: denied.iter().map(|p| HostPattern::parse(p).unwrap()).collect(),
         allow_private_addresses: false,
@@ -391,7 +391,7 @@ proptest! {
 
     #[test]
     fn plain_public_http_urls_are_allowed_by_default((text, scheme, host, plain) in any_url()) {
-        let verdict = judge(&Policy::default(), &text);
+        let verdict = judge(&UrlPolicy::default(), &text);
         if plain && host.class == Class::Public && (scheme == "http" || scheme == "https") {
             prop_assert!(verdict.is_ok(), "{text} was refused: {verdict:?}");
         }
@@ -399,7 +399,7 @@ proptest! {
 
     #[test]
     fn allowing_private_addresses_never_allows_other_schemes((text, scheme, host, plain) in any_url()) {
-        let policy = Policy { allow_private_addresses: true, ..Policy::default() };
+        let policy = UrlPolicy { allow_private_addresses: true, ..UrlPolicy::default() };
         let verdict = judge(&policy, &text);
         if scheme != "http" && scheme != "https" {
             prop_assert!(verdict.is_err(), "{text} was allowed with the scheme {scheme}");
@@ -410,7 +410,7 @@ proptest! {
 
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,80}", prefix in select(vec!["http://", "https://", "", "http://[", "http://0x"])) {
-        let _ = judge(&Policy::default(), &format!("{prefix}{text}"));
+        let _ = judge(&UrlPolicy::default(), &format!("{prefix}{text}"));
     }
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{ApiKey, SearchConfig, WebConfig};
 use crate::fetch::{Fetcher, Limits, Page};
-use crate::policy::{HostPattern, Policy};
+use crate::policy::UrlPolicy;
 use crate::search::{BraveBackend, SearchBackend, SearchClient, SearchResult, SearxngBackend};
 
 /// The provider's name, used to enable or disable it.
@@ -81,22 +81,12 @@ impl WebTools {
 
     /// Like [`new`](Self::new), reading environment variables through `env`.
     pub fn with_env(config: &WebConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, WebError> {
-        let parse = |patterns: &[String]| -> Result<Vec<HostPattern>, WebError> {
-            patterns
-                .iter()
-                .map(|pattern| HostPattern::parse(pattern).map_err(WebError::Config))
-                .collect()
-        };
         if config.max_bytes == 0 || config.max_text_chars == 0 || config.timeout_secs == 0 {
             return Err(WebError::Config(
                 "max_bytes, max_text_chars and timeout_secs must be greater than 0".to_owned(),
             ));
         }
-        let policy = Policy {
-            allowed: parse(&config.allowed_hosts)?,
-            denied: parse(&config.denied_hosts)?,
-            allow_private_addresses: config.allow_private_addresses,
-        };
+        let policy = UrlPolicy::from_config(config)?;
         let limits = Limits {
             max_bytes: config.max_bytes,
             max_text_chars: config.max_text_chars,
