@@ -52,6 +52,14 @@ pub enum HttpError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// A streamed item (an SSE field, an NDJSON line) is not valid UTF-8,
+    /// which JSON text must be: the stream stops rather than pass on text
+    /// with replacement characters in it.
+    #[error("an {format} of the stream is not valid UTF-8")]
+    InvalidUtf8 {
+        /// What was not: `SSE field` or `NDJSON line`.
+        format: &'static str,
+    },
     /// One line of an NDJSON stream is longer than `max_event_bytes`.
     #[error("an NDJSON line is longer than the {limit}-byte limit (max_event_bytes)")]
     NdjsonLineTooLong {
@@ -97,6 +105,7 @@ impl HttpError {
             | Self::SseLineTooLong { .. }
             | Self::SseEventTooLarge { .. }
             | Self::NdjsonLineTooLong { .. }
+            | Self::InvalidUtf8 { .. }
             | Self::StreamTooLarge { .. } => LlmErrorKind::Decode,
             Self::StreamTimeout { .. } => LlmErrorKind::Timeout,
             Self::RetryAfterTooLong { .. } => LlmErrorKind::RateLimited,

@@ -13,7 +13,8 @@ use crate::decoded::{ChunkDecoder, Decoded};
 use crate::{HttpConfig, HttpError};
 
 /// An incremental NDJSON line splitter: feed it chunks, take out complete,
-/// non-blank lines (CRLF tolerated). Parsing the JSON is the caller's job.
+/// non-blank lines (CRLF tolerated). A line that is not UTF-8 stops it
+/// with [`HttpError::InvalidUtf8`]. Parsing the JSON is the caller's job.
 #[derive(Debug)]
 pub struct NdjsonDecoder {
     partial: Vec<u8>,
@@ -64,6 +65,9 @@ impl NdjsonDecoder {
             }
             self.partial.extend_from_slice(&rest[..end]);
             self.emit(out);
+            if self.error.is_some() {
+                return;
+            }
             rest = &rest[end + 1..];
         }
         if self.partial.len() + rest.len() > self.max_bytes {
@@ -86,8 +90,13 @@ impl NdjsonDecoder {
         self.partial = Vec::new();
     }
 
+    /// Delivers the buffered line; one that is not UTF-8 stops the decoder.
     fn emit(&mut self, out: &mut Vec<String>) {
-        let line = String::from_utf8_lossy(&self.partial);
+        let Ok(line) = std::str::from_utf8(&self.partial) else {
+            self.error = Some(HttpError::InvalidUtf8 { format: "NDJSON line" });
+            self.partial = Vec::new();
+            return;
+        };
         let line = line.trim();
         if !line.is_empty() {
             out.push(line.to_owned());
@@ -160,6 +169,23 @@ mod tests {
             decoder.finish(&mut out);
             assert_eq!(out, ["{\"a\":12}"], "split at {split}");
             assert_eq!(decoder.error(), Some(&HttpError::NdjsonLineTooLong { limit: 8 }));
+        }
+    }
+
+    /// Found by the `ndjson_decoder` fuzz target: invalid UTF-8 was replaced
+    /// with U+FFFD (3 bytes for each bad byte), so a line within the limit
+    /// came out over it, and the reply's text changed without a word.
+    #[test]
+    fn a_line_that_is_not_utf8_stops_the_decoder_with_a_typed_error() {
+        let input = b"{\"a\":1}\n{\"b\":\"\x92\x92\"}\n{\"c\":3}\n";
+        for split in 0..=input.len() {
+            let mut decoder = NdjsonDecoder::with_limit(16);
+            let mut out = Vec::new();
+            decoder.push(&input[..split], &mut out);
+            decoder.push(&input[split..], &mut out);
+            decoder.finish(&mut out);
+            assert_eq!(out, ["{\"a\":1}"], "split at {split}");
+            assert_eq!(decoder.error(), Some(&HttpError::InvalidUtf8 { format: "NDJSON line" }));
         }
     }
 }

@@ -47,7 +47,8 @@ impl SseEvent {
 
 /// An incremental SSE decoder: feed it chunks, take out complete events.
 /// Every input byte is looked at once, whatever the chunking. A line or an
-/// event over the limit stops it: see [`error`](Self::error).
+/// event over the limit stops it, and so does a field that is not UTF-8:
+/// see [`error`](Self::error).
 #[derive(Debug)]
 pub struct SseDecoder {
     /// The start of a line whose end has not arrived yet.
@@ -162,9 +163,14 @@ impl SseDecoder {
             }
             None => (line, &b""[..]),
         };
+        let Ok(text) = std::str::from_utf8(value) else {
+            if matches!(field, b"data" | b"event" | b"id") {
+                self.fail(HttpError::InvalidUtf8 { format: "SSE field" });
+            }
+            return;
+        };
         match field {
             b"data" => {
-                let text = String::from_utf8_lossy(value);
                 let separator = usize::from(self.data_lines > 0);
                 if self.current.data.len() + separator + text.len() > self.max_bytes {
                     self.fail(HttpError::SseEventTooLarge { limit: self.max_bytes });
@@ -173,11 +179,11 @@ impl SseDecoder {
                 if separator > 0 {
                     self.current.data.push('\n');
                 }
-                self.current.data.push_str(&text);
+                self.current.data.push_str(text);
                 self.data_lines += 1;
             }
-            b"event" => self.current.event = String::from_utf8_lossy(value).into_owned(),
-            b"id" => self.current.id = Some(String::from_utf8_lossy(value).into_owned()),
+            b"event" => self.current.event = text.to_owned(),
+            b"id" => self.current.id = Some(text.to_owned()),
             _ => {}
         }
     }
@@ -379,6 +385,23 @@ mod tests {
             let whole = decode_chunks(&[&input]);
             let parts = decode_chunks(&[&input[..split], &input[split..]]);
             proptest::prop_assert_eq!(whole, parts);
+        }
+    }
+
+    /// Invalid UTF-8 in a field is a typed error, not text silently
+    /// replaced (see the NDJSON decoder's test of the same).
+    #[test]
+    fn a_field_that_is_not_utf8_stops_the_decoder_with_a_typed_error() {
+        for input in [
+            &b"data: ok\n\ndata: \xff\n\ndata: after\n\n"[..],
+            b"data: ok\n\nevent: \xc3\ndata: x\n\n",
+        ] {
+            let mut decoder = SseDecoder::new();
+            let mut out = Vec::new();
+            decoder.push(input, &mut out);
+            decoder.finish(&mut out);
+            assert_eq!(data(&out), ["ok"]);
+            assert_eq!(decoder.error(), Some(&HttpError::InvalidUtf8 { format: "SSE field" }));
         }
     }
 }
