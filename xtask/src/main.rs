@@ -17,6 +17,10 @@
 //!   turn by turn by rules and a strict figure judge; `dev` is for tuning,
 //!   `test` is held out (default: the default model, both splits, grounding
 //!   as configured).
+//! - `fuzz [--seconds N | --smoke] [TARGET ...]`: builds and runs the
+//!   libFuzzer targets of `fuzz/` (cargo-fuzz, `--sanitizer none` on
+//!   stable), with their seeds, and prints executions and coverage; a crash
+//!   fails it (docs/fuzzing.md). CI runs `--smoke`.
 //! - `fetch-model [NAME]`: downloads, assembles and verifies a local model
 //!   (default `qwen2.5-coder-0.5b`) into the model store.
 //! - `measure-cache [ROUNDS]`, `measure-tools [MODEL]`: figures of the
@@ -31,6 +35,7 @@ mod app_modules;
 mod app_size;
 mod examples;
 mod features;
+mod fuzz;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -66,10 +71,22 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("fuzz") => {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+            match fuzz::run(&cargo, &workspace_root(), &args[1..]) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("xtask fuzz: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("fetch-model") => fetch_model(args.get(1).map_or(models::DEFAULT_MODEL, String::as_str)),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, each feature alone, all tests, examples\n  examples            run every program of examples/\n  features            check each feature of agent-app and agentry alone, count an openai-only CLI's crates\n  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn\n  measure-cache [ROUNDS]\n                      time to first token of a follow-up `agentry run --session` turn, prompt cache on and off\n  measure-tools [MODEL]\n                      tokens each default tool costs in the local model's prompt",
+                "usage: cargo xtask <command>\n\ncommands:\n  ci                  fmt check, clippy -D warnings, each feature alone, all tests, examples\n  examples            run every program of examples/\n  features            check each feature of agent-app and agentry alone, count an openai-only CLI's crates\n  fuzz [--seconds N | --smoke] [TARGET ...]
+                      run the libFuzzer targets of fuzz/ (cargo-fuzz, stable; 600 s each, --smoke 3 s)
+  fetch-model [NAME]  download a local model (default {})\n  eval-local [M,M] [off|on|both] [--only TEXT]\n                      tool-calling success rates of the local models\n  eval-conversations [M,M] [dev|test|both] [--grounding on|off]\n                      multi-turn conversations on local models, judged turn by turn\n  measure-cache [ROUNDS]\n                      time to first token of a follow-up `agentry run --session` turn, prompt cache on and off\n  measure-tools [MODEL]\n                      tokens each default tool costs in the local model's prompt",
                 models::DEFAULT_MODEL
             );
             ExitCode::SUCCESS

@@ -140,7 +140,9 @@ impl Settings {
         Ok(tool_box)
     }
 
-    /// The enabled domain `name`: a built-in one, or an MCP server.
+    /// The enabled domain `name`: a built-in one, or an MCP server (the
+    /// only one that awaits: without the `mcp` feature nothing does).
+    #[cfg_attr(not(feature = "mcp"), allow(clippy::unused_async))]
     async fn domain(&self, name: &str, env: &Env) -> Result<Arc<dyn ToolProvider>, SetupError> {
         let lookup = |var: &str| env.get(var);
         if let Some(domain) = ToolDomain::parse(name) {

@@ -1,0 +1,1 @@
+ATTACH DATABASE '/tmp/x.sqlite' AS x

@@ -1,0 +1,1 @@
+SELECT note, hex(note), zeroblob(1000000) FROM orders

@@ -1,0 +1,1 @@
+/* SELECT */ DROP TABLE orders -- ;

@@ -1,0 +1,1 @@
+SELECT printf('%s-%d', name, id), json_object('a', total), upper(email) FROM customers, orders

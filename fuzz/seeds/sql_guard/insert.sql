@@ -1,0 +1,1 @@
+INSERT INTO customers (name) VALUES ('Eve')

@@ -1,0 +1,1 @@
+PRAGMA hard_heap_limit=1

@@ -1,0 +1,1 @@
+SELECT name, total FROM customers JOIN orders ON orders.customer_id = customers.id WHERE total > 10 ORDER BY total DESC

@@ -1,0 +1,1 @@
+VACUUM INTO '/tmp/copy.sqlite'
