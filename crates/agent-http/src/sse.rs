@@ -182,7 +182,7 @@ impl SseDecoder {
                 self.current.data.push_str(text);
                 self.data_lines += 1;
             }
-            b"event" => self.current.event = text.to_owned(),
+            b"event" => text.clone_into(&mut self.current.event),
             b"id" => self.current.id = Some(text.to_owned()),
             _ => {}
         }
