@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{AgentRunResult, ConversationMeta, ConversationStore, RunEnd, StoreError, TurnMeta};
+use agent_core::{AgentRunResult, ConversationMeta, ConversationStore, Message, RunEnd, StoreError, TurnMeta};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -119,9 +119,12 @@ impl RunCheckpoints for StoreCheckpoints {
 /// is lost (the stored messages stay whole; the next run compacts again if
 /// it must).
 ///
-/// A failed run adds no message (the conversation stays as it was and the
-/// prompt can be sent again), but its usage and cost count; a cancelled or
-/// limited run keeps what it did.
+/// A failed run keeps the work it completed: its user message and every
+/// tool call that has its result, up to the last such result (what ran is
+/// never lost, nor run again when the prompt is sent again). One that
+/// failed before a tool finished adds no message (the conversation stays as
+/// it was and the prompt can be sent again). Its usage and cost count
+/// either way; a cancelled or limited run keeps what it did.
 ///
 /// # Errors
 ///
@@ -162,7 +165,7 @@ pub async fn store_turn(
         }
     }
     let added = if result.stop_reason == RunEnd::Error {
-        &[][..]
+        completed_work(&result.messages[start..])
     } else {
         &result.messages[start..]
     };
@@ -173,6 +176,27 @@ pub async fn store_turn(
         result.cost_usd.unwrap_or_default(),
     );
     store.append(name, added, &delta).await
+}
+
+/// The longest start of a failed run's `added` messages that ends with a
+/// tool result and leaves no tool call without its result; empty when no
+/// tool call of it finished.
+fn completed_work(added: &[Message]) -> &[Message] {
+    let mut pending: Vec<&str> = Vec::new();
+    let mut end = 0;
+    for (at, message) in added.iter().enumerate() {
+        match message {
+            Message::Assistant(reply) => pending.extend(reply.tool_calls.iter().map(|call| call.id.as_str())),
+            Message::Tool(result) => {
+                pending.retain(|id| *id != result.call_id);
+                if pending.is_empty() {
+                    end = at + 1;
+                }
+            }
+            Message::System { .. } | Message::User { .. } => {}
+        }
+    }
+    &added[..end]
 }
 
 #[cfg(test)]
@@ -222,6 +246,45 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let stored = store.load("trip").await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stored.map(|c| c.messages), Some(second.messages));
+    }
+
+    /// Found by the provider fault table (tests/e2e/provider_faults.rs): a
+    /// run that failed after a tool had run left nothing in the session, so
+    /// the tool's result was lost and sending the prompt again ran the tool
+    /// again.
+    #[tokio::test]
+    async fn a_failed_run_keeps_its_completed_tool_calls_and_a_run_that_did_nothing_adds_nothing() {
+        use agent_testing::{TestTool, TestTools, ToolBehaviour};
+
+        let store: Arc<dyn ConversationStore> = Arc::new(InMemoryStore::new());
+        let book = TestTool::new("book", ToolBehaviour::Reply("booked seat 12A".into()));
+        let tools = agent_tools::ToolBox::builder()
+            .provider(Arc::new(TestTools::new("travel").with(book.clone())))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let client = ScriptedClient::new()
+            .respond(response::tool_calls([("book", serde_json::json!({"seat": "12A"}))]))
+            .fail(agent_core::LlmError::transport("boom"))
+            .fail(agent_core::LlmError::transport("boom again"));
+        let agent = Agent::builder(Arc::new(client)).tools(Arc::new(tools)).build();
+        let session = || crate::Session::new(Arc::clone(&store), "trip");
+
+        let failed = agent.run("Book 12A").session(session()).await;
+        assert!(failed.is_err(), "{failed:?}");
+        let kept = store.load("trip").await.unwrap_or_else(|e| panic!("{e}"));
+        let kept = kept.map(|c| c.messages).unwrap_or_default();
+        assert_eq!(kept.len(), 3, "the prompt, the call and its result: {kept:?}");
+        assert!(matches!(&kept[0], Message::User { content } if content == "Book 12A"));
+        assert!(matches!(&kept[1], Message::Assistant(reply) if reply.tool_calls.len() == 1));
+        assert!(matches!(&kept[2], Message::Tool(result) if result.content == "booked seat 12A"));
+        assert_eq!(book.call_counter().load(std::sync::atomic::Ordering::SeqCst), 1);
+
+        // A run that failed before doing anything adds nothing: its prompt
+        // can simply be sent again.
+        let nothing = agent.run("Anything else?").session(session()).await;
+        assert!(nothing.is_err(), "{nothing:?}");
+        let after = store.load("trip").await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(after.map(|c| c.messages), Some(kept));
     }
 
     #[tokio::test]
