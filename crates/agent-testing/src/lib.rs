@@ -41,6 +41,7 @@
 
 pub mod canonical;
 mod events;
+pub mod faults;
 #[cfg(feature = "http-contract")]
 pub mod http_contract;
 pub mod loopback;
