@@ -26,6 +26,14 @@ pub enum LlmErrorKind {
     /// The provider answered with something that could not be understood,
     /// including a stream that ended early.
     Decode,
+    /// The model wrote a tool call that could not be used (the provider
+    /// could not parse it, e.g. Gemini's `MALFORMED_FUNCTION_CALL`): a fault
+    /// of the model's output, not of the request or the connection. Sending
+    /// the same request again is no remedy; the agent loop instead asks the
+    /// model once to write the call again, naming the problem (the error's
+    /// message), and ends the run with this error if the next reply is
+    /// malformed too.
+    MalformedToolCall,
     /// Any other server-side failure (HTTP 5xx).
     Server,
     /// The caller cancelled the request.
@@ -43,6 +51,7 @@ impl LlmErrorKind {
             Self::Timeout => "timed out",
             Self::Transport => "connection failed",
             Self::Decode => "unreadable response",
+            Self::MalformedToolCall => "malformed tool call",
             Self::Server => "server error",
             Self::Cancelled => "cancelled",
         }
@@ -102,6 +111,13 @@ impl LlmError {
     /// The response could not be understood.
     pub fn decode(message: impl Into<String>) -> Self {
         Self::new(LlmErrorKind::Decode, message)
+    }
+
+    /// The model wrote a tool call that could not be used; `message` names
+    /// the problem in words the model can act on (see
+    /// [`LlmErrorKind::MalformedToolCall`]).
+    pub fn malformed_tool_call(message: impl Into<String>) -> Self {
+        Self::new(LlmErrorKind::MalformedToolCall, message)
     }
 
     /// The connection failed.
@@ -212,6 +228,9 @@ mod tests {
         assert!(!LlmError::auth("no").is_retryable());
         assert!(!LlmError::invalid_request("bad").is_retryable());
         assert!(!LlmError::cancelled().is_retryable());
+        let malformed = LlmError::malformed_tool_call("bad call").with_provider("gcp.gemini");
+        assert!(!malformed.is_retryable(), "the loop re-asks with a correction instead");
+        assert_eq!(malformed.to_string(), "gcp.gemini: malformed tool call: bad call");
         assert_eq!(
             LlmError::rate_limited("", Some(Duration::from_millis(1500))).retry_after(),
             Some(Duration::from_millis(1500))

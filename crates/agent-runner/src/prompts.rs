@@ -85,6 +85,16 @@ pub(crate) fn repeated_calls_reminder(calls: &[String], question: &str) -> Strin
     )
 }
 
+/// The transient request after a reply whose tool call the provider could
+/// not use: the `problem` in the provider's words, and what to do instead.
+pub(crate) fn malformed_call_correction(problem: &str) -> String {
+    let problem = problem.trim().trim_end_matches('.');
+    format!(
+        "Your last tool call was malformed and did not run: {problem}. Write the call again as a function \
+         call whose arguments are a JSON object matching the tool's schema, or answer me in text."
+    )
+}
+
 /// The answer that replaces one the grounding check could not accept:
 /// what the tools returned (`lines`), or that nothing could be looked up,
 /// and why when a call's `failure` says it plainly.

@@ -16,6 +16,7 @@ mod budgets;
 mod compaction;
 mod delegated;
 mod grounding;
+mod malformed;
 mod progress;
 mod repeats;
 mod resume;
@@ -113,6 +114,10 @@ pub struct RunState {
     /// calls (at most once a run; `repeats`).
     #[serde(default)]
     reasked_on_repeat: bool,
+    /// The model was asked to write again a tool call the provider could
+    /// not use; cleared by a usable reply (`malformed`).
+    #[serde(default)]
+    reasked_on_malformed_call: bool,
     response: String,
     #[serde(skip)]
     error: Option<LlmError>,
@@ -180,6 +185,7 @@ impl RunState {
             offered_tools: None,
             grounding: GroundingGate::default(),
             reasked_on_repeat: false,
+            reasked_on_malformed_call: false,
             response: String::new(),
             error: None,
             record_events: false,
@@ -334,6 +340,7 @@ impl RunState {
         };
         let forced = forced.clone();
         self.drop_restatement();
+        self.reasked_on_malformed_call = false;
         self.sent_messages = self.request.messages.len();
         self.last_input_tokens = Some(response.usage.input_tokens);
         // The calibration serves compaction only.
@@ -563,7 +570,9 @@ impl RunState {
 
     /// Takes a failed model call; the run ends (retries are the client's
     /// job), except that a chat call refused as too long for the context
-    /// window is compacted and readied again, once.
+    /// window is compacted and readied again, once, and that a reply whose
+    /// tool call could not be used ([`LlmErrorKind::MalformedToolCall`]) is
+    /// answered with a correction, once in a row (`malformed`).
     pub fn on_model_error(&mut self, error: LlmError) -> Result<(), StepError> {
         if self.is_compacting() {
             self.abandon_summary();
@@ -571,6 +580,9 @@ impl RunState {
             return Err(self.unexpected("a model error"));
         } else if error.kind == LlmErrorKind::ContextLength && self.retry_after_context_error() {
             tracing::warn!(error = %error, "the request was too long for the context window; compacted, retrying");
+            return Ok(());
+        } else if error.kind == LlmErrorKind::MalformedToolCall && self.reask_after_malformed_call(&error) {
+            tracing::warn!(error = %error, "the model wrote a malformed tool call; asking it to write the call again");
             return Ok(());
         }
         let cause = if error.kind == LlmErrorKind::Cancelled {

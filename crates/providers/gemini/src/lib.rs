@@ -27,7 +27,10 @@
 //! whose `data` names the part: `{"gemini_part": "function_call",
 //! "call_id": ...}`, `{"gemini_part": "text"}` or `{"gemini_part":
 //! "thought"}` (a signed thought keeps its text in the block). The request
-//! mapper puts each signature back on that part. Unsigned thought text
+//! mapper puts each signature back on that part; a turn whose calls carry
+//! no Gemini signature (another provider's, or injected) gets
+//! [`mapper::PLACEHOLDER_THOUGHT_SIGNATURE`] on its first call, since
+//! Gemini 3 refuses unsigned calls in the current turn. Unsigned thought text
 //! (`thought: true` parts, returned with `include_thoughts`) becomes
 //! reasoning text, never visible content, and is not sent back: Gemini does
 //! not need it.

@@ -36,7 +36,8 @@ fn the_parallel_round_goes_back_as_one_model_and_one_user_content() {
         contents[1],
         json!({"role": "model", "parts": [
             {"text": "Checking both cities."},
-            {"functionCall": {"id": "call_paris", "name": "get_weather", "args": {"city": "Paris", "unit": "celsius"}}},
+            {"functionCall": {"id": "call_paris", "name": "get_weather", "args": {"city": "Paris", "unit": "celsius"}},
+             "thoughtSignature": "context_engineering_is_the_way_to_go"},
             {"functionCall": {"id": "call_tokyo", "name": "get_weather",
                               "args": {"_raw_arguments": "{\"city\": \"Tokyo\", \"unit\": celsius}"}}}
         ]})
@@ -174,6 +175,37 @@ fn thought_signatures_round_trip_like_the_recorded_follow_up_requests() {
     let second = interaction(&gemini, &format!("{name}_1"));
     let reply = assemble(&decode_sse(&[&first.sse()]).unwrap()).unwrap();
     replay(&reply, &first.request, &second.request);
+}
+
+#[test]
+fn calls_without_a_gemini_signature_go_back_with_the_placeholder_signature() {
+    let gemini = require_wire!("gemini");
+    let placeholder = json!("context_engineering_is_the_way_to_go");
+    // gemini-2.0-flash signs nothing: the SDK's follow-up sends the call
+    // bare; Agentry sends it with the placeholder, and nothing else differs.
+    let name = "non-streaming_Tests_generateContent_afc_enabled_Google_AI_AFC_enabled";
+    let first = interaction(&gemini, &format!("{name}_0"));
+    let second = interaction(&gemini, &format!("{name}_1"));
+    let reply = parse_response(&first.body()).unwrap();
+    assert!(reply.message.reasoning.is_empty());
+    let mut expected = second.request.clone();
+    expected["contents"][1]["parts"][0]["thoughtSignature"] = placeholder.clone();
+    replay(&reply, &first.request, &expected);
+
+    // A signed reply whose signatures belong to another provider (a
+    // conversation moved to Gemini): its signature stays home, the
+    // placeholder goes on the first call only.
+    let name = "MCP_related_client_Tests_generateContent_ML_Dev_Multiple_CallableTool_with_MCPClients_and_conduct_automated_function_calling";
+    let first = interaction(&gemini, &format!("{name}_0"));
+    let second = interaction(&gemini, &format!("{name}_1"));
+    let mut reply = parse_response(&first.body()).unwrap();
+    for block in &mut reply.message.reasoning {
+        block.provider = Some("anthropic".into());
+    }
+    let mut expected = second.request.clone();
+    expected["contents"][1]["parts"][0]["thoughtSignature"] = placeholder;
+    let contents = replay(&reply, &first.request, &expected);
+    assert!(contents[1]["parts"][1].get("thoughtSignature").is_none());
 }
 
 #[test]

@@ -14,7 +14,9 @@ use agent_core::LlmError;
 
 /// The trait [`StreamMapper`] is driven through (`push`, `finish`, ...).
 pub use agent_http::EventMapper;
-pub use request::{MID_CONVERSATION_SYSTEM_MARKER, build_request_body, build_request_json};
+pub use request::{
+    MID_CONVERSATION_SYSTEM_MARKER, PLACEHOLDER_THOUGHT_SIGNATURE, build_request_body, build_request_json,
+};
 pub use response::parse_response;
 pub use stream::StreamMapper;
 pub use wire::SYNTHETIC_ID_PREFIX;

@@ -13,6 +13,17 @@ use super::wire::is_synthetic;
 /// conversation, sent as user text (Gemini has one `systemInstruction`).
 pub const MID_CONVERSATION_SYSTEM_MARKER: &str = "[System instruction] ";
 
+/// The `thoughtSignature` sent on the first `functionCall` part of an
+/// assistant turn that carries no Gemini signature: a turn of another
+/// provider (its reasoning is not Gemini's), an injected call, or a reply of
+/// a model that signs nothing. Gemini 3 refuses a function call of the
+/// current turn without a signature; Google's Gemini 3 guide names this
+/// value for history from another model or injected calls, to skip the
+/// check. It is sent whatever the model: Gemini 3 needs it, and earlier
+/// models, which do not validate signatures, are not known to refuse it
+/// (the model name alone cannot tell which models validate).
+pub const PLACEHOLDER_THOUGHT_SIGNATURE: &str = "context_engineering_is_the_way_to_go";
+
 /// Serialises `request` as a `generateContent` / `streamGenerateContent`
 /// body (JSON bytes; the model and the streaming choice are in the URL).
 ///
@@ -32,7 +43,10 @@ pub const MID_CONVERSATION_SYSTEM_MARKER: &str = "[System instruction] ";
 ///   start with [`SYNTHETIC_ID_PREFIX`](super::SYNTHETIC_ID_PREFIX));
 /// - thought signatures kept in [`ReasoningBlock`](agent_core::ReasoningBlock)s
 ///   go back on the part they came with (see the crate docs); unsigned
-///   thought text is not sent back (Gemini does not need it);
+///   thought text is not sent back (Gemini does not need it); an assistant
+///   turn whose calls have no Gemini signature (another provider's turn,
+///   an injected call) gets [`PLACEHOLDER_THOUGHT_SIGNATURE`] on its first
+///   `functionCall` part, where Gemini puts the signature of parallel calls;
 /// - tools become one `functionDeclarations` list with parameters in
 ///   Gemini's schema subset ([`to_gemini_schema`]), a parameterless tool
 ///   has no `parameters`; `tool_choice` becomes
@@ -140,7 +154,8 @@ impl Contents {
 }
 
 /// An assistant turn as `model` parts: signed thoughts, the text (with its
-/// signature), then the function calls (each with its signature).
+/// signature), then the function calls (each with its signature; the first
+/// with [`PLACEHOLDER_THOUGHT_SIGNATURE`] when none has a Gemini one).
 fn model_parts(assistant: &AssistantMessage) -> Vec<Value> {
     let mut parts = Vec::with_capacity(assistant.tool_calls.len() + 2);
     let mut call_signatures: HashMap<&str, &str> = HashMap::new();
@@ -170,7 +185,11 @@ fn model_parts(assistant: &AssistantMessage) -> Vec<Value> {
         }
         parts.push(part);
     }
-    for call in &assistant.tool_calls {
+    let signed = assistant
+        .tool_calls
+        .iter()
+        .any(|call| call_signatures.contains_key(call.id.as_str()));
+    for (index, call) in assistant.tool_calls.iter().enumerate() {
         let args = match (&call.raw_arguments, &call.arguments) {
             (Some(raw), _) => json!({"_raw_arguments": raw}),
             (None, Value::Object(_)) => call.arguments.clone(),
@@ -186,6 +205,8 @@ fn model_parts(assistant: &AssistantMessage) -> Vec<Value> {
         let mut part = json!({"functionCall": function_call});
         if let Some(signature) = call_signatures.get(call.id.as_str()) {
             part["thoughtSignature"] = json!(signature);
+        } else if !signed && index == 0 {
+            part["thoughtSignature"] = json!(PLACEHOLDER_THOUGHT_SIGNATURE);
         }
         parts.push(part);
     }
@@ -420,6 +441,85 @@ mod tests {
                 {"functionResponse": {"name": "divide", "response": {"result": 5}}},
                 {"functionResponse": {"id": "given-7", "name": "beep", "response": {}}}
             ])
+        );
+    }
+
+    #[test]
+    fn calls_without_a_gemini_signature_get_the_placeholder_on_their_first_part() {
+        let placeholder = json!("context_engineering_is_the_way_to_go");
+        // A turn of another provider: its own signed thinking, two parallel calls.
+        let foreign = AssistantMessage {
+            reasoning: vec![ReasoningBlock {
+                text: "Both cities.".into(),
+                signature: Some("CLAUDE_SIG".into()),
+                data: None,
+                provider: Some("anthropic".into()),
+            }],
+            ..AssistantMessage::with_tool_calls(
+                "Checking both.",
+                vec![
+                    ToolCall::new("toolu_1", "weather", json!({"city": "Paris"})),
+                    ToolCall::new("toolu_2", "weather", json!({"city": "Rome"})),
+                ],
+            )
+        };
+        // Gemini's own parallel calls: the first signed, as Gemini signs them.
+        let own = AssistantMessage {
+            reasoning: vec![ReasoningBlock {
+                provider: Some("gcp.gemini".into()),
+                ..super::super::wire::signature_block("function_call", Some("gemini_synth_r2_0"), "", "SIG_OWN")
+            }],
+            ..AssistantMessage::with_tool_calls(
+                "",
+                vec![
+                    ToolCall::new("gemini_synth_r2_0", "beep", json!({})),
+                    ToolCall::new("gemini_synth_r2_1", "beep", json!({})),
+                ],
+            )
+        };
+        // A call with no reasoning at all (injected, or from an unsigned model).
+        let bare = AssistantMessage::with_tool_calls("", vec![ToolCall::new("c3", "beep", json!({}))]);
+        let request = ChatRequest::new(vec![
+            Message::user("Weather in Paris and Rome?"),
+            Message::Assistant(foreign),
+            Message::tool(ToolResult::success("toolu_1", "weather", "18")),
+            Message::tool(ToolResult::success("toolu_2", "weather", "24")),
+            Message::Assistant(own),
+            Message::tool(ToolResult::success("gemini_synth_r2_0", "beep", "{}")),
+            Message::tool(ToolResult::success("gemini_synth_r2_1", "beep", "{}")),
+            Message::Assistant(bare),
+            Message::tool(ToolResult::success("c3", "beep", "{}")),
+        ]);
+        let sent = body(&request);
+        assert_eq!(
+            sent["contents"][1]["parts"],
+            json!([
+                {"text": "Checking both."},
+                {"functionCall": {"id": "toolu_1", "name": "weather", "args": {"city": "Paris"}},
+                 "thoughtSignature": placeholder},
+                {"functionCall": {"id": "toolu_2", "name": "weather", "args": {"city": "Rome"}}}
+            ])
+        );
+        assert_eq!(
+            sent["contents"][3]["parts"],
+            json!([
+                {"functionCall": {"name": "beep", "args": {}}, "thoughtSignature": "SIG_OWN"},
+                {"functionCall": {"name": "beep", "args": {}}}
+            ])
+        );
+        assert_eq!(
+            sent["contents"][5]["parts"],
+            json!([{"functionCall": {"id": "c3", "name": "beep", "args": {}}, "thoughtSignature": placeholder}])
+        );
+        assert!(!sent.to_string().contains("CLAUDE_SIG"));
+        // The same for every model: Gemini 3 requires it, older models skip it.
+        let gemini_3 = build_request_json(&request, &BodyOptions::new("gemini-3-pro-preview")).unwrap();
+        assert_eq!(gemini_3, sent);
+        // A text-only turn gets no signature.
+        let text = ChatRequest::new(vec![Message::user("hi"), Message::assistant("hello")]);
+        assert_eq!(
+            body(&text)["contents"][1],
+            json!({"role": "model", "parts": [{"text": "hello"}]})
         );
     }
 

@@ -23,9 +23,11 @@ use super::wire::{
 ///
 /// Errors: an `{"error": ...}` body; a prompt blocked before any candidate
 /// (`promptFeedback.blockReason`, an invalid-request error naming the
-/// reason); a `MALFORMED_FUNCTION_CALL` (or `UNEXPECTED_TOOL_CALL`,
-/// `TOO_MANY_TOOL_CALLS`) finish, a decode error carrying `finishMessage`;
-/// and anything unreadable.
+/// reason); a `MALFORMED_FUNCTION_CALL` finish, a
+/// [`MalformedToolCall`](agent_core::LlmErrorKind::MalformedToolCall) error
+/// carrying `finishMessage` (the agent loop asks the model to write the
+/// call again); an `UNEXPECTED_TOOL_CALL` or `TOO_MANY_TOOL_CALLS` finish, a
+/// decode error carrying `finishMessage`; and anything unreadable.
 pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
     let mut wire: WireResponse<'_> = serde_json::from_slice(body).map_err(|error| {
         LlmError::decode(format!(
@@ -68,7 +70,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         !message.tool_calls.is_empty(),
     ) {
         Finish::Stop(reason) => reason,
-        Finish::BadCall(reason) => return Err(LlmError::decode(reason)),
+        Finish::BadCall(error) => return Err(error),
     };
     Ok(ChatResponse {
         message,
@@ -240,12 +242,25 @@ mod tests {
     }
 
     #[test]
-    fn a_malformed_call_is_a_decode_error_with_the_finish_message() {
+    fn a_malformed_call_is_a_model_output_fault_carrying_the_finish_message() {
         let body = json!({"candidates": [{"content": {"parts": []}, "finishReason": "MALFORMED_FUNCTION_CALL",
-            "finishMessage": "Malformed function call: print(text=\"hi\""}]});
+            "finishMessage": "Malformed function call: print(text=\"hi\""}],
+            "usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 10}});
         let error = parse(&body).unwrap_err();
-        assert_eq!(error.kind, LlmErrorKind::Decode);
+        assert_eq!(error.kind, LlmErrorKind::MalformedToolCall);
+        assert!(!error.is_retryable());
+        assert!(error.message.contains("MALFORMED_FUNCTION_CALL"), "{}", error.message);
         assert!(error.message.contains("print(text=\"hi\""), "{}", error.message);
+
+        // Without a finishMessage the fault is still named.
+        let bare = json!({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL"}]});
+        let error = parse(&bare).unwrap_err();
+        assert_eq!(error.kind, LlmErrorKind::MalformedToolCall);
+        assert!(error.message.contains("MALFORMED_FUNCTION_CALL"), "{}", error.message);
+
+        // A call where none may be made is no malformed call: still a decode error.
+        let unexpected = json!({"candidates": [{"finishReason": "UNEXPECTED_TOOL_CALL", "finishMessage": "no tools"}]});
+        assert_eq!(parse(&unexpected).unwrap_err().kind, LlmErrorKind::Decode);
     }
 
     #[test]

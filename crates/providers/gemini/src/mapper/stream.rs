@@ -28,7 +28,11 @@ use super::wire::{
 ///   every chunk, so the stream ends at the end of the body. `Usage` (the
 ///   last chunk's `usageMetadata` wins; earlier ones are partial) and
 ///   `Stop` come from [`finish`](Self::finish), which fails with a decode
-///   error when no `finishReason` ever came (a truncated stream);
+///   error when no `finishReason` ever came (a truncated stream), and with
+///   the same error as [`parse_response`](super::parse_response) for a
+///   finish that leaves no usable reply (`MALFORMED_FUNCTION_CALL`: a
+///   [`MalformedToolCall`](agent_core::LlmErrorKind::MalformedToolCall)
+///   error carrying `finishMessage`);
 /// - an `{"error": ...}` chunk becomes an [`LlmError`].
 ///
 /// ```
@@ -275,7 +279,7 @@ impl EventMapper for StreamMapper {
             self.calls > 0 || self.open.is_some(),
         ) {
             Finish::Stop(stop) => stop,
-            Finish::BadCall(message) => return Err(LlmError::decode(message)),
+            Finish::BadCall(error) => return Err(error),
         };
         self.end_open_call(out);
         if let Some(usage) = self.usage {
@@ -546,6 +550,38 @@ mod tests {
         let (_, end) = run(&[malformed.to_string()]);
         let error = end.unwrap_err();
         assert!(error.message.contains("bad call"), "{}", error.message);
+    }
+
+    #[test]
+    fn a_malformed_call_ends_the_stream_with_a_model_output_fault() {
+        let (events, end) = run(&[
+            chunk(&json!([{"text": "Let me print it."}]), None, Some((12, 3))),
+            json!({"candidates": [{"content": {"role": "model"}, "finishReason": "MALFORMED_FUNCTION_CALL",
+                "finishMessage": "Malformed function call: print(text='hi'"}]})
+            .to_string(),
+        ]);
+        let error = end.unwrap_err();
+        assert_eq!(error.kind, LlmErrorKind::MalformedToolCall);
+        assert!(error.message.contains("MALFORMED_FUNCTION_CALL"), "{}", error.message);
+        assert!(error.message.contains("print(text='hi'"), "{}", error.message);
+        assert!(
+            !events.iter().any(|event| matches!(event, StreamEvent::Stop { .. })),
+            "no reply ends: {events:?}"
+        );
+        // The same finish without a message, and a stream mapper asked again.
+        let mut mapper = StreamMapper::new();
+        let mut events = Vec::new();
+        mapper
+            .push(
+                &json!({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL"}]}).to_string(),
+                &mut events,
+            )
+            .unwrap();
+        assert_eq!(
+            mapper.finish(&mut events).unwrap_err().kind,
+            LlmErrorKind::MalformedToolCall
+        );
+        assert!(mapper.finish(&mut events).is_ok(), "finishing twice does nothing");
     }
 
     #[test]

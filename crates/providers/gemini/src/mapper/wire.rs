@@ -156,19 +156,29 @@ impl WireUsage {
 pub(crate) enum Finish {
     /// A normal stop ([`StopReason`] decided with the tool calls in view).
     Stop(StopReason),
-    /// The model's function call could not be used: a typed error.
-    BadCall(String),
+    /// The model's function call could not be used: no reply, this error.
+    BadCall(LlmError),
 }
 
 /// Maps a `finishReason` to its meaning. `STOP` (and unknown or missing
 /// reasons) end the turn, or ask for tools when the reply holds function
-/// calls; safety-type reasons are a content filter; a malformed or
-/// unexpected function call is an error carrying `finishMessage`.
+/// calls; safety-type reasons are a content filter. A function call Gemini
+/// could not parse (`MALFORMED_FUNCTION_CALL`) is a fault of the model's
+/// output ([`LlmErrorKind::MalformedToolCall`]), which the agent loop asks
+/// the model to correct; its message is `finishMessage`, the words the
+/// model is shown. A call where none may be made (`UNEXPECTED_TOOL_CALL`)
+/// or too many calls (`TOO_MANY_TOOL_CALLS`) remain decode errors.
 pub(crate) fn finish(reason: Option<&str>, message: Option<&str>, has_calls: bool) -> Finish {
     let default = if has_calls {
         StopReason::ToolUse
     } else {
         StopReason::EndTurn
+    };
+    let detail = || {
+        message
+            .map(str::trim)
+            .filter(|message| !message.is_empty())
+            .unwrap_or("Gemini gave no finishMessage")
     };
     match reason.unwrap_or_default() {
         "MAX_TOKENS" => Finish::Stop(StopReason::MaxTokens),
@@ -181,14 +191,14 @@ pub(crate) fn finish(reason: Option<&str>, message: Option<&str>, has_calls: boo
         | "IMAGE_PROHIBITED_CONTENT"
         | "IMAGE_RECITATION"
         | "LANGUAGE" => Finish::Stop(StopReason::ContentFilter),
-        reason @ ("MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" | "TOO_MANY_TOOL_CALLS") => {
-            let detail = message
-                .filter(|message| !message.is_empty())
-                .unwrap_or("no finishMessage");
-            Finish::BadCall(format!(
-                "Gemini could not produce a usable function call (finishReason {reason}): {detail}"
-            ))
-        }
+        "MALFORMED_FUNCTION_CALL" => Finish::BadCall(LlmError::malformed_tool_call(format!(
+            "the function call could not be parsed (finishReason MALFORMED_FUNCTION_CALL): {}",
+            detail()
+        ))),
+        reason @ ("UNEXPECTED_TOOL_CALL" | "TOO_MANY_TOOL_CALLS") => Finish::BadCall(LlmError::decode(format!(
+            "Gemini could not produce a usable function call (finishReason {reason}): {}",
+            detail()
+        ))),
         _ => Finish::Stop(default),
     }
 }
@@ -352,15 +362,21 @@ mod tests {
         );
         assert_eq!(finish(Some("OTHER"), None, true), Finish::Stop(StopReason::ToolUse));
         assert_eq!(finish(None, None, false), Finish::Stop(StopReason::EndTurn));
-        let Finish::BadCall(message) = finish(
+        let Finish::BadCall(error) = finish(
             Some("MALFORMED_FUNCTION_CALL"),
             Some("Malformed function call: print(text='hi'"),
             false,
         ) else {
             panic!("a malformed call is an error");
         };
-        assert!(message.contains("MALFORMED_FUNCTION_CALL"), "{message}");
-        assert!(message.contains("print(text='hi'"), "{message}");
+        assert_eq!(error.kind, LlmErrorKind::MalformedToolCall);
+        assert!(error.message.contains("MALFORMED_FUNCTION_CALL"), "{}", error.message);
+        assert!(error.message.contains("print(text='hi'"), "{}", error.message);
+        let Finish::BadCall(error) = finish(Some("TOO_MANY_TOOL_CALLS"), None, true) else {
+            panic!("too many calls is an error");
+        };
+        assert_eq!(error.kind, LlmErrorKind::Decode);
+        assert!(error.message.contains("no finishMessage"), "{}", error.message);
     }
 
     #[test]

@@ -9,11 +9,14 @@
 //! real SSE decoder and the `StreamMapper` run over a realistic body.
 #![allow(dead_code, unused_imports, clippy::unwrap_used)]
 
-use agent_core::{ChatRequest, ChatResponse, LlmError, Message, StreamAccumulator, StreamEvent};
+use agent_core::{
+    AssistantMessage, ChatRequest, ChatResponse, LlmError, Message, ReasoningBlock, StreamAccumulator, StreamEvent,
+    ToolCall, ToolResult,
+};
 use agent_provider_gemini::BodyOptions;
 use agent_provider_gemini::mapper::{EventMapper, StreamMapper, build_request_json};
 use agent_testing::wire::Wire;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub use agent_testing::wire::stem;
 
@@ -152,7 +155,40 @@ pub fn canonical_requests() -> Vec<(&'static str, ChatRequest, BodyOptions)> {
             ..BodyOptions::new("gemini-2.5-pro")
         },
     ));
+    requests.push((
+        "history_from_another_provider",
+        history_from_another_provider(),
+        BodyOptions::new("gemini-3-pro-preview"),
+    ));
     requests
+}
+
+/// A tool round of another provider (its own signed thinking, parallel
+/// calls with its ids) continued on Gemini 3: the calls carry no Gemini
+/// signature, so the first goes out with the placeholder.
+pub fn history_from_another_provider() -> ChatRequest {
+    let turn = AssistantMessage {
+        reasoning: vec![ReasoningBlock {
+            text: "Look up both cities.".into(),
+            signature: Some("EqQBCkYIBxgCKkB...".into()),
+            data: None,
+            provider: Some("anthropic".into()),
+        }],
+        ..AssistantMessage::with_tool_calls(
+            "Checking both cities.",
+            vec![
+                ToolCall::new("toolu_01", "get_weather", json!({"city": "Paris"})),
+                ToolCall::new("toolu_02", "get_weather", json!({"city": "Tokyo"})),
+            ],
+        )
+    };
+    ChatRequest::new(vec![
+        Message::user("Weather in Paris and Tokyo?"),
+        Message::Assistant(turn),
+        Message::tool(ToolResult::success("toolu_01", "get_weather", r#"{"temp_c":18}"#)),
+        Message::tool(ToolResult::success("toolu_02", "get_weather", r#"{"temp_c":24}"#)),
+    ])
+    .with_tools(vec![weather_tool()])
 }
 
 /// The body as JSON (keys in wire order).
