@@ -33,6 +33,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+use crate::loopback::{content_length, find};
+
 /// What the server does with one request (after reading it whole).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -264,21 +266,12 @@ async fn read_request(socket: &mut TcpStream) -> Option<Vec<u8>> {
         let read = socket.read(&mut chunk).await.ok().filter(|&read| read > 0)?;
         buffer.extend_from_slice(&chunk[..read]);
     };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-    let length = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse::<usize>().ok())
-        .unwrap_or(0);
+    let length = content_length(&buffer[..head_end]);
     while buffer.len() < head_end + length {
         let read = socket.read(&mut chunk).await.ok().filter(|&read| read > 0)?;
         buffer.extend_from_slice(&chunk[..read]);
     }
     Some(buffer[head_end..head_end + length].to_vec())
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|window| window == needle)
 }
 
 #[cfg(test)]

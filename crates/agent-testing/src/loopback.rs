@@ -120,7 +120,8 @@ async fn connection(mut socket: TcpStream, replies: Arc<Replies>) {
     }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+/// Where `needle` first occurs in `haystack` (also the fault server's).
+pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() {
         return Some(0);
     }
@@ -128,7 +129,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// The `content-length` of a request head; 0 when it has none.
-fn content_length(head: &[u8]) -> usize {
+pub(crate) fn content_length(head: &[u8]) -> usize {
     head.split(|&b| b == b'\n')
         .find_map(|line| {
             let colon = line.iter().position(|&b| b == b':')?;
