@@ -39,6 +39,25 @@ pub enum ConfigError {
         /// What is wrong and what is expected.
         message: String,
     },
+    /// A number outside the range of its key ([`NUMERIC_RANGES`](super::NUMERIC_RANGES)).
+    #[error(
+        "{origin}: `{key} = {value}` is out of range: use {min} to {max}{}",
+        unit_after(unit)
+    )]
+    OutOfRange {
+        /// Where the value came from (file, environment variable, flag).
+        origin: String,
+        /// The dotted key, e.g. `providers.openai.timeout_secs`.
+        key: String,
+        /// The value, as written.
+        value: String,
+        /// The smallest value allowed.
+        min: f64,
+        /// The largest value allowed.
+        max: f64,
+        /// What the number counts (`seconds`), or empty.
+        unit: &'static str,
+    },
     /// A key that does not exist (usually a typo).
     #[error("{origin}: unknown key `{key}`; valid keys here: {expected}")]
     UnknownKey {
@@ -169,6 +188,15 @@ impl ConfigError {
 impl From<crate::NotCompiled> for ConfigError {
     fn from(error: crate::NotCompiled) -> Self {
         Self::not_compiled(error.what, error.feature)
+    }
+}
+
+/// `unit` after a range, with its space (nothing for no unit).
+fn unit_after(unit: &str) -> String {
+    if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {unit}")
     }
 }
 

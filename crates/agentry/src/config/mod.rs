@@ -23,6 +23,9 @@
 //!   ([`SHIPPED_CATALOG`]).
 //! - `[scenes]` is checked and its templates read ([`Settings::scene_specs`]).
 //! - `[serve]` and `[store]` belong to the server, which reads them.
+//! - Every numeric key has a range ([`NUMERIC_RANGES`]): a value outside it
+//!   is [`ConfigError::OutOfRange`], naming the key, its origin and the
+//!   range.
 //!
 //! A working-directory `agentry.toml` that runs programs or sends secrets
 //! is refused by [`Settings::load`] until the user trusts it ([`trust`]).
@@ -47,6 +50,7 @@ mod env;
 mod error;
 mod key_exposure;
 mod parts;
+mod ranges;
 mod settings;
 mod tables;
 pub mod trust;
@@ -59,6 +63,7 @@ pub use env::Env;
 pub use error::ConfigError;
 pub use key_exposure::provider_key_routes;
 pub use parts::SetupError;
+pub use ranges::{KeyRange, NUMERIC_RANGES, Place};
 pub use settings::Settings;
 pub use tables::{
     AgentSettings, BudgetSettings, Config, McpSettings, Overrides, ProviderTables, RawTable, SceneEntry, SceneSpec,

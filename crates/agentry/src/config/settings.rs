@@ -182,42 +182,22 @@ impl Settings {
             let valid = [struct_fields::<Budget>(), &["deadline_secs"][..]];
             return Err(self.unknown_key(&format!("agent.budget.{key}"), expected(&valid)));
         }
-        if let Err(error) = self.agent_config().validate() {
-            // `run.max_iterations` is `agent.max_iterations` in the file.
-            let field = error.field.split_once('.').map_or(error.field, |(_, rest)| rest);
-            return Err(self.invalid(&format!("agent.{field}"), error.requirement));
-        }
-        let seconds = [
-            ("agent.budget.deadline_secs", agent.budget.deadline_secs, false),
-            ("agent.max_turn_secs", agent.max_turn_secs, true),
-            ("tools.timeout_secs", self.config.tools.timeout_secs, false),
-        ];
-        for (key, secs, zero_allowed) in seconds {
-            if let Some(secs) = secs
-                && !((secs > 0.0 || (zero_allowed && secs == 0.0))
-                    && std::time::Duration::try_from_secs_f64(secs).is_ok())
-            {
-                let requirement = if zero_allowed {
-                    "must be 0 (no limit) or a positive number of seconds"
-                } else {
-                    "must be a positive number of seconds"
-                };
-                return Err(self.invalid(key, requirement));
-            }
-        }
-        self.validate_tools()?;
-        self.scene_specs()?;
         for name in self.config.providers.0.keys() {
             if ProviderKind::parse(name).is_none() {
                 return Err(self.unknown_key(&format!("providers.{name}"), ProviderKind::all_names()));
             }
         }
-        self.validate_telemetry()?;
-        for (name, entry) in &self.config.catalog {
-            if !entry.prices_are_valid() {
-                return Err(self.invalid(&format!("catalog.{name}"), "prices must be non-negative numbers"));
-            }
+        // Every number against its range (`super::ranges`), then what the
+        // runner checks of its own configuration.
+        self.check_ranges()?;
+        if let Err(error) = self.agent_config().validate() {
+            // `run.max_iterations` is `agent.max_iterations` in the file.
+            let field = error.field.split_once('.').map_or(error.field, |(_, rest)| rest);
+            return Err(self.invalid(&format!("agent.{field}"), error.requirement));
         }
+        self.validate_tools()?;
+        self.scene_specs()?;
+        self.validate_telemetry()?;
         Ok(())
     }
 
@@ -353,6 +333,29 @@ impl Settings {
     /// without one) for a default.
     pub fn origin(&self, key: &str) -> String {
         self.figment.find_metadata(key).map_or_else(
+            || self.default_origin(),
+            |metadata| describe(metadata, self.file.as_deref()),
+        )
+    }
+
+    /// The value at `path` (one key per part, so a part may hold a dot, as
+    /// a catalog's model names do); `None` when nothing is there.
+    pub(super) fn value_at(&self, path: &[String]) -> Option<Value> {
+        let (first, rest) = path.split_first()?;
+        let mut value = self.figment.find_value(first).ok()?;
+        for part in rest {
+            value = match value {
+                Value::Dict(_, mut dict) => dict.remove(part)?,
+                _ => return None,
+            };
+        }
+        Some(value)
+    }
+
+    /// Where `value` (found in these settings) came from, as
+    /// [`origin`](Self::origin) says it.
+    pub(super) fn origin_of(&self, value: &Value) -> String {
+        self.figment.get_metadata(value.tag()).map_or_else(
             || self.default_origin(),
             |metadata| describe(metadata, self.file.as_deref()),
         )

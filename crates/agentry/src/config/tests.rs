@@ -386,3 +386,125 @@ fn without_the_variable_home_is_in_the_users_data_directory() {
     let env = Env::from_pairs([("HOME", "/home/u"), ("XDG_DATA_HOME", "relative")]);
     assert_eq!(env.agentry_home(), PathBuf::from("/home/u/.local/share/agentry"));
 }
+
+/// The key `range` names in one table of its place, and an `agentry.toml`
+/// setting it to `value` (written as TOML).
+fn setting(range: &KeyRange, value: &str) -> (String, String) {
+    let (table, name, others) = match range.place {
+        Place::Fixed => {
+            let (table, name) = range.key.rsplit_once('.').unwrap_or(("", range.key));
+            (table.to_owned(), name, String::new())
+        }
+        Place::HttpProvider => ("providers.openai".to_owned(), range.key, String::new()),
+        Place::McpServer => (
+            "mcp.servers.srv".to_owned(),
+            range.key,
+            "url = \"http://127.0.0.1:9/mcp\"\n".to_owned(),
+        ),
+        // A dot in the model's name: the key is found all the same.
+        Place::CatalogEntry => {
+            let prices = ["input", "output"].into_iter().filter(|price| *price != range.key);
+            let others = prices
+                .map(|price| format!("{price} = 1.0\n"))
+                .collect::<Vec<_>>()
+                .concat();
+            ("catalog.\"my-model-1.5\"".to_owned(), range.key, others)
+        }
+    };
+    let key = format!("{}.{name}", table.replace('"', ""));
+    (key, format!("[{table}]\n{others}{name} = {value}\n"))
+}
+
+/// `value` as TOML for `range`'s key: an integer or a float.
+fn written(range: &KeyRange, value: f64) -> String {
+    if range.integer {
+        format!("{}", value as i64)
+    } else {
+        format!("{value:?}")
+    }
+}
+
+#[test]
+fn every_numeric_key_is_refused_outside_its_range_naming_the_key_and_range_and_accepted_at_its_ends() {
+    let dir = tempdir();
+    let load = |toml: &str| load_in(dir.path(), Some(toml), &[], &Overrides::default());
+    for range in NUMERIC_RANGES {
+        assert!(range.min < range.max, "{range:?}");
+        let mut outside = vec![range.max + 1.0];
+        // An unsigned whole number cannot be below 0: its type refuses it.
+        if !(range.integer && range.min == 0.0) {
+            outside.push(if range.integer || range.min <= 0.0 {
+                range.min - 1.0
+            } else {
+                range.min / 2.0
+            });
+        }
+        for value in outside {
+            let (key, toml) = setting(range, &written(range, value));
+            let error = load(&toml).err();
+            let Some(ConfigError::OutOfRange {
+                ref origin,
+                key: ref named,
+                ..
+            }) = error
+            else {
+                panic!("{toml}: {error:?}")
+            };
+            assert_eq!(named, &key, "{toml}");
+            assert!(origin.ends_with(CONFIG_FILE_NAME), "{toml}: {origin}");
+            let message = error.map(|e| e.to_string()).unwrap_or_default();
+            let expected = format!(
+                "`{key} = {}` is out of range: use {} to {}",
+                written(range, value),
+                range.min,
+                range.max
+            );
+            assert!(message.contains(&expected), "{message}\nlacks: {expected}");
+        }
+        for end in [range.min, range.max] {
+            let (_, toml) = setting(range, &written(range, end));
+            if let Err(error) = load(&toml) {
+                panic!("{toml}: the end {end} is refused: {error}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_number_out_of_range_names_the_variable_or_flag_that_set_it() {
+    let dir = tempdir();
+    let env = [("AGENTRY_PROVIDERS__OPENAI__MAX_RETRIES", "11")];
+    let error = load_in(dir.path(), None, &env, &Overrides::default()).err();
+    assert_eq!(
+        error.map(|e| e.to_string()).as_deref(),
+        Some(
+            "environment variable AGENTRY_PROVIDERS__OPENAI__MAX_RETRIES: `providers.openai.max_retries = 11` \
+             is out of range: use 0 to 10 retries"
+        )
+    );
+    let flag = Overrides {
+        max_iterations: Some(0),
+        ..Overrides::default()
+    };
+    let error = load_in(dir.path(), None, &[], &flag).err();
+    assert_eq!(
+        error.map(|e| e.to_string()).as_deref(),
+        Some(
+            "command-line flag --max-iterations: `agent.max_iterations = 0` is out of range: use 1 to 1000 model calls"
+        )
+    );
+    // A timeout no `Duration` can hold, in an Ollama table the file sets.
+    let error = load_in(
+        dir.path(),
+        Some("[providers.ollama]\ntimeout_secs = 1e300\n"),
+        &[],
+        &Overrides::default(),
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(
+        error.contains("`providers.ollama.timeout_secs = 1e300` is out of range: use 0.001 to 86400 seconds"),
+        "{error}"
+    );
+}
