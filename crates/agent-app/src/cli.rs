@@ -27,10 +27,11 @@
 //! MCP servers configured as `[mcp.servers.NAME]` are tool domains NAME
 //! for every command (see [`crate::mcp`]).
 //!
-//! Exit status: 0 success, 2 bad usage or configuration, 1 any other
-//! failure (including a run that ends with `stop_reason` `error`,
-//! `cancelled` or `budget_exceeded`; with `--json` its object is printed
-//! first).
+//! Exit status: 0 success, 2 bad usage or configuration, 130 a run of
+//! `run` or `resume` cancelled by Ctrl-C / SIGINT (`stop_reason`
+//! `cancelled`; the shell's 128 + 2), 1 any other failure (including a run
+//! that ends with `stop_reason` `error` or `budget_exceeded`). With
+//! `--json` the run's object is printed first.
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -11,6 +11,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILURE: u8 = 1;
 /// Exit status of bad usage or configuration.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit status of a run cancelled by an interrupt (Ctrl-C, SIGINT): the
+/// shell's 128 + 2, so a script tells the user's interrupt from a failure.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// A configuration problem (exit status 2): the facade's.
 pub use agentry::config::ConfigError;
@@ -36,6 +39,10 @@ pub enum AppError {
     /// A run ended with an error (exit 1); its record was already reported.
     #[error("{0}")]
     RunFailed(String),
+    /// A run was cancelled by an interrupt before it had a record to print
+    /// (exit 130).
+    #[error("{0}")]
+    Interrupted(String),
     /// Reading or writing the terminal or a file failed (exit 1).
     #[error("{context}: {source}")]
     Io {
@@ -84,10 +91,12 @@ impl From<agentry::config::TrustStoreError> for AppError {
 
 impl AppError {
     /// The process exit status for this error: 2 for usage and
-    /// configuration errors, 1 for everything else.
+    /// configuration errors, 130 for an interrupted run, 1 for everything
+    /// else.
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Config(_) | Self::Usage(_) => EXIT_USAGE,
+            Self::Interrupted(_) => EXIT_INTERRUPTED,
             #[cfg(feature = "mcp")]
             Self::Mcp(agentry::mcp::McpError::Config { .. }) => EXIT_USAGE,
             #[cfg(feature = "mcp")]
@@ -117,6 +126,7 @@ mod tests {
         assert_eq!(config.exit_code(), EXIT_USAGE);
         assert_eq!(AppError::Usage("x".into()).exit_code(), EXIT_USAGE);
         assert_eq!(AppError::RunFailed("x".into()).exit_code(), EXIT_FAILURE);
+        assert_eq!(AppError::Interrupted("x".into()).exit_code(), EXIT_INTERRUPTED);
         assert_eq!(AppError::from(LlmError::auth("no")).exit_code(), EXIT_FAILURE);
     }
 

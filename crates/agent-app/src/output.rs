@@ -40,7 +40,7 @@ use agent_core::{AgentRunResult, GroundingRecord, RunEnd, ToolCallRecord};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::AppError;
+use crate::error::{AppError, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
 
 /// Writes `text` and a newline to stdout, flushed.
 pub fn stdout_line(text: &str) -> Result<(), AppError> {
@@ -192,6 +192,17 @@ pub fn is_success(cause: RunEnd) -> bool {
     )
 }
 
+/// The exit status of a printed run that stopped for `cause`: 0 for a
+/// success ([`is_success`]), 130 for a run cancelled by an interrupt (the
+/// shell's status for SIGINT), 1 for any other end.
+pub fn exit_status(cause: RunEnd) -> u8 {
+    match cause {
+        RunEnd::Cancelled => EXIT_INTERRUPTED,
+        cause if is_success(cause) => EXIT_OK,
+        _ => EXIT_FAILURE,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use agent_core::{Message, Usage};
@@ -290,6 +301,22 @@ mod tests {
         });
         let value: Value = serde_json::from_str(&RunOutput::from_result(&result).to_json()).unwrap_or_default();
         assert_eq!(value["grounding"], json!({"checked": true}), "a grounded answer");
+    }
+
+    #[test]
+    fn a_cancelled_run_exits_130_a_failed_one_1_and_a_successful_one_0() {
+        let cases = [
+            (RunEnd::Completed, 0),
+            (RunEnd::MaxIterations, 0),
+            (RunEnd::LoopDetected, 0),
+            (RunEnd::AwaitingApproval, 0),
+            (RunEnd::Cancelled, 130),
+            (RunEnd::BudgetExceeded, 1),
+            (RunEnd::Error, 1),
+        ];
+        for (cause, status) in cases {
+            assert_eq!(exit_status(cause), status, "{cause:?}");
+        }
     }
 
     #[test]

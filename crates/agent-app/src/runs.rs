@@ -31,7 +31,9 @@ use std::io::{self, IsTerminal, Read as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, RunEnd, ToolContext};
+use agent_core::{
+    AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, LlmErrorKind, Message, RunEnd, ToolContext,
+};
 use agent_runner::scenes::{SceneError, SceneRouter};
 use agent_runner::{
     Agent, ResumeError, RunCheckpoints, RunState, SavedRun, SavedRunError, StoreCheckpoints, TypedError, check_schema,
@@ -42,8 +44,8 @@ use serde_json::Value;
 
 use crate::args::{AgentOptions, ProviderOptions};
 use crate::assemble::build_agent;
-use crate::error::{AppError, EXIT_FAILURE, EXIT_OK};
-use crate::output::{RunOutput, is_success, stdout_line};
+use crate::error::{AppError, EXIT_FAILURE};
+use crate::output::{RunOutput, exit_status, stdout_line};
 use crate::providers::{Progress, build_client};
 use crate::sessions::{SessionLock, SessionStore, validate_name};
 use agent_console::{Console, brief, stop_note};
@@ -298,10 +300,11 @@ async fn typed_run(
             }
         }
     }
-    Ok(if error.is_none() && is_success(result.stop_reason) {
-        EXIT_OK
-    } else {
+    // A cancelled run is an interrupt (130), whatever the typed run said.
+    Ok(if error.is_some() && result.stop_reason != RunEnd::Cancelled {
         EXIT_FAILURE
+    } else {
+        exit_status(result.stop_reason)
     })
 }
 
@@ -510,7 +513,8 @@ async fn store_turn_of(
 
 /// Says on stderr how a printed run ended (the error, why it stopped, or
 /// which calls wait for approval: `resumable` names the session that keeps
-/// a paused run) and returns its exit status.
+/// a paused run) and returns its exit status ([`exit_status`]: 130 for a
+/// run cancelled by Ctrl-C).
 pub(crate) fn conclude(result: &AgentRunResult, resumable: Option<&str>) -> u8 {
     if result.stop_reason == RunEnd::Error {
         eprintln!("error: {}", result.stop_detail.as_deref().unwrap_or("the run failed"));
@@ -519,11 +523,7 @@ pub(crate) fn conclude(result: &AgentRunResult, resumable: Option<&str>) -> u8 {
     } else if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
         eprintln!("{note}");
     }
-    if is_success(result.stop_reason) {
-        EXIT_OK
-    } else {
-        EXIT_FAILURE
-    }
+    exit_status(result.stop_reason)
 }
 
 /// Says on stderr which calls wait for approval and how to decide them
@@ -638,6 +638,10 @@ async fn scene_run(
         match router.run(history.clone(), prompt, &context).await {
             Ok(result) => Ok(result),
             Err(SceneError::Run { source, .. }) => Ok(*source.result),
+            // Interrupted while routing: no scene ran, no record to print.
+            Err(SceneError::Routing(error)) if error.kind == LlmErrorKind::Cancelled => Err(AppError::Interrupted(
+                "the run was cancelled while the scene was being chosen".to_owned(),
+            )),
             Err(error) => Err(AppError::RunFailed(error.to_string())),
         }
     };

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use cli_support::{agentry, completion, run_cmd, stderr, stdout_json};
+use cli_support::{agentry, completion, run_cmd, stderr, stdout_json, wait_for_requests};
+#[cfg(unix)]
+use cli_support::{interrupt, spawn_agentry};
 
 /// A server that asks for the calculator first and answers once it sees the
 /// tool result. `route` narrows the requests it answers (auth, path).
@@ -333,6 +335,29 @@ fn a_malformed_config_exits_2_naming_the_file_and_key() {
     assert!(stderr.contains("expected u32"), "{stderr}");
 }
 
+#[test]
+fn a_number_out_of_range_in_the_file_exits_2_naming_the_file_key_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentry.toml"),
+        "[agent]\nprovider = \"openai\"\n\n[providers.openai]\ntimeout_secs = 1e12\n",
+    )
+    .unwrap();
+    let output = agentry(dir.path())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["run", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "agentry.toml: `providers.openai.timeout_secs = 1000000000000.0` is out of range: use 0.001 to 86400 seconds"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
+
 /// Arguments, environment, and what stderr must say.
 type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 
@@ -364,7 +389,8 @@ fn configuration_mistakes_exit_2_with_the_fix() {
                 ("OPENAI_API_KEY", "sk-test"),
                 ("AGENTRY_PROVIDERS__OPENAI__TIMEOUT_SECS", "0"),
             ],
-            "`timeout_secs = 0` is out of range",
+            "environment variable AGENTRY_PROVIDERS__OPENAI__TIMEOUT_SECS: `providers.openai.timeout_secs = 0` is out \
+             of range: use 0.001 to 86400 seconds",
         ),
     ];
     for (args, env, expected) in cases {
@@ -421,61 +447,60 @@ fn tools_json_lists_the_enabled_tools_with_their_schemas() {
     assert!(text.contains("get_weather(location?, units?)"), "{text}");
 }
 
-#[cfg(unix)]
-#[tokio::test]
-async fn ctrl_c_cancels_a_run_and_reports_cancelled() {
-    use std::time::{Duration, Instant};
-
+/// A server whose every chat completion takes a minute.
+async fn slow_server() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
             completion(&json!({"role": "assistant", "content": "too late"}), "stop", (1, 1))
-                .set_delay(Duration::from_secs(60)),
+                .set_delay(std::time::Duration::from_secs(60)),
         )
         .mount(&server)
         .await;
+    server
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_cancels_a_run_which_exits_130_and_reports_cancelled() {
+    let server = slow_server().await;
     let dir = tempfile::tempdir().unwrap();
-    let binary = assert_cmd::cargo::cargo_bin("agentry");
-    let mut child = std::process::Command::new(binary)
-        .env_clear()
-        .env("AGENTRY_HOME", dir.path().join("home"))
-        .env("OPENAI_API_KEY", "sk-test")
-        .current_dir(dir.path())
-        .args([
+    let base_url = format!("{}/v1", server.uri());
+    let child = spawn_agentry(
+        dir.path(),
+        &["run", "--provider", "openai", "--json", "--base-url", &base_url, "hi"],
+    );
+    // Once the request reached the server, the Ctrl-C handler is installed.
+    wait_for_requests(&server, "", 1).await;
+    let output = interrupt(child).await;
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output)["stop_reason"], "cancelled");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_cancels_a_typed_run_which_exits_130_and_reports_cancelled() {
+    let server = slow_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("answer.json"), r#"{"type": "object"}"#).unwrap();
+    let base_url = format!("{}/v1", server.uri());
+    let child = spawn_agentry(
+        dir.path(),
+        &[
             "run",
             "--provider",
             "openai",
             "--json",
+            "--schema",
+            "answer.json",
             "--base-url",
-            &format!("{}/v1", server.uri()),
+            &base_url,
             "hi",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the request reached the server: the handler is installed by then.
-    let started = Instant::now();
-    while server.received_requests().await.unwrap_or_default().is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the run never reached the server"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = tokio::task::spawn_blocking(move || {
-        let _ = &mut child;
-        child.wait_with_output().unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(started.elapsed() < Duration::from_secs(30), "the cancel was not prompt");
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        ],
+    );
+    wait_for_requests(&server, "", 1).await;
+    let output = interrupt(child).await;
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     assert_eq!(stdout_json(&output)["stop_reason"], "cancelled");
 }
 

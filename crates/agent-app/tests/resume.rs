@@ -8,7 +8,7 @@
 mod cli_support;
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use agent_core::ConversationStore;
@@ -17,12 +17,17 @@ use serde_json::json;
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer};
 
-use cli_support::{agentry, completion, page, run_cmd, stderr, stdout_json, write_local_web_config};
+use cli_support::{
+    agentry, completion, interrupt, page, run_cmd, spawn_agentry, stderr, stdout_json, wait_for_requests,
+    write_local_web_config,
+};
 
 const SESSION: &str = "pages";
 
-/// The model asks for two pages at once, then answers from their results;
-/// `/fast` answers at once, the first request of `/slow` takes a minute.
+/// The model asks for two pages at once, then answers from their results
+/// (priorities 3 and 2: a test may mount a model reply of its own above
+/// them); `/fast` answers at once, the first request of `/slow` takes a
+/// minute.
 async fn server() -> MockServer {
     let server = MockServer::start().await;
     let fast = format!("{}/fast", server.uri());
@@ -34,7 +39,7 @@ async fn server() -> MockServer {
             "stop",
             (300, 8),
         ))
-        .with_priority(1)
+        .with_priority(2)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
@@ -48,7 +53,7 @@ async fn server() -> MockServer {
             "tool_calls",
             (100, 30),
         ))
-        .with_priority(2)
+        .with_priority(3)
         .mount(&server)
         .await;
     Mock::given(method("GET"))
@@ -73,24 +78,20 @@ async fn server() -> MockServer {
 }
 
 fn start_run(dir: &Path, server: &MockServer) -> Child {
-    let binary = assert_cmd::cargo::cargo_bin("agentry");
-    std::process::Command::new(binary)
-        .env_clear()
-        .env("AGENTRY_HOME", dir.join("home"))
-        .env("OPENAI_API_KEY", "sk-test")
-        .current_dir(dir)
-        .args([
+    let base_url = format!("{}/v1", server.uri());
+    spawn_agentry(
+        dir,
+        &[
             "run",
             "--provider",
             "openai",
             "--base-url",
-            &format!("{}/v1", server.uri()),
-        ])
-        .args(["--session", SESSION, "Read both pages"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+            &base_url,
+            "--session",
+            SESSION,
+            "Read both pages",
+        ],
+    )
 }
 
 async fn requests_to(server: &MockServer, page: &str) -> usize {
@@ -199,21 +200,62 @@ async fn a_run_killed_while_a_slow_tool_runs_is_resumed_without_repeating_finish
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_interrupted_with_ctrl_c_says_how_to_resume_it_and_is_resumed() {
+async fn a_run_interrupted_with_ctrl_c_exits_130_says_how_to_resume_it_and_is_resumed() {
     let server = server().await;
     let dir = tempfile::tempdir().unwrap();
     write_local_web_config(dir.path());
     let child = start_run(dir.path(), &server);
     wait_for_the_fast_result_to_be_saved(dir.path(), &server).await;
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let interrupted = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
-        .await
-        .unwrap();
-    assert_eq!(interrupted.status.code(), Some(1));
+    let interrupted = interrupt(child).await;
+    assert_eq!(interrupted.status.code(), Some(130), "{}", stderr(&interrupted));
+    assert!(
+        stderr(&interrupted).contains(&format!("`agentry resume {SESSION}` continues it")),
+        "{}",
+        stderr(&interrupted)
+    );
+
+    let output = resume(dir.path(), &server).await;
+    assert_resumed(dir.path(), &server, &output).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_run_interrupted_with_ctrl_c_exits_130_and_is_resumed_again() {
+    let server = server().await;
+    // The first answer after the tool results takes a minute.
+    Mock::given(method("POST"))
+        .and(body_string_contains("\"tool_call_id\""))
+        .respond_with(
+            completion(&json!({"role": "assistant", "content": "too late"}), "stop", (1, 1))
+                .set_delay(Duration::from_secs(60)),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    write_local_web_config(dir.path());
+    let child = start_run(dir.path(), &server);
+    wait_for_the_fast_result_to_be_saved(dir.path(), &server).await;
+    assert_eq!(interrupt(child).await.status.code(), Some(130));
+
+    let base_url = format!("{}/v1", server.uri());
+    let child = spawn_agentry(
+        dir.path(),
+        &[
+            "resume",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base_url,
+            "--json",
+            SESSION,
+        ],
+    );
+    // The resumed run fetched the slow page again and asks for the answer.
+    wait_for_requests(&server, "\"tool_call_id\"", 1).await;
+    let interrupted = interrupt(child).await;
+    assert_eq!(interrupted.status.code(), Some(130), "{}", stderr(&interrupted));
+    assert_eq!(stdout_json(&interrupted)["stop_reason"], "cancelled");
     assert!(
         stderr(&interrupted).contains(&format!("`agentry resume {SESSION}` continues it")),
         "{}",

@@ -304,3 +304,66 @@ async fn the_travel_demo_runs_as_scenes() {
     assert!(text.contains("Answered with [get_flight_prices]."), "{text}");
     assert!(text.contains("Answered with [get_weather]."), "{text}");
 }
+
+/// Starts `agentry run --json` over `server` with [`CONFIG`], waits for
+/// `requests` requests, interrupts it and returns its output.
+#[cfg(unix)]
+async fn interrupted_scene_run(server: &MockServer, requests: usize) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agentry.toml"), CONFIG).unwrap();
+    let base_url = format!("{}/v1", server.uri());
+    let child = cli_support::spawn_agentry(
+        dir.path(),
+        &["run", "--json", "--base-url", &base_url, "What's the weather in Tokyo?"],
+    );
+    cli_support::wait_for_requests(server, "", requests).await;
+    cli_support::interrupt(child).await
+}
+
+/// A chat completion that takes a minute.
+fn slow_reply() -> ResponseTemplate {
+    completion(&json!({"role": "assistant", "content": "too late"}), "stop", (1, 1))
+        .set_delay(std::time::Duration::from_secs(60))
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_while_a_scene_runs_exits_130_and_reports_cancelled() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_string_contains("\"tool_choice\":\"required\""))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "route_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+            ]}),
+            "tool_calls",
+            (50, 5),
+        ))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(slow_reply())
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    // The routing call, then the scene's first call, which hangs.
+    let output = interrupted_scene_run(&server, 2).await;
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let json = stdout_json(&output);
+    assert_eq!(json["stop_reason"], "cancelled");
+    assert_eq!(json["scene"], "weather");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_while_the_request_is_routed_exits_130() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(slow_reply())
+        .mount(&server)
+        .await;
+    let output = interrupted_scene_run(&server, 1).await;
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(stderr(&output).contains("cancelled"), "{}", stderr(&output));
+}

@@ -56,6 +56,69 @@ pub async fn run_cmd(mut command: Command) -> Output {
         .expect("the command thread")
 }
 
+/// How long a test waits for a process or a server to get somewhere.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `agentry ARGS` in `dir` (an empty environment but an OpenAI key,
+/// `$AGENTRY_HOME` inside `dir`), started with stdout and stderr piped, for
+/// a test that interrupts it.
+pub fn spawn_agentry(dir: &Path, args: &[&str]) -> std::process::Child {
+    use std::process::Stdio;
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("agentry"))
+        .env_clear()
+        .env("AGENTRY_HOME", dir.join("home"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .current_dir(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("agentry starts: {e}"))
+}
+
+/// Waits until `server` has received `count` requests whose body contains
+/// `needle` (`""`: any request); fails after 30 s.
+pub async fn wait_for_requests(server: &wiremock::MockServer, needle: &str, count: usize) {
+    let started = std::time::Instant::now();
+    loop {
+        let requests = server.received_requests().await.unwrap_or_default();
+        let seen = requests
+            .iter()
+            .filter(|request| String::from_utf8_lossy(&request.body).contains(needle))
+            .count();
+        if seen >= count {
+            return;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the server got {seen} of {count} requests with {needle:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends SIGINT (what Ctrl-C sends) to `child` and returns its output once
+/// it exits; a child still running after 30 s is killed and the test fails.
+#[cfg(unix)]
+pub async fn interrupt(child: std::process::Child) -> Output {
+    let pid = child.id().to_string();
+    let signal = |name: &str| {
+        std::process::Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    assert!(signal("-INT"), "SIGINT is sent");
+    let waiting = tokio::task::spawn_blocking(move || child.wait_with_output());
+    let Ok(output) = tokio::time::timeout(PATIENCE, waiting).await else {
+        signal("-KILL");
+        panic!("agentry did not exit within {PATIENCE:?} of SIGINT");
+    };
+    output
+        .expect("the waiting thread")
+        .unwrap_or_else(|e| panic!("waiting for agentry: {e}"))
+}
+
 /// Stdout as the one JSON object it must be.
 pub fn stdout_json(output: &Output) -> Value {
     let text = String::from_utf8_lossy(&output.stdout);
