@@ -151,8 +151,7 @@ pub fn run(cargo: &str, workspace: &Path, args: &[String]) -> Result<(), String>
 /// The recorded wire examples, when they are there.
 fn wire_dir(workspace: &Path) -> Option<PathBuf> {
     let dir = std::env::var_os("AGENTRY_WIRE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("../shared/wire"));
+        .map_or_else(|| workspace.join("../shared/wire"), PathBuf::from);
     dir.is_dir().then_some(dir)
 }
 
@@ -174,10 +173,11 @@ fn seed(fuzz: &Path, target: &str, corpus: &Path, wire: Option<&Path>) -> Result
         for entry in entries.filter_map(Result::ok) {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
+            let lower = name.to_ascii_lowercase();
             let wanted = source.starts_with(fuzz)
-                || name.ends_with(".ndjson")
-                || name.ends_with(".jsonl")
-                || name.ends_with(".response.json");
+                || [".ndjson", ".jsonl", ".response.json"]
+                    .iter()
+                    .any(|suffix| lower.ends_with(suffix));
             if path.is_file() && wanted {
                 let copy = corpus.join(format!("seed-{name}"));
                 std::fs::copy(&path, &copy).map_err(|error| format!("{}: {error}", path.display()))?;
