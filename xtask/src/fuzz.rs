@@ -150,8 +150,7 @@ pub fn run(cargo: &str, workspace: &Path, args: &[String]) -> Result<(), String>
 
 /// The recorded wire examples, when they are there.
 fn wire_dir(workspace: &Path) -> Option<PathBuf> {
-    let dir = std::env::var_os("AGENTRY_WIRE_DIR")
-        .map_or_else(|| workspace.join("../shared/wire"), PathBuf::from);
+    let dir = std::env::var_os("AGENTRY_WIRE_DIR").map_or_else(|| workspace.join("../shared/wire"), PathBuf::from);
     dir.is_dir().then_some(dir)
 }
 

@@ -340,7 +340,6 @@ impl RunState {
         };
         let forced = forced.clone();
         self.drop_restatement();
-        self.reasked_on_malformed_call = false;
         self.sent_messages = self.request.messages.len();
         self.last_input_tokens = Some(response.usage.input_tokens);
         // The calibration serves compaction only.
@@ -360,6 +359,15 @@ impl RunState {
         self.iteration += 1;
         let model = std::mem::take(&mut response.model);
         self.account(&response, model, duration, CallPurpose::Chat);
+        if forced.is_none()
+            && let Some(error) = malformed::unnamed_call(&response.message)
+        {
+            if !self.reask_after_malformed_call(&error) {
+                self.end_with_error(error);
+            }
+            return Ok(());
+        }
+        self.reasked_on_malformed_call = false;
         let mut turn = self.protocol.interpret(response.message, self.iteration);
         if !turn.visible().is_empty() || forced.is_some() {
             self.response.clear();
@@ -585,6 +593,12 @@ impl RunState {
             tracing::warn!(error = %error, "the model wrote a malformed tool call; asking it to write the call again");
             return Ok(());
         }
+        self.end_with_error(error);
+        Ok(())
+    }
+
+    /// Ends the run with a model error (cancelled, when it is a cancellation).
+    fn end_with_error(&mut self, error: LlmError) {
         let cause = if error.kind == LlmErrorKind::Cancelled {
             RunEnd::Cancelled
         } else {
@@ -596,7 +610,6 @@ impl RunState {
         let detail = error.to_string();
         self.error = Some(error);
         self.interrupt(cause, detail);
-        Ok(())
     }
 
     /// Ends the run now (cancellation, deadline). Calls that were waiting get

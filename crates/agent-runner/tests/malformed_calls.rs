@@ -150,3 +150,42 @@ async fn a_streamed_malformed_call_is_corrected_the_same_way() {
     assert!(last_user_message(&requests[1]).is_some_and(|text| text.contains(PROBLEM)));
     assert_eq!(result.messages.len(), 2, "the question and the answer");
 }
+
+/// A reply whose call has no name (found by the `provider_streams` fuzz
+/// target: a provider's reply can carry one) is malformed output, whatever
+/// the provider: providers refuse an unnamed call in the history, so it is
+/// never kept, and the model is asked to write the call again.
+#[tokio::test]
+async fn a_call_without_a_name_is_corrected_and_never_enters_the_history() {
+    for name in ["", "  "] {
+        let client = ScriptedClient::new()
+            .respond(response::tool_calls([(name, json!({"location": "Rome"}))]))
+            .respond(weather("Rome"))
+            .respond(response::text("It is 21 °C in Rome."));
+        let result = common::agent(&client)
+            .build()
+            .run("How warm is it in Rome?")
+            .await
+            .unwrap();
+        assert_eq!(result.stop_reason, RunEnd::Completed);
+        assert_eq!(result.tool_calls.len(), 1, "only the named call ran");
+        let requests = client.requests();
+        assert_eq!(requests.len(), 3);
+        let correction = last_user_message(&requests[1]).expect("the re-ask ends with the correction");
+        assert!(correction.contains("no name"), "{correction}");
+        for request in &requests {
+            assert!(is_sendable(&request.messages));
+            assert!(!unnamed_call_in(&request.messages), "{:?}", request.messages);
+        }
+        assert!(!unnamed_call_in(&result.messages));
+        assert_eq!(user_messages(&result.messages), 1);
+        assert_eq!(result.usage.input_tokens, 30, "the malformed reply's usage counts too");
+    }
+}
+
+fn unnamed_call_in(messages: &[Message]) -> bool {
+    messages.iter().any(|message| match message {
+        Message::Assistant(assistant) => assistant.tool_calls.iter().any(|call| call.name.trim().is_empty()),
+        _ => false,
+    })
+}

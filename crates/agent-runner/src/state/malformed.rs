@@ -1,7 +1,10 @@
 //! A reply whose tool call the provider could not use
 //! ([`LlmErrorKind::MalformedToolCall`](agent_core::LlmErrorKind::MalformedToolCall),
-//! e.g. Gemini's `MALFORMED_FUNCTION_CALL`): a fault of the model's output,
-//! which the model can put right, not a failure of the request.
+//! e.g. Gemini's `MALFORMED_FUNCTION_CALL`), or a reply with a call that has
+//! no name (which every provider refuses in the history): a fault of the
+//! model's output, which the model can put right, not a failure of the
+//! request. An unnamed call's reply is counted (iteration, usage) but not
+//! kept.
 //!
 //! There is no reply to keep (nothing enters the history, so no call is
 //! left without a result):
@@ -15,7 +18,7 @@
 //! again: the run's iteration limit still bounds the model calls. One
 //! mechanism for every provider that reports the fault with this kind.
 
-use agent_core::LlmError;
+use agent_core::{AssistantMessage, LlmError};
 
 use super::RunState;
 use crate::prompts;
@@ -35,4 +38,14 @@ impl RunState {
         self.prepared = false;
         true
     }
+}
+
+/// The error that stands for a reply's first call without a name (blank
+/// counts as none), if it has one.
+pub(super) fn unnamed_call(message: &AssistantMessage) -> Option<LlmError> {
+    let call = message.tool_calls.iter().find(|call| call.name.trim().is_empty())?;
+    Some(LlmError::malformed_tool_call(format!(
+        "the tool call `{}` has no name; name one of the tools offered",
+        call.id
+    )))
 }
