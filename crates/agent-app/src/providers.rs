@@ -2,14 +2,14 @@
 //! chosen provider's configuration ([`Settings::provider_config`]: its
 //! `[providers.NAME]` table, with `agent.model` (`--model`) and
 //! `--base-url` as its `model` and `base_url` keys) and makes the client
-//! ([`ProviderConfig::client_with_env`]). What only the app does is here:
+//! ([`ProviderConfig::client_with_env`](agentry::ProviderConfig::client_with_env)). What only the app does is here:
 //! the local model's download and load with a progress bar, and setup
 //! errors as exit statuses.
 
 use std::sync::Arc;
 
 use agent_core::{LlmClient, LlmError, LlmErrorKind};
-use agentry::{ProviderConfig, ProviderKind};
+use agentry::ProviderKind;
 
 use crate::error::{AppError, ConfigError};
 use agentry::config::{Env, Settings};
@@ -38,7 +38,7 @@ impl Progress {
 pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) -> Result<Arc<dyn LlmClient>, AppError> {
     let config = settings.provider_config(env)?;
     #[cfg(feature = "llama")]
-    if let ProviderConfig::Llama(config) = config {
+    if let agentry::ProviderConfig::Llama(config) = config {
         return llama::client(config, progress).await;
     }
     let _ = progress;
@@ -233,7 +233,7 @@ mod tests {
         };
         let good = "[agent]\nprovider = \"openai\"\n[providers.openai]\nmodel = \"m\"\nmax_retries = 2\n";
         let config = read(good, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
-        let ProviderConfig::OpenAi(openai) = &config else {
+        let agentry::ProviderConfig::OpenAi(openai) = &config else {
             panic!("not openai")
         };
         assert_eq!((openai.model.as_str(), openai.http.max_retries), ("m", 2));
@@ -245,7 +245,7 @@ mod tests {
             ..Overrides::default()
         };
         let config = read(good, &flags).unwrap_or_else(|e| panic!("{e}"));
-        let ProviderConfig::OpenAi(openai) = &config else {
+        let agentry::ProviderConfig::OpenAi(openai) = &config else {
             panic!("not openai")
         };
         assert_eq!(openai.model, "from-flag");

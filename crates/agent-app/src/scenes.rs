@@ -137,6 +137,7 @@ pub fn router_for(
 mod tests {
     use std::path::Path;
 
+    #[cfg(feature = "travel")]
     use agent_core::ToolContext;
 
     use super::*;

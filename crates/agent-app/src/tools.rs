@@ -67,6 +67,7 @@ impl ToolBox {
 mod tests {
     use super::*;
     use agentry::ToolDomain;
+    #[cfg(any(feature = "travel", feature = "sql", feature = "web"))]
     use agentry::config::Overrides;
 
     #[cfg(any(feature = "travel", feature = "sql", feature = "web"))]
