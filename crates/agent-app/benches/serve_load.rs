@@ -20,9 +20,9 @@
 //! Needs PostgreSQL's `initdb` and `pg_ctl` (Debian's `postgresql`); the
 //! figures go in the closing notes, not in a timed test.
 
-use std::io::{BufRead, BufReader};
+mod serve_support;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -36,6 +36,8 @@ use axum::routing::post;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
+
+use serve_support::{Instance, ms, percentile};
 
 const RUNS: usize = 1_000;
 /// Runs timed one at a time.
@@ -88,58 +90,14 @@ async fn complete(State(model): State<Model>, body: axum::body::Bytes) -> Respon
         .unwrap_or_default()
 }
 
-/// An `agentry serve` process, killed when dropped.
-struct Instance {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Instance {
-    fn start(dir: &Path, store_url: &str, model: &str) -> Self {
-        let config = format!(
-            "[tools]\nenabled = []\n[serve]\napi_keys = [\"{}\"]\nmax_runs_per_key = {}\nrequests_per_minute = 0\n\
-             [store]\nurl = \"{store_url}\"\n",
-            agent_server::hash_key(KEY),
-            RUNS * 2
-        );
-        std::fs::write(dir.join("agentry.toml"), config).unwrap_or_else(|e| panic!("{e}"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentry"))
-            .env_clear()
-            .env("AGENTRY_HOME", dir.join("home"))
-            .env("OPENAI_API_KEY", "sk-bench")
-            .current_dir(dir)
-            .args(["serve", "--provider", "openai", "--base-url", &format!("{model}/v1")])
-            .args(["--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("agentry serve: {e}"));
-        let mut line = String::new();
-        if let Some(stdout) = child.stdout.take() {
-            let _ = BufReader::new(stdout).read_line(&mut line);
-        }
-        let base = line.trim().trim_start_matches("listening on ").to_owned();
-        assert!(base.starts_with("http://"), "unexpected first line: {line:?}");
-        Self { child, base }
-    }
-
-    /// Resident memory in KiB.
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|value| value.split_whitespace().next())
-            .and_then(|kib| kib.parse().ok())
-            .unwrap_or_default()
-    }
+fn start_instance(dir: &Path, store_url: &str, model: &str) -> Instance {
+    let config = format!(
+        "[tools]\nenabled = []\n[serve]\napi_keys = [\"{}\"]\nmax_runs_per_key = {}\nrequests_per_minute = 0\n\
+         [store]\nurl = \"{store_url}\"\n",
+        agent_server::hash_key(KEY),
+        RUNS * 2
+    );
+    Instance::start(dir, &config, model)
 }
 
 async fn post_json(http: &reqwest::Client, url: String, body: Value) -> Value {
@@ -173,15 +131,6 @@ async fn run_all(http: &reqwest::Client, instances: &[Instance], sessions: &[Str
         }
     });
     futures::future::join_all(runs).await
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
 }
 
 fn main() {
@@ -222,7 +171,7 @@ async fn bench() {
     let dirs = [(); 2].map(|()| tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")));
     let instances: Vec<Instance> = dirs
         .iter()
-        .map(|dir| Instance::start(dir.path(), &store_url, &model_url))
+        .map(|dir| start_instance(dir.path(), &store_url, &model_url))
         .collect();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(RUNS)
