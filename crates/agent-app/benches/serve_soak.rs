@@ -87,7 +87,9 @@ async fn complete(State(model): State<Arc<Model>>, body: Bytes) -> Response {
         return Response::builder()
             .status(500)
             .header("content-type", "application/json")
-            .body(Body::from(r#"{"error":{"message":"the mock failed","type":"server_error"}}"#))
+            .body(Body::from(
+                r#"{"error":{"message":"the mock failed","type":"server_error"}}"#,
+            ))
             .unwrap_or_default();
     }
     let request: Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -289,10 +291,12 @@ impl Session<'_> {
             self.ended(prompt, &record);
         } else if status == StatusCode::BAD_GATEWAY {
             // The model failed past its retries: a typed error, nothing kept.
-            self.soak.count("runs awaited, failed (the model's 500s past the retries)");
+            self.soak
+                .count("runs awaited, failed (the model's 500s past the retries)");
             self.resync(prompt).await;
         } else {
-            self.soak.unexpected(format!("POST /v1/runs answered {status}: {record}"));
+            self.soak
+                .unexpected(format!("POST /v1/runs answered {status}: {record}"));
             self.resync(prompt).await;
         }
     }
@@ -391,7 +395,8 @@ impl Session<'_> {
     /// two messages.
     fn ended(&mut self, prompt: &str, record: &Value) {
         if record["response"] != json!(answer(prompt)) {
-            self.soak.unexpected(format!("the answer to {prompt} was {}", record["response"]));
+            self.soak
+                .unexpected(format!("the answer to {prompt} was {}", record["response"]));
         }
         self.expected.push(("user".to_owned(), prompt.to_owned()));
         self.expected.push(("assistant".to_owned(), answer(prompt)));
@@ -423,10 +428,7 @@ impl Session<'_> {
     }
 
     fn lost(&self, when: &str, stored: &[(String, String)]) {
-        let message = format!(
-            "{} {when}: expected {:?}, stored {:?}",
-            self.id, self.expected, stored
-        );
+        let message = format!("{} {when}: expected {:?}, stored {:?}", self.id, self.expected, stored);
         eprintln!("serve_soak: lost or duplicated: {message}");
         self.soak.tally().lost_or_duplicated.push(message);
     }
@@ -497,10 +499,14 @@ async fn cross_key_probe(soak: &Soak, key_index: usize, dice: &mut Dice) {
     ];
     for url in targets.into_iter().flatten() {
         match soak.http.get(&url).bearer_auth(key).send().await {
-            Ok(response) if response.status() == StatusCode::NOT_FOUND => soak.count("reads of another key's items (404)"),
+            Ok(response) if response.status() == StatusCode::NOT_FOUND => {
+                soak.count("reads of another key's items (404)")
+            }
             Ok(response) => {
                 let status = response.status();
-                soak.tally().cross_key_reads.push(format!("GET {url} with the other key: {status}"));
+                soak.tally()
+                    .cross_key_reads
+                    .push(format!("GET {url} with the other key: {status}"));
             }
             Err(error) => soak.unexpected(format!("GET {url}: {error}")),
         }
@@ -678,5 +684,8 @@ async fn soak() {
     assert!(tally.cross_key_reads.is_empty(), "a key read another key's items");
     assert!(tally.unexpected.is_empty(), "unexpected answers");
     assert!(growth < 10.0, "memory grew {growth:.1}%");
-    assert!(end_files <= warm_files, "open files: {warm_files} warm, {end_files} at the end");
+    assert!(
+        end_files <= warm_files,
+        "open files: {warm_files} warm, {end_files} at the end"
+    );
 }

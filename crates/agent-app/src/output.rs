@@ -188,7 +188,7 @@ impl ToolCallOutput {
 pub fn is_success(cause: RunEnd) -> bool {
     matches!(
         cause,
-        RunEnd::Completed | RunEnd::MaxIterations | RunEnd::LoopDetected | RunEnd::AwaitingApproval
+        RunEnd::Completed | RunEnd::MaxTokens | RunEnd::MaxIterations | RunEnd::LoopDetected | RunEnd::AwaitingApproval
     )
 }
 
@@ -307,6 +307,7 @@ mod tests {
     fn a_cancelled_run_exits_130_a_failed_one_1_and_a_successful_one_0() {
         let cases = [
             (RunEnd::Completed, 0),
+            (RunEnd::MaxTokens, 0),
             (RunEnd::MaxIterations, 0),
             (RunEnd::LoopDetected, 0),
             (RunEnd::AwaitingApproval, 0),
@@ -325,6 +326,7 @@ mod tests {
         result.cost_usd = None;
         for (cause, name) in [
             (RunEnd::Completed, "completed"),
+            (RunEnd::MaxTokens, "max_tokens"),
             (RunEnd::MaxIterations, "max_iterations"),
             (RunEnd::LoopDetected, "loop_detected"),
             (RunEnd::BudgetExceeded, "budget_exceeded"),

@@ -626,3 +626,41 @@ async fn the_demo_runs_the_agent_of_run_with_no_example_prepended() {
     let out = String::from_utf8_lossy(&output.stdout);
     assert!(!out.contains("worked example"), "{out}");
 }
+
+/// An answer the model stopped at its token limit (`finish_reason:
+/// length`) is reported as cut, never as completed: `stop_reason:
+/// max_tokens` in `--json`, a warning on stderr, exit status 0 (the answer,
+/// incomplete, is there).
+#[tokio::test]
+async fn an_answer_cut_at_max_tokens_reports_max_tokens_and_warns_on_stderr() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": "The first three primes are 2, 3 and"}),
+            "length",
+            (20, 12),
+        ))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .args(["run", "--provider", "openai-compatible", "--model", "local-model"])
+        .args([
+            "--base-url",
+            &format!("{}/v1", server.uri()),
+            "--json",
+            "Name the first three primes.",
+        ]);
+    let output = run_cmd(command).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json = stdout_json(&output);
+    assert_eq!(json["stop_reason"], "max_tokens");
+    assert_eq!(json["response"], "The first three primes are 2, 3 and");
+    let warning = stderr(&output);
+    assert!(
+        warning.contains("[stop: max_tokens") && warning.contains("cut off"),
+        "{warning}"
+    );
+}

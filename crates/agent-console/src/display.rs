@@ -344,6 +344,7 @@ pub fn stop_note(cause: RunEnd, detail: Option<&str>) -> Option<String> {
     }
     let text = match cause {
         RunEnd::Completed => return None,
+        RunEnd::MaxTokens => "the answer was cut off at the token limit; it is incomplete".to_owned(),
         RunEnd::MaxIterations => "the iteration limit was reached; the answer was forced".to_owned(),
         RunEnd::LoopDetected => "the model repeated itself; the answer was forced".to_owned(),
         RunEnd::BudgetExceeded => "a budget ran out".to_owned(),
@@ -499,5 +500,6 @@ mod tests {
         assert_eq!(brief("ééééé", 3), "ééé…");
         assert_eq!(stop_note(RunEnd::Completed, None), None);
         assert!(stop_note(RunEnd::MaxIterations, None).is_some_and(|n| n.contains("max_iterations")));
+        assert!(stop_note(RunEnd::MaxTokens, None).is_some_and(|n| n.contains("max_tokens") && n.contains("cut off")));
     }
 }

@@ -11,6 +11,9 @@ use crate::{GroundingRecord, Message, StopReason, ToolCall, Usage};
 pub enum RunEnd {
     /// The model gave a final answer.
     Completed,
+    /// The final answer was cut off at the reply's token limit
+    /// (`max_tokens`): it is there, but incomplete.
+    MaxTokens,
     /// The iteration limit was reached; the answer was forced.
     MaxIterations,
     /// The model repeated the same calls (or went round a cycle of them); the answer was forced.
@@ -32,6 +35,7 @@ impl RunEnd {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Completed => "completed",
+            Self::MaxTokens => "max_tokens",
             Self::MaxIterations => "max_iterations",
             Self::LoopDetected => "loop_detected",
             Self::BudgetExceeded => "budget_exceeded",

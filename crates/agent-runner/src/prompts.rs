@@ -87,6 +87,14 @@ pub(crate) fn repeated_calls_reminder(calls: &[String], question: &str) -> Strin
 
 /// The transient request after a reply whose tool call the provider could
 /// not use: the `problem` in the provider's words, and what to do instead.
+/// The detail of a run whose final answer was cut at the token limit.
+pub(crate) fn cut_off_answer(max_tokens: Option<u32>) -> String {
+    let limit = max_tokens.map_or_else(|| "the model's limit".to_owned(), |max| format!("max_tokens = {max}"));
+    format!(
+        "the answer was cut off at the token limit ({limit}): it is incomplete; raise max_tokens or ask for a shorter answer"
+    )
+}
+
 pub(crate) fn malformed_call_correction(problem: &str) -> String {
     let problem = problem.trim().trim_end_matches('.');
     format!(

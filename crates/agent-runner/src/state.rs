@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use agent_core::{
     AgentEvent, AgentRunResult, CallPurpose, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Message,
-    ModelCallRecord, Pricing, ResponseFormat, RunEnd, ToolCall, ToolCallRecord, ToolChoice, ToolResult, Usage,
+    ModelCallRecord, Pricing, ResponseFormat, RunEnd, StopReason, ToolCall, ToolCallRecord, ToolChoice, ToolResult,
+    Usage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -358,6 +359,7 @@ impl RunState {
         }
         self.iteration += 1;
         let model = std::mem::take(&mut response.model);
+        let cut_off = response.stop_reason == StopReason::MaxTokens;
         self.account(&response, model, duration, CallPurpose::Chat);
         if forced.is_none()
             && let Some(error) = malformed::unnamed_call(&response.message)
@@ -421,7 +423,15 @@ impl RunState {
         }
         if batch.entries.is_empty() {
             if !self.check_grounding(false) {
-                self.finish(RunEnd::Completed, None);
+                if cut_off {
+                    // An answer cut at the token limit is not a finished one.
+                    self.finish(
+                        RunEnd::MaxTokens,
+                        Some(prompts::cut_off_answer(self.request.max_tokens)),
+                    );
+                } else {
+                    self.finish(RunEnd::Completed, None);
+                }
             }
             return Ok(());
         }

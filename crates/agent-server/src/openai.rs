@@ -200,7 +200,7 @@ impl Reply {
 /// `stop` otherwise.
 fn finish_reason(stop: RunEnd) -> &'static str {
     match stop {
-        RunEnd::BudgetExceeded => "length",
+        RunEnd::BudgetExceeded | RunEnd::MaxTokens => "length",
         _ => "stop",
     }
 }
@@ -257,6 +257,13 @@ fn chunks(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_cut_at_a_limit_finishes_with_length() {
+        assert_eq!(finish_reason(RunEnd::MaxTokens), "length");
+        assert_eq!(finish_reason(RunEnd::BudgetExceeded), "length");
+        assert_eq!(finish_reason(RunEnd::Completed), "stop");
+    }
 
     fn messages(value: Value) -> Vec<ChatMessage> {
         serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
