@@ -500,7 +500,7 @@ async fn cross_key_probe(soak: &Soak, key_index: usize, dice: &mut Dice) {
     for url in targets.into_iter().flatten() {
         match soak.http.get(&url).bearer_auth(key).send().await {
             Ok(response) if response.status() == StatusCode::NOT_FOUND => {
-                soak.count("reads of another key's items (404)")
+                soak.count("reads of another key's items (404)");
             }
             Ok(response) => {
                 let status = response.status();
