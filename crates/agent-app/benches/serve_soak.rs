@@ -39,7 +39,7 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use serve_support::{Instance, ms, percentile};
+use serve_support::{Instance, last_prompt, ms, percentile, sse_answer};
 
 const KEYS: [&str; 2] = ["soak-key-a", "soak-key-b"];
 const WORKERS: u64 = 12;
@@ -93,31 +93,7 @@ async fn complete(State(model): State<Arc<Model>>, body: Bytes) -> Response {
             .unwrap_or_default();
     }
     let request: Value = serde_json::from_slice(&body).unwrap_or_default();
-    let prompt = request["messages"]
-        .as_array()
-        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|message| message["content"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let chunk = |choices: Value, usage: Value| json!({"id": "c", "object": "chat.completion.chunk", "model": "mock", "choices": choices, "usage": usage});
-    let chunks = [
-        chunk(
-            json!([{"index": 0, "delta": {"role": "assistant", "content": answer(&prompt)}, "finish_reason": null}]),
-            Value::Null,
-        ),
-        chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]), Value::Null),
-        chunk(
-            json!([]),
-            json!({"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}),
-        ),
-    ];
-    let mut text = String::new();
-    for chunk in chunks {
-        text.push_str("data: ");
-        text.push_str(&chunk.to_string());
-        text.push_str("\n\n");
-    }
-    text.push_str("data: [DONE]\n\n");
+    let text = sse_answer(&answer(&last_prompt(&request)));
     let body = if roll < 10 {
         model.dripped.fetch_add(1, Ordering::Relaxed);
         let pieces: Vec<Bytes> = text

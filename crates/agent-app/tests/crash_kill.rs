@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use agent_core::ConversationStore;
 use agent_store_sqlite::SqliteStore;
-use crash_support::{Campaign, Landing, Model, kill_delay, mount};
+use crash_support::{Campaign, Model, kill_delay, mount};
 use serde_json::Value;
 use wiremock::MockServer;
 
@@ -79,23 +79,11 @@ async fn the_sqlite_store_survives_fifty_kills_of_agentry_run() {
 
     // One turn not killed: how long a turn takes, the span the kills cover.
     let started = Instant::now();
-    let output = run_cmd({
-        let mut command = agentry(dir.path());
-        command.env("OPENAI_API_KEY", "sk-test").args([
-            "--quiet",
-            "run",
-            "--provider",
-            "openai",
-            "--base-url",
-            &format!("{}/v1", server.uri()),
-            "--session",
-            SESSION,
-            "--json",
-            &Model::prompt(0),
-        ]);
-        command
-    })
-    .await;
+    let child = run_turn(dir.path(), &server, 0);
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let span = started.elapsed();
     let mut campaign = Campaign::new("sqlite", span);
@@ -109,34 +97,20 @@ async fn the_sqlite_store_survives_fifty_kills_of_agentry_run() {
         let _ = child.kill();
         let _ = child.wait();
 
-        let check = async {
-            let store = SqliteStore::open(&database).map_err(|error| format!("the store does not open: {error}"))?;
-            let checkpoint = store
-                .checkpoint(SESSION)
-                .await
-                .map_err(|error| format!("the checkpoint does not load: {error}"))?;
-            let stored = campaign
-                .check_store(&store, SESSION, turn, checkpoint.is_some())
-                .await?;
-            let Some(checkpoint) = checkpoint else {
-                return Ok(if stored {
-                    Landing::AfterTheTurn
-                } else {
-                    Landing::BeforeACheckpoint
-                });
-            };
-            let fetched = crash_support::page_requests(&server).await;
-            let output = resume(dir.path(), &server).await;
-            if !output.status.success() {
-                return Err(format!("agentry resume failed: {}", stderr(&output)));
+        let outcome = match SqliteStore::open(&database) {
+            Ok(store) => {
+                let resumed = || async {
+                    let output = resume(dir.path(), &server).await;
+                    if output.status.success() {
+                        Ok(stdout_json(&output))
+                    } else {
+                        Err(format!("agentry resume failed: {}", stderr(&output)))
+                    }
+                };
+                campaign.after_kill(&store, SESSION, turn, &server, resumed).await
             }
-            let record = stdout_json(&output);
-            campaign
-                .check_resumed(&store, SESSION, turn, &checkpoint, &record, &fetched, &server)
-                .await?;
-            Ok(Landing::WithACheckpoint)
+            Err(error) => Err(format!("the store does not open: {error}")),
         };
-        let outcome: Result<Landing, String> = check.await;
         campaign.record(turn, delay, outcome);
     }
     campaign.report_and_assert(KILLS);
@@ -207,42 +181,27 @@ async fn the_postgres_store_survives_fifty_kills_of_agentry_serve() {
         let _ = in_flight.await;
         (serving, base) = start_serve(dir.path(), &config, &server.uri());
 
-        let check = async {
-            let reopened = PostgresStore::connect(&url)
-                .await
-                .map_err(|error| format!("the store does not open: {error}"))?;
-            let checkpoint = reopened
-                .checkpoint(&name)
-                .await
-                .map_err(|error| format!("the checkpoint does not load: {error}"))?;
-            let stored = campaign
-                .check_store(&reopened, &name, turn, checkpoint.is_some())
-                .await?;
-            let Some(checkpoint) = checkpoint else {
-                return Ok(if stored {
-                    Landing::AfterTheTurn
-                } else {
-                    Landing::BeforeACheckpoint
-                });
-            };
-            let fetched = crash_support::page_requests(&server).await;
-            let response = http
-                .post(format!("{base}/v1/sessions/{id}/resume"))
-                .bearer_auth(KEY)
-                .send()
-                .await
-                .map_err(|error| format!("the resume request failed: {error}"))?;
-            let status = response.status();
-            let record: Value = response.json().await.unwrap_or(Value::Null);
-            if !status.is_success() {
-                return Err(format!("POST /v1/sessions/{id}/resume answered {status}: {record}"));
+        let outcome = match PostgresStore::connect(&url).await {
+            Ok(store) => {
+                let resumed = || async {
+                    let response = http
+                        .post(format!("{base}/v1/sessions/{id}/resume"))
+                        .bearer_auth(KEY)
+                        .send()
+                        .await
+                        .map_err(|error| format!("the resume request failed: {error}"))?;
+                    let status = response.status();
+                    let record: Value = response.json().await.unwrap_or(Value::Null);
+                    if status.is_success() {
+                        Ok(record)
+                    } else {
+                        Err(format!("POST /v1/sessions/{id}/resume answered {status}: {record}"))
+                    }
+                };
+                campaign.after_kill(&store, &name, turn, &server, resumed).await
             }
-            campaign
-                .check_resumed(&reopened, &name, turn, &checkpoint, &record, &fetched, &server)
-                .await?;
-            Ok(Landing::WithACheckpoint)
+            Err(error) => Err(format!("the store does not open: {error}")),
         };
-        let outcome: Result<Landing, String> = check.await;
         campaign.record(turn, delay, outcome);
     }
     drop(serving);

@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use serde_json::{Value, json};
+
 /// An `agentry serve` process, killed when dropped.
 pub struct Instance {
     child: Child,
@@ -76,4 +78,39 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// Milliseconds, for printing.
 pub fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
+}
+
+/// The text of the last user message of an OpenAI chat request.
+pub fn last_prompt(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// An OpenAI chat-completion stream (server-sent events) that answers
+/// `answer`, then stops with a small usage.
+pub fn sse_answer(answer: &str) -> String {
+    let chunk = |choices: Value, usage: Value| json!({"id": "c", "object": "chat.completion.chunk", "model": "mock", "choices": choices, "usage": usage});
+    let chunks = [
+        chunk(
+            json!([{"index": 0, "delta": {"role": "assistant", "content": answer}, "finish_reason": null}]),
+            Value::Null,
+        ),
+        chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]), Value::Null),
+        chunk(
+            json!([]),
+            json!({"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}),
+        ),
+    ];
+    let mut text = String::new();
+    for chunk in chunks {
+        text.push_str("data: ");
+        text.push_str(&chunk.to_string());
+        text.push_str("\n\n");
+    }
+    text.push_str("data: [DONE]\n\n");
+    text
 }

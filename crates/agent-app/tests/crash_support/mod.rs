@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::time::Duration;
 
 use agent_core::{ConversationStore, Message};
@@ -233,12 +234,47 @@ impl Campaign {
         }
     }
 
+    /// What the store tells after the kill of turn `turn` of conversation
+    /// `name`: the store is checked ([`check_store`](Self::check_store)),
+    /// and when the run left a checkpoint, `resume` goes on with it (its
+    /// record, or why it failed) and the resumed turn is checked.
+    pub async fn after_kill<F, R>(
+        &mut self,
+        store: &dyn ConversationStore,
+        name: &str,
+        turn: u64,
+        server: &MockServer,
+        resume: F,
+    ) -> Result<Landing, String>
+    where
+        F: FnOnce() -> R,
+        R: Future<Output = Result<Value, String>>,
+    {
+        let checkpoint = store
+            .checkpoint(name)
+            .await
+            .map_err(|error| format!("the checkpoint does not load: {error}"))?;
+        let stored = self.check_store(store, name, turn, checkpoint.is_some()).await?;
+        let Some(checkpoint) = checkpoint else {
+            return Ok(if stored {
+                Landing::AfterTheTurn
+            } else {
+                Landing::BeforeACheckpoint
+            });
+        };
+        let fetched = page_requests(server).await;
+        let record = resume().await?;
+        self.check_resumed(store, name, turn, &checkpoint, &record, &fetched, server)
+            .await?;
+        Ok(Landing::WithACheckpoint)
+    }
+
     /// Checks a resumed turn: the run completed with the turn's answer, no
     /// call whose result `checkpoint` held was run again (`fetched`: the
     /// page requests before the resume), and the store holds the turn
     /// whole with no checkpoint left.
     #[allow(clippy::too_many_arguments)]
-    pub async fn check_resumed(
+    async fn check_resumed(
         &mut self,
         store: &dyn ConversationStore,
         name: &str,
