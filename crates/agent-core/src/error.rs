@@ -38,6 +38,11 @@ pub enum LlmErrorKind {
     Server,
     /// The caller cancelled the request.
     Cancelled,
+    /// The request was not sent: the provider's circuit breaker is open
+    /// after recent failures. Retryable once the breaker lets a probe
+    /// through ([`LlmError::retry_after`]); a fallback chain moves on to
+    /// its next provider at once.
+    CircuitOpen,
 }
 
 impl LlmErrorKind {
@@ -54,6 +59,7 @@ impl LlmErrorKind {
             Self::MalformedToolCall => "malformed tool call",
             Self::Server => "server error",
             Self::Cancelled => "cancelled",
+            Self::CircuitOpen => "circuit open",
         }
     }
 }
@@ -177,6 +183,7 @@ impl LlmError {
                 | LlmErrorKind::Timeout
                 | LlmErrorKind::Transport
                 | LlmErrorKind::Server
+                | LlmErrorKind::CircuitOpen
         )
     }
 

@@ -35,6 +35,7 @@ mod event;
 mod grounding;
 mod message;
 mod request;
+mod route;
 mod run;
 mod store;
 mod stream;
@@ -51,6 +52,7 @@ pub use event::AgentEvent;
 pub use grounding::{GroundingAction, GroundingFault, GroundingRecord};
 pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
 pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};
+pub use route::{ProviderAttempt, Route};
 pub use run::{
     AgentRunResult, CallPurpose, CompactionRecord, CompactionTrigger, ModelCallRecord, RunEnd, ToolCallRecord,
 };

@@ -175,6 +175,11 @@ pub struct ChatResponse {
     /// The provider's response id, when it gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Which provider answered and which failed first, when the client
+    /// routes between several ([`Route`](crate::Route)); none from a
+    /// client of one provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<crate::Route>,
 }
 
 #[cfg(test)]

@@ -105,6 +105,10 @@ pub struct ModelCallRecord {
     /// not written in JSON) or a summary made to compact it.
     #[serde(default, skip_serializing_if = "CallPurpose::is_chat")]
     pub purpose: CallPurpose,
+    /// The provider that answered and the ones that failed before it, when
+    /// the client routes between several (a fallback chain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<crate::Route>,
 }
 
 /// What a model call of a run was for.

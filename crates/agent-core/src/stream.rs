@@ -69,6 +69,13 @@ pub enum StreamEvent {
         /// Why the model stopped.
         reason: StopReason,
     },
+    /// The reply comes through a client that routes between providers:
+    /// who answers, and the attempts that failed before. Sent before any
+    /// other event of the reply.
+    Routed {
+        /// The provider that answers and the failed attempts.
+        route: crate::Route,
+    },
     /// What the model is doing, for progress displays (a local model reading
     /// the prompt, then writing). Carries no part of the reply: the
     /// accumulator ignores it.
@@ -120,6 +127,7 @@ pub struct StreamAccumulator {
     stop: Option<StopReason>,
     model: Option<String>,
     id: Option<String>,
+    route: Option<crate::Route>,
 }
 
 impl StreamAccumulator {
@@ -161,6 +169,7 @@ impl StreamAccumulator {
                 call.done = Some(ToolCall::from_argument_text(&call.id, &call.name, &call.arguments));
             }
             StreamEvent::Usage { usage } => self.usage = usage,
+            StreamEvent::Routed { route } => self.route = Some(route),
             StreamEvent::Progress { .. } => {}
             StreamEvent::Stop { reason } => {
                 for call in self.calls.iter_mut().filter(|call| call.done.is_none()) {
@@ -207,6 +216,7 @@ impl StreamAccumulator {
             usage: self.usage,
             model: self.model.unwrap_or_default(),
             id: self.id,
+            route: self.route,
         })
     }
 
@@ -238,8 +248,10 @@ pub fn response_to_events(response: ChatResponse) -> Vec<StreamEvent> {
         usage,
         model,
         id,
+        route,
     } = response;
-    let mut events = Vec::with_capacity(4 + 3 * message.tool_calls.len());
+    let mut events = Vec::with_capacity(5 + 3 * message.tool_calls.len());
+    events.extend(route.map(|route| StreamEvent::Routed { route }));
     events.push(StreamEvent::Started {
         model: (!model.is_empty()).then_some(model),
         id,
@@ -294,6 +306,7 @@ mod tests {
             usage: Usage::new(12, 7),
             model: "m".into(),
             id: Some("r1".into()),
+            route: None,
         }
     }
 
@@ -304,6 +317,30 @@ mod tests {
             accumulator.push(event).unwrap_or_else(|error| panic!("{error}"));
         }
         assert_eq!(accumulator.finish().ok(), Some(response()));
+    }
+
+    #[test]
+    fn a_routed_reply_keeps_its_route_through_the_events() {
+        let routed = ChatResponse {
+            route: Some(crate::Route {
+                provider: "second".into(),
+                model: "m".into(),
+                failed: vec![crate::ProviderAttempt {
+                    provider: "first".into(),
+                    model: "m0".into(),
+                    error: LlmError::new(LlmErrorKind::Overloaded, "busy"),
+                    duration_ms: 3,
+                }],
+            }),
+            ..response()
+        };
+        let events = response_to_events(routed.clone());
+        assert!(matches!(events.first(), Some(StreamEvent::Routed { .. })), "{events:?}");
+        let mut accumulator = StreamAccumulator::new();
+        for event in events {
+            accumulator.push(event).unwrap_or_else(|error| panic!("{error}"));
+        }
+        assert_eq!(accumulator.finish().ok(), Some(routed));
     }
 
     #[test]

@@ -108,6 +108,7 @@ fn responses_events_errors_and_records_round_trip() {
         },
         model: "m".into(),
         id: Some("id".into()),
+        route: None,
     };
     round_trip(&response);
     for event in agent_core::response_to_events(response.clone()) {
@@ -152,6 +153,7 @@ fn responses_events_errors_and_records_round_trip() {
             stop_reason: StopReason::EndTurn,
             duration_ms: 9,
             purpose: CallPurpose::Chat,
+            route: None,
         }],
         usage: Usage::new(1, 2),
         cost_usd: None,
@@ -165,10 +167,25 @@ fn responses_events_errors_and_records_round_trip() {
     };
     round_trip(&result);
     let compacted = AgentRunResult {
-        model_calls: vec![ModelCallRecord {
-            purpose: CallPurpose::Summary,
-            ..result.model_calls[0].clone()
-        }],
+        model_calls: vec![
+            ModelCallRecord {
+                purpose: CallPurpose::Summary,
+                ..result.model_calls[0].clone()
+            },
+            ModelCallRecord {
+                route: Some(agent_core::Route {
+                    provider: "second".into(),
+                    model: "m".into(),
+                    failed: vec![agent_core::ProviderAttempt {
+                        provider: "first".into(),
+                        model: "m".into(),
+                        error: agent_core::LlmError::new(agent_core::LlmErrorKind::CircuitOpen, "open"),
+                        duration_ms: 0,
+                    }],
+                }),
+                ..result.model_calls[0].clone()
+            },
+        ],
         compactions: vec![compaction()],
         pending_approvals: Vec::new(),
         scene: None,

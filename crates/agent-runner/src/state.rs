@@ -352,9 +352,14 @@ impl RunState {
         self.context.retried = false;
         // Reasoning is echoed only to the provider that produced it, so a
         // conversation can move to another provider without its signatures.
+        // A client that routes between providers says which one answered.
+        let producer = response
+            .route
+            .as_ref()
+            .map_or(&self.identity.provider, |route| &route.provider);
         for block in &mut response.message.reasoning {
             if block.provider.is_none() {
-                block.provider = Some(self.identity.provider.clone());
+                block.provider = Some(producer.clone());
             }
         }
         self.iteration += 1;

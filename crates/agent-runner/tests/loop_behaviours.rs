@@ -769,6 +769,7 @@ async fn text_before_tool_calls_in_one_response_does_not_end_the_run() {
             usage: Usage::new(1, 1),
             model: String::new(),
             id: None,
+            route: None,
         })
         .respond(response::text("Found it."));
     let result = common::agent(&client)

@@ -11,6 +11,7 @@ pub fn text(content: impl Into<String>) -> ChatResponse {
         usage: Usage::new(10, 5),
         model: "scripted-model".into(),
         id: None,
+        route: None,
     }
 }
 
@@ -32,6 +33,7 @@ pub fn with_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> ChatRespo
         usage: Usage::new(10, 5),
         model: "scripted-model".into(),
         id: None,
+        route: None,
     }
 }
 

@@ -76,6 +76,12 @@ impl ScriptedClient {
         self
     }
 
+    /// Sets the provider name reported by [`LlmClient::provider`].
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = provider.into();
+        self
+    }
+
     /// Sets the model name reported by [`LlmClient::model`].
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = model.into();

@@ -188,6 +188,7 @@ impl SceneRouter {
             stop_reason: response.stop_reason,
             duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             purpose: CallPurpose::Routing,
+            route: response.route.clone(),
         };
         let requested = requested_name(&response);
         let matched = requested.as_deref().and_then(|name| self.match_scene(name));

@@ -156,6 +156,7 @@ mod tests {
             usage: Usage::new(1, 1),
             model: "m".into(),
             id: None,
+            route: None,
         }
     }
 

@@ -56,6 +56,7 @@ impl RunState {
             stop_reason: response.stop_reason,
             duration_ms,
             purpose,
+            route: response.route.clone(),
         });
         if purpose == CallPurpose::Chat {
             self.emit(AgentEvent::ModelRequestFinished {

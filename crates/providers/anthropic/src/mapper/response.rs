@@ -52,6 +52,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         usage: wire.usage.map(WireUsage::to_usage).unwrap_or_default(),
         model: wire.model.0.map(std::borrow::Cow::into_owned).unwrap_or_default(),
         id: wire.id.non_empty().map(str::to_owned),
+        route: None,
     })
 }
 

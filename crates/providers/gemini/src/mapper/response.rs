@@ -81,6 +81,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
             .unwrap_or_default(),
         model: wire.model_version.map(Cow::into_owned).unwrap_or_default(),
         id: wire.response_id.map(Cow::into_owned).filter(|id| !id.is_empty()),
+        route: None,
     })
 }
 

@@ -47,5 +47,6 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         usage,
         model: chunk.model.map(Into::into).unwrap_or_default(),
         id: None,
+        route: None,
     })
 }

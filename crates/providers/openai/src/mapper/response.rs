@@ -81,6 +81,7 @@ pub fn parse_response(body: &[u8]) -> Result<ChatResponse, LlmError> {
         usage: usage.map(|usage| usage.to_usage()).unwrap_or_default(),
         model: model.unwrap_or_default(),
         id: id.filter(|id| !id.is_empty()),
+        route: None,
     })
 }
 
