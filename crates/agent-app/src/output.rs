@@ -36,7 +36,7 @@
 
 use std::io::{self, Write as _};
 
-use agent_core::{AgentRunResult, GroundingRecord, RunEnd, ToolCallRecord};
+use agent_core::{AgentRunResult, GroundingRecord, ModelCallRecord, RunEnd, ToolCallRecord};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -83,6 +83,11 @@ pub struct RunOutput {
     /// otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grounding: Option<GroundingRecord>,
+    /// The model calls a provider of `[agent] fallback` answered, each
+    /// with its `route`: who answered, who failed first (absent when none
+    /// fell back).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<ModelCallRecord>,
 }
 
 /// A call of [`RunOutput::pending_approvals`].
@@ -160,6 +165,12 @@ impl RunOutput {
                 .collect(),
             scene: result.scene.clone(),
             grounding: result.grounding.clone(),
+            fallbacks: result
+                .model_calls
+                .iter()
+                .filter(|call| call.route.as_ref().is_some_and(|route| !route.failed.is_empty()))
+                .cloned()
+                .collect(),
         }
     }
 

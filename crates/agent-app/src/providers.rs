@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use agent_core::{LlmClient, LlmError, LlmErrorKind};
-use agentry::ProviderKind;
+use agentry::{ProviderConfig, ProviderKind};
 
 use crate::error::{AppError, ConfigError};
-use agentry::config::{Env, Settings};
+use agentry::config::{Env, ModelClient, Settings};
 
 /// Whether to show progress (model download and load) on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,9 +36,27 @@ impl Progress {
 /// `agentry.toml` that would send the user's key elsewhere never gets here
 /// untrusted: `Settings::load` refuses it, see [`agentry::config::trust`].)
 pub async fn build_client(settings: &Settings, env: &Env, progress: Progress) -> Result<Arc<dyn LlmClient>, AppError> {
-    let config = settings.provider_config(env)?;
+    Ok(build_model_client(settings, env, progress).await?.client)
+}
+
+/// [`build_client`], with the circuit breakers `/readyz` reports: the
+/// primary provider's client, then `[agent] fallback`'s, each behind the
+/// breaker and rate limiter of its tables ([`Settings::model_client`]).
+pub async fn build_model_client(settings: &Settings, env: &Env, progress: Progress) -> Result<ModelClient, AppError> {
+    let primary = client_of(settings.provider_config(env)?, env, progress).await?;
+    let mut fallbacks = Vec::new();
+    for kind in settings.fallback_providers()? {
+        let config = settings.fallback_provider_config(kind, env)?;
+        fallbacks.push((kind, client_of(config, env, progress).await?));
+    }
+    Ok(settings.model_client(primary, fallbacks)?)
+}
+
+/// The client of one provider's configuration.
+#[allow(clippy::unused_async, reason = "only the local model's load awaits")]
+async fn client_of(config: ProviderConfig, env: &Env, progress: Progress) -> Result<Arc<dyn LlmClient>, AppError> {
     #[cfg(feature = "llama")]
-    if let agentry::ProviderConfig::Llama(config) = config {
+    if let ProviderConfig::Llama(config) = config {
         return llama::client(config, progress).await;
     }
     let _ = progress;

@@ -45,7 +45,7 @@ pub struct ServeArgs {
 pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
     use crate::assemble::build_agent;
     use crate::output::RunOutput;
-    use crate::providers::{Progress, build_client};
+    use crate::providers::{Progress, build_model_client};
 
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let serve = serve_settings(&settings)?;
@@ -63,7 +63,8 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -
         .into());
     }
     let tools = crate::tools::ToolBox::from_settings(&settings, env).await?;
-    let client = build_client(&settings, env, Progress::unless_quiet(quiet)).await?;
+    let model = build_model_client(&settings, env, Progress::unless_quiet(quiet)).await?;
+    let client = Arc::clone(&model.client);
     let scenes = crate::scenes::router_for(&settings, &client, &tools)?;
     let agent = build_agent(&settings, client, &tools);
     let provider = settings.provider()?.name().to_owned();
@@ -79,6 +80,10 @@ pub(crate) async fn serve(args: ServeArgs, env: &Env, cwd: &Path, quiet: bool) -
         }));
     let server = match scenes {
         Some(router) => server.scenes(router),
+        None => server,
+    };
+    let server = match model.readiness_details() {
+        Some(details) => server.readiness_details(details),
         None => server,
     };
     let listener = tokio::net::TcpListener::bind(args.addr)

@@ -63,3 +63,8 @@ pub struct ConfigError {
     /// What is wrong with it.
     pub message: String,
 }
+
+/// The code of docs/resilience.md, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/resilience.md")]
+pub struct ResilienceGuide;

@@ -137,6 +137,11 @@ const AFTER_GRACE: Duration = Duration::from_secs(5);
 /// How `POST /v1/runs` writes a run's record.
 pub type RenderRun = Arc<dyn Fn(&AgentRunResult) -> serde_json::Value + Send + Sync>;
 
+/// What `GET /readyz` reports beside its status, as its `details` (the
+/// model providers' circuit breakers, say). Called on every probe: keep it
+/// cheap.
+pub type ReadinessDetails = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
 /// An agent and how it is served: keys, limits, the run record's form.
 pub struct Server {
     agent: Agent,
@@ -149,6 +154,7 @@ pub struct Server {
     shutdown_grace: Duration,
     keep_alive: Duration,
     render_run: RenderRun,
+    readiness_details: Option<ReadinessDetails>,
     store: Arc<dyn ConversationStore>,
     run_retention: Duration,
     max_ended_runs_per_key: usize,
@@ -174,6 +180,7 @@ impl Server {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             keep_alive: DEFAULT_KEEP_ALIVE,
             render_run: Arc::new(|result| serde_json::to_value(result).unwrap_or(serde_json::Value::Null)),
+            readiness_details: None,
             store: Arc::new(InMemoryStore::new()),
             run_retention: DEFAULT_RUN_RETENTION,
             max_ended_runs_per_key: DEFAULT_MAX_ENDED_RUNS_PER_KEY,
@@ -300,6 +307,15 @@ impl Server {
         self
     }
 
+    /// What `GET /readyz` adds as its `details` (default: none, and no
+    /// `details` key). The status stays `ready` whatever they say: a
+    /// provider whose breaker is open is news, not a reason to take the
+    /// instance out of a load balancer.
+    pub fn readiness_details(mut self, details: ReadinessDetails) -> Self {
+        self.readiness_details = Some(details);
+        self
+    }
+
     /// The routes, ready to be served or nested in a larger router. They
     /// bound the time to send a body ([`body_timeout`](Self::body_timeout));
     /// the header read timeout and the connection limit are
@@ -376,6 +392,7 @@ impl Server {
             requests_per_minute: self.requests_per_minute,
             keep_alive: self.keep_alive,
             render_run: self.render_run,
+            readiness_details: self.readiness_details,
             store: self.store,
             run_retention: self.run_retention,
             max_ended_runs_per_key: self.max_ended_runs_per_key,

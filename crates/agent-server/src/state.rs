@@ -18,13 +18,13 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::RenderRun;
 use crate::auth::{ApiKeys, KeyId};
 use crate::error::ApiError;
 use crate::limits::RequestRate;
 use crate::runs::registry::RunRegistry;
 use crate::session_index::{REFRESH, SessionIndex};
 use crate::sessions::SessionLocks;
+use crate::{ReadinessDetails, RenderRun};
 
 /// Ended runs kept at most, whatever their age and key (each keeps its
 /// events and its record without the conversation; each key keeps at most
@@ -42,6 +42,7 @@ pub(crate) struct Shared {
     rate: Option<RequestRate>,
     pub(crate) keep_alive: Duration,
     pub(crate) render_run: RenderRun,
+    readiness_details: Option<ReadinessDetails>,
     pub(crate) store: Arc<dyn ConversationStore>,
     pub(crate) runs: RunRegistry,
     pub(crate) session_locks: SessionLocks,
@@ -62,6 +63,7 @@ pub(crate) struct Settings {
     pub(crate) requests_per_minute: Option<NonZeroU32>,
     pub(crate) keep_alive: Duration,
     pub(crate) render_run: RenderRun,
+    pub(crate) readiness_details: Option<ReadinessDetails>,
     pub(crate) store: Arc<dyn ConversationStore>,
     pub(crate) run_retention: Duration,
     pub(crate) max_ended_runs_per_key: usize,
@@ -79,6 +81,7 @@ impl Shared {
             rate: settings.requests_per_minute.map(RequestRate::per_minute),
             keep_alive: settings.keep_alive,
             render_run: settings.render_run,
+            readiness_details: settings.readiness_details,
             store: settings.store,
             runs: RunRegistry::new(settings.run_retention, MAX_ENDED_RUNS, settings.max_ended_runs_per_key),
             session_locks: SessionLocks::default(),
@@ -184,15 +187,16 @@ pub(crate) async fn healthz() -> Response {
     Json(json!({"status": "ok"})).into_response()
 }
 
-/// `GET /readyz`: 200 while requests are taken, 503 once shutting down.
+/// `GET /readyz`: 200 while requests are taken, 503 once shutting down;
+/// with the [details](crate::Server::readiness_details), when set.
 pub(crate) async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
-    if shared.is_ready() {
-        Json(json!({"status": "ready"})).into_response()
+    let (status, mut body) = if shared.is_ready() {
+        (StatusCode::OK, json!({"status": "ready"}))
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "shutting_down"})),
-        )
-            .into_response()
+        (StatusCode::SERVICE_UNAVAILABLE, json!({"status": "shutting_down"}))
+    };
+    if let Some(details) = &shared.readiness_details {
+        body["details"] = details();
     }
+    (status, Json(body)).into_response()
 }

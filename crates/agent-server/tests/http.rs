@@ -39,6 +39,28 @@ async fn health_and_readiness_answer_without_a_key_and_readiness_ends_at_shutdow
 }
 
 #[tokio::test]
+async fn readiness_carries_the_details_it_is_given_and_stays_ready() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let details: agent_server::ReadinessDetails = Arc::new(move || {
+        let probe = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        json!({"circuit_breakers": [{"name": "openai", "state": "open"}], "probe": probe})
+    });
+    let server = start(answering("x"), move |server| server.readiness_details(details)).await;
+    let (status, body) = server.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body,
+        json!({"status": "ready", "details": {"circuit_breakers": [{"name": "openai", "state": "open"}], "probe": 1}})
+    );
+    assert_eq!(
+        server.get("/readyz").await.1["details"]["probe"],
+        2,
+        "the details are read on every probe"
+    );
+}
+
+#[tokio::test]
 async fn a_missing_or_unknown_key_is_401_in_openais_error_shape() {
     let server = start(answering("x"), |server| server).await;
     for key in [None, Some("wrong-key"), Some("")] {

@@ -146,6 +146,9 @@ pub use agent_tools as tools;
 pub use agent_http as http;
 
 /// OpenAI, Azure OpenAI and OpenAI-compatible servers (`agent-provider-openai`).
+#[cfg(feature = "resilience")]
+pub use agent_resilience as resilience;
+
 #[cfg(feature = "openai")]
 pub use agent_provider_openai as openai;
 

@@ -186,6 +186,13 @@ pub async fn mount_calls_then_answer(
 /// (it would otherwise hold the test's output open).
 pub struct Serving(Option<std::process::Child>);
 
+impl Serving {
+    /// A running `agentry serve` child, killed when dropped.
+    pub fn new(child: std::process::Child) -> Self {
+        Self(Some(child))
+    }
+}
+
 impl Drop for Serving {
     fn drop(&mut self) {
         if let Some(child) = self.0.as_mut() {

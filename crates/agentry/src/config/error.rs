@@ -78,11 +78,13 @@ pub enum ConfigError {
         /// An example of what to write, starting with `; `.
         hint: String,
     },
-    /// `agent.provider` names no provider Agentry knows.
-    #[error("{origin}: unknown provider `{name}` in `agent.provider`; valid providers: {valid}")]
+    /// `agent.provider` (or `agent.fallback`) names no provider Agentry knows.
+    #[error("{origin}: unknown provider `{name}` in `{key}`; valid providers: {valid}")]
     UnknownProvider {
         /// Where the value came from.
         origin: String,
+        /// The key: `agent.provider` or `agent.fallback`.
+        key: &'static str,
         /// The value.
         name: String,
         /// The valid names.

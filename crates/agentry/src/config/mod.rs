@@ -51,6 +51,7 @@ mod error;
 mod key_exposure;
 mod parts;
 mod ranges;
+mod resilience;
 mod settings;
 mod tables;
 pub mod trust;
@@ -64,6 +65,10 @@ pub use error::ConfigError;
 pub use key_exposure::provider_key_routes;
 pub use parts::SetupError;
 pub use ranges::{KeyRange, NUMERIC_RANGES, Place};
+#[cfg(feature = "resilience")]
+pub use resilience::ProviderResilience;
+use resilience::RESILIENCE_TABLES;
+pub use resilience::{ModelClient, ReadinessDetails};
 pub use settings::Settings;
 pub use tables::{
     AgentSettings, BudgetSettings, Config, McpSettings, Overrides, ProviderTables, RawTable, SceneEntry, SceneSpec,

@@ -42,15 +42,85 @@ impl Settings {
     /// The table is wrong (the error names the key), the provider is not in
     /// this build, or a flag does not apply to it.
     pub fn provider_config(&self, env: &Env) -> Result<ProviderConfig, ConfigError> {
-        let kind = self.provider()?;
+        self.config_of(self.provider()?, true, env)
+    }
+
+    /// The providers of `[agent] fallback`, in the order they are tried
+    /// after `[agent] provider`.
+    ///
+    /// # Errors
+    ///
+    /// A name no provider has, a provider listed twice (or the primary
+    /// listed again), or a fallback in a build without the `resilience`
+    /// feature.
+    pub fn fallback_providers(&self) -> Result<Vec<ProviderKind>, ConfigError> {
+        let names = &self.config.agent.fallback;
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        if cfg!(not(feature = "resilience")) {
+            return Err(ConfigError::FeatureNotCompiled {
+                what: "`[agent] fallback`".to_owned(),
+                feature: "resilience",
+            });
+        }
+        let primary = self.provider()?;
+        let mut kinds = Vec::with_capacity(names.len());
+        for name in names {
+            let kind = ProviderKind::parse(name).ok_or_else(|| ConfigError::UnknownProvider {
+                origin: self.origin("agent.fallback"),
+                key: "agent.fallback",
+                name: name.clone(),
+                valid: ProviderKind::all_names(),
+            })?;
+            if kind == primary || kinds.contains(&kind) {
+                return Err(ConfigError::InvalidValue {
+                    origin: self.origin("agent.fallback"),
+                    key: "agent.fallback".to_owned(),
+                    message: format!(
+                        "`{name}` is tried already (`agent.provider` goes first, then each fallback once); \
+                         list each provider once"
+                    ),
+                });
+            }
+            kinds.push(kind);
+        }
+        Ok(kinds)
+    }
+
+    /// The configuration of the fallback provider `kind`: its
+    /// `[providers.NAME]` table as written (`agent.model` and `--base-url`
+    /// are the primary provider's).
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::provider_config`].
+    pub fn fallback_provider_config(&self, kind: ProviderKind, env: &Env) -> Result<ProviderConfig, ConfigError> {
+        self.config_of(kind, false, env)
+    }
+
+    /// The configuration of `kind` from its table; the `primary` provider
+    /// takes `agent.model` and `--base-url` too.
+    fn config_of(&self, kind: ProviderKind, primary: bool, env: &Env) -> Result<ProviderConfig, ConfigError> {
         let key = format!("providers.{}", kind.name());
         let mut table = self.table_value(&key);
-        if let Some(model) = &self.config.agent.model {
+        // The breaker's and the limiter's tables are read by `model_client`.
+        let guards: Vec<&str> = super::RESILIENCE_TABLES
+            .into_iter()
+            .filter(|name| table.remove(*name).is_some())
+            .collect();
+        if let (Some(name), false) = (guards.first(), cfg!(feature = "resilience")) {
+            return Err(ConfigError::FeatureNotCompiled {
+                what: format!("`[{key}.{name}]`"),
+                feature: "resilience",
+            });
+        }
+        if let (true, Some(model)) = (primary, &self.config.agent.model) {
             table.insert("model".to_owned(), Value::from(model.clone()));
         }
         if kind == ProviderKind::Llama {
-            self.prepare_llama(&mut table, env)?;
-        } else if let Some(url) = &self.base_url {
+            self.prepare_llama(&mut table, env, primary)?;
+        } else if let (true, Some(url)) = (primary, &self.base_url) {
             table.insert("base_url".to_owned(), Value::from(url.clone()));
         }
         ProviderConfig::from_table(kind, &Value::from(table)).map_err(|error| match error {
@@ -60,15 +130,15 @@ impl Settings {
     }
 
     /// The `[providers.llama]` table as it runs (see [`Self::provider_config`]).
-    fn prepare_llama(&self, table: &mut Dict, env: &Env) -> Result<(), ConfigError> {
-        if self.base_url.is_some() {
+    fn prepare_llama(&self, table: &mut Dict, env: &Env, primary: bool) -> Result<(), ConfigError> {
+        if primary && self.base_url.is_some() {
             return Err(ConfigError::Unsupported(
                 "--base-url does not apply to the llama provider, which runs the model in-process; \
                  use --provider openai-compatible --base-url URL for a llama.cpp server"
                     .to_owned(),
             ));
         }
-        if let Some(model) = &self.config.agent.model {
+        if let (true, Some(model)) = (primary, &self.config.agent.model) {
             let path = std::path::Path::new(model);
             let is_file = path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"))
                 || model.contains(std::path::MAIN_SEPARATOR);
@@ -215,7 +285,7 @@ mod tests {
         );
         let mut table = settings.table_value("providers.llama");
         settings
-            .prepare_llama(&mut table, &env)
+            .prepare_llama(&mut table, &env, true)
             .unwrap_or_else(|e| panic!("{e}"));
         let text = |key: &str| table.get(key).and_then(Value::as_str).map(str::to_owned);
         assert_eq!(

@@ -28,7 +28,8 @@ pub enum Place {
 pub struct KeyRange {
     /// Where the key is.
     pub place: Place,
-    /// The key: dotted for [`Place::Fixed`], else its name in each table.
+    /// The key: dotted for [`Place::Fixed`], else its name in each table
+    /// (dotted for a key of a table inside it, e.g. `rate_limit.burst`).
     pub key: &'static str,
     /// The smallest value allowed.
     pub min: f64,
@@ -139,6 +140,28 @@ pub const NUMERIC_RANGES: &[KeyRange] = &[
     http("max_response_bytes", 1.0, GIB, true, "bytes"),
     http("max_event_bytes", 1.0, GIB, true, "bytes"),
     http("max_stream_bytes", 1.0, GIB, true, "bytes"),
+    // [providers.NAME.circuit_breaker] and [providers.NAME.rate_limit].
+    http(
+        "circuit_breaker.consecutive_failures",
+        0.0,
+        1_000.0,
+        true,
+        "failures (0: not by count)",
+    ),
+    http(
+        "circuit_breaker.failure_rate",
+        0.0,
+        1.0,
+        false,
+        "(a share of the window; 0: not by rate)",
+    ),
+    http("circuit_breaker.window", 1.0, 10_000.0, true, "calls"),
+    http("circuit_breaker.min_calls", 0.0, 10_000.0, true, "calls"),
+    http("circuit_breaker.open_secs", MIN_SECS, DAY_SECS, false, "seconds"),
+    http("rate_limit.requests_per_minute", 1.0, 1_000_000.0, true, "requests"),
+    http("rate_limit.burst", 1.0, 1_000_000.0, true, "requests"),
+    http("rate_limit.tokens_per_minute", 1.0, 1e9, true, "tokens"),
+    http("rate_limit.max_wait_secs", 0.0, DAY_SECS, false, "seconds"),
     // Provider specifics.
     fixed("providers.anthropic.default_max_tokens", 1.0, MAX_TOKENS, "tokens"),
     fixed(
@@ -220,7 +243,7 @@ impl KeyRange {
             .map(|table| {
                 let mut path: Vec<String> = prefix.iter().map(|&part| part.to_owned()).collect();
                 path.push(table.clone());
-                path.push(self.key.to_owned());
+                path.extend(self.key.split('.').map(str::to_owned));
                 path
             })
             .collect()

@@ -323,6 +323,7 @@ impl Settings {
         let name = &self.config.agent.provider;
         ProviderKind::parse(name).ok_or_else(|| ConfigError::UnknownProvider {
             origin: self.origin("agent.provider"),
+            key: "agent.provider",
             name: name.clone(),
             valid: ProviderKind::all_names(),
         })

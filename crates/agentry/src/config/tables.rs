@@ -40,6 +40,12 @@ pub struct Overrides {
 pub struct AgentSettings {
     /// `llama | openai | azure-openai | openai-compatible | anthropic | gemini | ollama`.
     pub provider: String,
+    /// Providers a model call falls back to, in order, when `provider`
+    /// fails with a retryable error or its circuit breaker is open (before
+    /// any of a reply has streamed). Each is configured by its own
+    /// `[providers.NAME]` table; `model` and `--base-url` are `provider`'s
+    /// only. Needs the `resilience` feature.
+    pub fallback: Vec<String>,
     /// The model; unset: the provider table's `model`, else the provider's
     /// default. It is put in the provider's table as its `model` key.
     pub model: Option<String>,
@@ -74,8 +80,9 @@ pub struct AgentSettings {
 }
 
 /// The keys of `[agent]` that are not the runner's.
-pub(super) const AGENT_KEYS: [&str; 6] = [
+pub(super) const AGENT_KEYS: [&str; 7] = [
     "provider",
+    "fallback",
     "model",
     "system_prompt",
     "grounding",
@@ -87,6 +94,7 @@ impl Default for AgentSettings {
     fn default() -> Self {
         Self {
             provider: DEFAULT_PROVIDER.to_owned(),
+            fallback: Vec::new(),
             model: None,
             system_prompt: None,
             grounding: None,
