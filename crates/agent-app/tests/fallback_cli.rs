@@ -10,7 +10,7 @@ mod cli_support;
 
 use std::path::{Path, PathBuf};
 
-use cli_support::{Serving, agentry, run_cmd, stdout_json, stop_serving};
+use cli_support::{agentry, run_cmd, spawn_serve, stdout_json, stop_serving};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -116,25 +116,11 @@ async fn a_run_falls_back_and_its_json_says_who_answered() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn readiness_shows_each_providers_breaker() {
-    use std::io::{BufRead, BufReader};
     let (openai, anthropic) = providers().await;
     let dir = tempfile::tempdir().unwrap();
     let config = chain_config(dir.path(), &openai, &anthropic);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentry"))
-        .env_clear()
-        .env("AGENTRY_HOME", dir.path().join("home"))
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .current_dir(dir.path())
-        .args(["serve", "--addr", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
-    let serving = Serving::new(child);
-    let base = line.trim().strip_prefix("listening on ").unwrap().to_owned();
+    let env = [("OPENAI_API_KEY", "sk-test"), ("ANTHROPIC_API_KEY", "sk-ant-test")];
+    let (serving, base) = spawn_serve(dir.path(), &env, &["--config", config.to_str().unwrap()]);
     let http = reqwest::Client::new();
     let readiness = || async {
         let body: Value = http

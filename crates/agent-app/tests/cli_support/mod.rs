@@ -186,13 +186,6 @@ pub async fn mount_calls_then_answer(
 /// (it would otherwise hold the test's output open).
 pub struct Serving(Option<std::process::Child>);
 
-impl Serving {
-    /// A running `agentry serve` child, killed when dropped.
-    pub fn new(child: std::process::Child) -> Self {
-        Self(Some(child))
-    }
-}
-
 impl Drop for Serving {
     fn drop(&mut self) {
         if let Some(child) = self.0.as_mut() {
@@ -205,16 +198,27 @@ impl Drop for Serving {
 /// `agentry serve` in `dir` with `config` as its `agentry.toml`, on a free
 /// port, over the OpenAI-compatible model at `model_uri`; its base URL.
 pub fn start_serve(dir: &Path, config: &str, model_uri: &str) -> (Serving, String) {
+    std::fs::write(dir.join("agentry.toml"), config).unwrap_or_else(|e| panic!("{e}"));
+    let base_url = format!("{model_uri}/v1");
+    spawn_serve(
+        dir,
+        &[("OPENAI_API_KEY", "sk-test")],
+        &["--provider", "openai", "--base-url", &base_url],
+    )
+}
+
+/// `agentry serve ARGS --addr 127.0.0.1:0` in `dir` with only `env` (and
+/// `$AGENTRY_HOME`) set; the server and its base URL.
+pub fn spawn_serve(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (Serving, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    std::fs::write(dir.join("agentry.toml"), config).unwrap_or_else(|e| panic!("{e}"));
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentry"))
         .env_clear()
         .env("AGENTRY_HOME", dir.join("home"))
-        .env("OPENAI_API_KEY", "sk-test")
+        .envs(env.iter().copied())
         .current_dir(dir)
-        .args(["serve", "--provider", "openai", "--base-url"])
-        .arg(format!("{model_uri}/v1"))
+        .arg("serve")
+        .args(args)
         .args(["--addr", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

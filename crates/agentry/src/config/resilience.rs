@@ -148,21 +148,15 @@ impl Settings {
         let circuit_breaker: Option<agent_resilience::BreakerConfig> =
             self.table(&format!("{table}.circuit_breaker"))?;
         let rate_limit: Option<agent_resilience::RateLimitConfig> = self.table(&format!("{table}.rate_limit"))?;
-        let checked = |inner: &str, result: Result<(), agent_resilience::ConfigError>| {
-            result.map_err(|error| {
-                let key = format!("{table}.{inner}.{}", error.key);
-                ConfigError::InvalidValue {
-                    origin: self.origin(&key),
-                    key,
-                    message: error.message,
-                }
-            })
-        };
         if let Some(config) = &circuit_breaker {
-            checked("circuit_breaker", config.validate())?;
+            config
+                .validate()
+                .map_err(|error| self.resilience_error(kind, "circuit_breaker", error))?;
         }
         if let Some(config) = &rate_limit {
-            checked("rate_limit", config.validate())?;
+            config
+                .validate()
+                .map_err(|error| self.resilience_error(kind, "rate_limit", error))?;
         }
         Ok(ProviderResilience {
             circuit_breaker,
@@ -177,22 +171,17 @@ impl Settings {
         use agent_resilience::{BreakerConfig, CircuitBreaker, RateLimiter, ResilientClient};
 
         let tables = self.provider_resilience(kind)?;
-        let invalid = |inner: &str, error: agent_resilience::ConfigError| ConfigError::InvalidValue {
-            origin: self.origin(&format!("providers.{}.{inner}", kind.name())),
-            key: format!("providers.{}.{inner}.{}", kind.name(), error.key),
-            message: error.message,
-        };
         let breaker = tables
             .circuit_breaker
             .or_else(|| in_chain.then(BreakerConfig::default))
             .map(|config| CircuitBreaker::new(kind.name(), config).map(Arc::new))
             .transpose()
-            .map_err(|error| invalid("circuit_breaker", error))?;
+            .map_err(|error| self.resilience_error(kind, "circuit_breaker", error))?;
         let limiter = tables
             .rate_limit
             .map(|config| RateLimiter::new(kind.name(), &config).map(Arc::new))
             .transpose()
-            .map_err(|error| invalid("rate_limit", error))?;
+            .map_err(|error| self.resilience_error(kind, "rate_limit", error))?;
         if breaker.is_none() && limiter.is_none() {
             return Ok((client, None));
         }
@@ -204,6 +193,18 @@ impl Settings {
             guarded = guarded.with_rate_limiter(limiter);
         }
         Ok((Arc::new(guarded), breaker))
+    }
+
+    /// A breaker or limiter setting of `kind`'s `[providers.NAME.{table}]`
+    /// out of range, as the configuration's error naming the key.
+    #[cfg(feature = "resilience")]
+    fn resilience_error(&self, kind: ProviderKind, table: &str, error: agent_resilience::ConfigError) -> ConfigError {
+        let key = format!("providers.{}.{table}.{}", kind.name(), error.key);
+        ConfigError::InvalidValue {
+            origin: self.origin(&key),
+            key,
+            message: error.message,
+        }
     }
 }
 
