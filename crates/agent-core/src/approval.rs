@@ -31,6 +31,13 @@ pub enum ApprovalDecision {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// Run it with these arguments instead of the model's (checked against
+    /// the tool's schema like the model's are); the record and the
+    /// history show the arguments that ran.
+    Edit {
+        /// The arguments to run the call with.
+        arguments: serde_json::Value,
+    },
 }
 
 impl ApprovalDecision {

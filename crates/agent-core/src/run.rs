@@ -28,6 +28,9 @@ pub enum RunEnd {
     /// in [`AgentRunResult::pending_approvals`], and its saved state
     /// continues once they are approved or denied.
     AwaitingApproval,
+    /// A guardrail tripped: what it blocked reached neither the model nor
+    /// the user; [`AgentRunResult::guardrail`] says which and why.
+    Guardrail,
 }
 
 impl RunEnd {
@@ -42,6 +45,7 @@ impl RunEnd {
             Self::Cancelled => "cancelled",
             Self::Error => "error",
             Self::AwaitingApproval => "awaiting_approval",
+            Self::Guardrail => "guardrail",
         }
     }
 }
@@ -249,6 +253,10 @@ pub struct AgentRunResult {
     /// on (not written in JSON otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounding: Option<GroundingRecord>,
+    /// The guardrail that ended the run ([`RunEnd::Guardrail`]; not written
+    /// in JSON otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrail: Option<crate::GuardrailTrip>,
 }
 
 impl AgentRunResult {

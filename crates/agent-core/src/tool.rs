@@ -445,6 +445,15 @@ pub trait ToolRegistry: Send + Sync {
         false
     }
 
+    /// Whether this call of `tool`, with these arguments, waits for the
+    /// user's approval: a tool whose approval depends on its arguments
+    /// (agent-tools' `require_approval_if`) asks only when they call for
+    /// it. Default: [`requires_approval`](Self::requires_approval).
+    fn approval_needed(&self, tool: &str, arguments: &Value) -> bool {
+        let _ = arguments;
+        self.requires_approval(tool)
+    }
+
     /// Runs a tool by name on the first enabled provider that has it, after
     /// checking roles and validating `arguments` against its schema.
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution;

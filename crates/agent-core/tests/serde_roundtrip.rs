@@ -164,6 +164,7 @@ fn responses_events_errors_and_records_round_trip() {
         pending_approvals: Vec::new(),
         scene: None,
         grounding: None,
+        guardrail: None,
     };
     round_trip(&result);
     let compacted = AgentRunResult {
@@ -340,6 +341,7 @@ fn the_added_messages_are_found_after_compactions() {
         pending_approvals: Vec::new(),
         scene: None,
         grounding: None,
+        guardrail: None,
     };
     // A history of 9: the first summary left 1 + 4, the second replaced
     // that summary and 2 more, leaving 1 + 2; the run's messages start at 3.

@@ -16,6 +16,7 @@ use crate::assemble::ToolAssembly;
 use crate::cache::ToolResultCache;
 use crate::config::{AgentConfig, InvalidConfig, ModelSettings};
 use crate::driver::{Driver, deadline_instant};
+use crate::guardrails::Guardrails;
 use crate::request::RunRequest;
 use crate::state::RunState;
 use crate::step::RunIdentity;
@@ -90,6 +91,8 @@ struct Inner {
     calibration: AtomicU64,
     /// The keys of the client's chat metrics, made once.
     chat_metric_keys: crate::telemetry::ChatMetricKeys,
+    /// What checks and changes the run's edges.
+    guardrails: Guardrails,
 }
 
 impl std::fmt::Debug for Agent {
@@ -128,6 +131,11 @@ impl Agent {
     /// The model client.
     pub fn client(&self) -> &Arc<dyn LlmClient> {
         &self.inner.client
+    }
+
+    /// Its guardrails and hooks.
+    pub fn guardrails(&self) -> &Guardrails {
+        &self.inner.guardrails
     }
 
     /// The loop's policies.
@@ -213,6 +221,7 @@ impl Agent {
             .with_forced_answer(inner.forced_answer_instruction.clone())
             .with_calibration(f64::from_bits(inner.calibration.load(Ordering::Relaxed)))
             .with_approval_required(approval_required)
+            .with_approval_check(approval_check(&inner.registry))
     }
 
     /// Keeps what `state` learned of the provider's token counts for the
@@ -418,6 +427,8 @@ impl Agent {
             cache_scope: std::sync::OnceLock::new(),
             checkpoints,
             chat_metric_keys: &inner.chat_metric_keys,
+            guardrails: &inner.guardrails,
+            tripped: std::sync::Mutex::new(None),
         }
     }
 
@@ -519,6 +530,7 @@ pub struct AgentBuilder {
     capture_content: bool,
     forced_answer_instruction: Option<String>,
     tool_cache: Option<ToolResultCache>,
+    guardrails: Guardrails,
 }
 
 impl AgentBuilder {
@@ -535,6 +547,7 @@ impl AgentBuilder {
             capture_content: false,
             forced_answer_instruction: None,
             tool_cache: None,
+            guardrails: Guardrails::default(),
         }
     }
 
@@ -805,6 +818,14 @@ impl AgentBuilder {
         builder.finish(registry)
     }
 
+    /// Checks and changes at the run's edges: input, output, tool-call and
+    /// tool-result guardrails, and hooks around model and tool calls
+    /// ([`guardrails`](crate::guardrails)). Replaces any set before.
+    pub fn guardrails(mut self, guardrails: Guardrails) -> Self {
+        self.guardrails = guardrails;
+        self
+    }
+
     /// The agent, or what is wrong with it: an out-of-range
     /// [configuration](AgentConfig::validate), or the first registration
     /// error of the tools of [`tool`](Self::tool) and
@@ -841,6 +862,7 @@ impl AgentBuilder {
                 tool_cache: self.tool_cache,
                 calibration: AtomicU64::new(1.0_f64.to_bits()),
                 chat_metric_keys,
+                guardrails: self.guardrails,
             }),
         }
     }
@@ -885,6 +907,16 @@ fn users_own_text(messages: &[Message]) -> Arc<str> {
 fn written_by_the_runner(content: &str) -> bool {
     let trimmed = content.trim_start();
     trimmed.starts_with("<tool_response") || trimmed.starts_with("Observation:")
+}
+
+/// Which calls of `registry`'s tools that need approval ask for it, by
+/// their arguments. A tool the registry has no approval rule for (one a
+/// saved state required) always asks.
+pub(crate) fn approval_check(registry: &Arc<dyn ToolRegistry>) -> crate::ApprovalCheck {
+    let registry = Arc::clone(registry);
+    crate::ApprovalCheck::new(move |call| {
+        !registry.requires_approval(&call.name) || registry.approval_needed(&call.name, &call.arguments)
+    })
 }
 
 #[cfg(test)]

@@ -152,6 +152,7 @@ mod tests {
             pending_approvals: Vec::new(),
             scene: None,
             grounding: None,
+            guardrail: None,
         }
     }
 

@@ -2,12 +2,12 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_core::{
-    AgentEvent, ChatRequest, ChatResponse, LlmClient, LlmError, ModelProgress, RunEnd, StopReason, StreamAccumulator,
-    StreamEvent, ToolCall, ToolContext, ToolError, ToolExecution, ToolRegistry,
+    AgentEvent, ChatRequest, ChatResponse, GuardrailTrip, LlmClient, LlmError, ModelProgress, RunEnd, StopReason,
+    StreamAccumulator, StreamEvent, ToolCall, ToolContext, ToolError, ToolExecution, ToolRegistry,
 };
 use agent_parse::StreamingToolCallFilter;
 
@@ -20,6 +20,7 @@ use tracing::Instrument;
 use crate::Protocol;
 use crate::cache::{ToolResultCache, cache_key};
 use crate::checkpoint::RunCheckpoints;
+use crate::guardrails::Guardrails;
 use crate::state::RunState;
 use crate::step::{Step, StepError, ToolOutcome};
 use crate::telemetry;
@@ -51,6 +52,29 @@ pub(crate) struct Driver<'a> {
     pub checkpoints: Option<&'a dyn RunCheckpoints>,
     /// The keys of the client's chat metrics (the agent's).
     pub chat_metric_keys: &'a telemetry::ChatMetricKeys,
+    /// The agent's guardrails and hooks.
+    pub guardrails: &'a Guardrails,
+    /// The tool-result guardrail that tripped in the batch running.
+    pub tripped: std::sync::Mutex<Option<GuardrailTrip>>,
+}
+
+/// Which checks the calls of the batch in hand went through: the
+/// tool-call guardrails before the user is asked to approve them, and
+/// again (with the `before_tool` hooks) before they run.
+#[derive(Debug, Clone, Copy)]
+struct Screened {
+    before_approval: bool,
+    before_running: bool,
+}
+
+impl Screened {
+    /// Nothing screened yet, unless there is nothing to screen with.
+    fn skipped_if(nothing: bool) -> Self {
+        Self {
+            before_approval: nothing,
+            before_running: nothing,
+        }
+    }
 }
 
 /// Why a step was cut short.
@@ -77,7 +101,9 @@ impl Driver<'_> {
         state.record_events(self.events.is_some());
         let hide_tool_calls = matches!(state.protocol(), Protocol::Text { .. });
         let metrics = telemetry::ChatMetrics::new(self.chat_metric_keys);
+        self.guardrails.screen_input(state).await;
         self.save(state).await;
+        let mut screened = Screened::skipped_if(self.guardrails.is_empty());
         loop {
             state.prepare_call();
             // A compaction's event comes before the call it made room for.
@@ -96,6 +122,8 @@ impl Driver<'_> {
                             tool_choice: request.tool_choice.clone(),
                         });
                     }
+                    let hooked = self.guardrails.before_model(request).await;
+                    let request = hooked.as_ref().unwrap_or(request);
                     let started = Instant::now();
                     let model = request.model.as_deref().unwrap_or_else(|| self.client.model());
                     let span = telemetry::chat_span(self.client.provider(), model, request, iteration);
@@ -121,13 +149,22 @@ impl Driver<'_> {
                         );
                     }
                     match result {
-                        Ok(Ok(response)) => state.on_model_response(response, elapsed),
+                        Ok(Ok(mut response)) => {
+                            self.guardrails.after_model(&mut response).await;
+                            state.on_model_response(response, elapsed)
+                        }
                         Ok(Err(error)) => state.on_model_error(error),
                         Err(interrupted) => {
                             state.interrupt(interrupted.cause, interrupted.detail);
                             Ok(())
                         }
                     }
+                }
+                Step::AwaitApproval(_) if !screened.before_approval => {
+                    // The user is asked about calls the guardrails let through, as they rewrote them.
+                    screened.before_approval = true;
+                    self.guardrails.screen_calls(state).await;
+                    Ok(())
                 }
                 Step::AwaitApproval(calls) => {
                     // Nobody to ask: the run stops here, waiting; its saved
@@ -155,17 +192,32 @@ impl Driver<'_> {
                     }
                     Ok(())
                 }
+                Step::RunTools(_) if !screened.before_running => {
+                    // Checked again after an approval: an approver's edit is checked too.
+                    screened.before_running = true;
+                    self.guardrails.screen_calls(state).await;
+                    if !state.is_finished() {
+                        self.guardrails.before_tools(state).await;
+                    }
+                    Ok(())
+                }
                 Step::RunTools(calls) => {
+                    screened = Screened::skipped_if(self.guardrails.is_empty());
                     // The driver's references to the calls (the state keeps
                     // its own while outcomes are reported), let go before the
                     // results are recorded.
                     let calls = calls.to_vec();
                     let outcomes = self.guard(self.run_tools(&calls, state)).await;
                     drop(calls);
-                    match outcomes {
+                    let tripped = self.tripped.lock().unwrap_or_else(PoisonError::into_inner).take();
+                    match (outcomes, tripped) {
+                        (Ok(Ok(())), Some(trip)) => {
+                            state.trip_guardrail(trip);
+                            Ok(())
+                        }
                         // Every outcome is in the state already.
-                        Ok(ran) => ran.and_then(|()| state.on_tool_results(&[])),
-                        Err(interrupted) => {
+                        (Ok(ran), _) => ran.and_then(|()| state.on_tool_results(&[])),
+                        (Err(interrupted), _) => {
                             state.interrupt(interrupted.cause, interrupted.detail);
                             Ok(())
                         }
@@ -177,6 +229,13 @@ impl Driver<'_> {
             }
             self.forward(state);
             self.save(state).await;
+        }
+        self.guardrails.screen_answer(state).await;
+        if self.guardrails.holds_answers() && !state.answer().is_empty() {
+            // The answer was held back while it streamed: it goes out once checked.
+            self.emit(AgentEvent::TextDelta {
+                text: state.answer().to_owned(),
+            });
         }
     }
 
@@ -259,6 +318,14 @@ impl Driver<'_> {
         let mut cutoff = CallCutoff::new(request.max_tool_calls);
         let mut throttle = ProgressThrottle::default();
         let mut repeated = false;
+        // With output guardrails the text of a reply is held until the reply
+        // ends: a final answer goes out once checked (`drive_steps`), the
+        // text before tool calls at once.
+        let mut held = self.guardrails.holds_answers().then(String::new);
+        let mut send_text = |text: String| match &mut held {
+            Some(held) => held.push_str(&text),
+            None => send(AgentEvent::TextDelta { text }),
+        };
         while let Some(event) = stream.next().await {
             let event = event?;
             let mut cut = None;
@@ -273,7 +340,7 @@ impl Driver<'_> {
                         None => text.clone(),
                     };
                     if !visible.is_empty() {
-                        send(AgentEvent::TextDelta { text: visible });
+                        send_text(visible);
                     }
                 }
                 StreamEvent::Progress { progress } if events.is_some() && throttle.admit(progress) => {
@@ -294,9 +361,14 @@ impl Driver<'_> {
         if let Some(rest) = filter.map(|mut filter| filter.finish().text)
             && !rest.is_empty()
         {
-            send(AgentEvent::TextDelta { text: rest });
+            send_text(rest);
         }
         let mut response = accumulator.finish()?;
+        let calls_tools = !response.message.tool_calls.is_empty()
+            || hide_tool_calls && response.message.content.contains(agent_parse::OPEN_TAG);
+        if let Some(text) = held.filter(|text| calls_tools && !text.is_empty()) {
+            send(AgentEvent::TextDelta { text });
+        }
         if repeated {
             // The repeated block is the reply's last: the reply ends before it.
             let content = &mut response.message.content;
@@ -336,6 +408,10 @@ impl Driver<'_> {
         while let Some((index, outcome)) = running.next().await {
             state.on_tool_outcome(index, outcome)?;
             self.save(state).await;
+            if self.has_tripped() {
+                // A blocked result ends the run: the calls still running stop.
+                return Ok(());
+            }
             if let Some(next) = pending.next() {
                 running.push(self.run_indexed(next, &calls[next]));
             }
@@ -354,6 +430,32 @@ impl Driver<'_> {
                 name: call.name.clone(),
             });
         }
+        let (mut outcome, attributes) = self.execute_tool(call).await;
+        if let Some(trip) = self.guardrails.screen_result(call, &mut outcome).await {
+            let mut tripped = self.tripped.lock().unwrap_or_else(PoisonError::into_inner);
+            tripped.get_or_insert(trip);
+        }
+        if self.events.is_some() {
+            self.emit(AgentEvent::ToolCompleted {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                result: outcome.content.clone(),
+                is_error: outcome.is_error,
+                duration_ms: millis(outcome.duration),
+                attributes,
+            });
+        }
+        outcome
+    }
+
+    /// Whether a tool-result guardrail tripped in the batch running.
+    fn has_tripped(&self) -> bool {
+        self.tripped.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
+    /// Runs `call` (or answers it from the cache): its outcome and the
+    /// attributes of its completion event.
+    async fn execute_tool(&self, call: &ToolCall) -> (ToolOutcome, Map<String, Value>) {
         let cached = self.registry.cache_policy(&call.name).map(|policy| {
             let scope = self
                 .cache_scope
@@ -361,7 +463,7 @@ impl Driver<'_> {
             (policy, cache_key(scope, call))
         });
         if let Some(content) = cached.as_ref().and_then(|(_, key)| self.cache().get(key)) {
-            return self.answer_from_cache(call, content);
+            return Self::answer_from_cache(call, content);
         }
         let started = Instant::now();
         let mut context = self.context.clone().with_call_id(call.id.clone());
@@ -392,53 +494,35 @@ impl Driver<'_> {
         if let (Some((policy, key)), false) = (cached, is_error) {
             self.cache().insert(key, content.clone(), policy.ttl);
         }
-        if self.events.is_some() {
-            self.emit(AgentEvent::ToolCompleted {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                result: content.clone(),
-                is_error,
-                duration_ms: millis(duration),
-                attributes: execution.attributes.into_iter().collect::<Map<String, Value>>(),
-            });
-        }
-        ToolOutcome {
+        let outcome = ToolOutcome {
             content,
             is_error,
             duration,
             cached: false,
             delegated_usage: usage_sink.total(),
-        }
+        };
+        (outcome, execution.attributes.into_iter().collect())
     }
 
     /// The outcome of a call answered from the cache: the tool does not run.
     /// Its completion event has the usual shape, a duration of 0 and the
     /// attribute `agentry.cached` = true.
-    fn answer_from_cache(&self, call: &ToolCall, content: String) -> ToolOutcome {
+    fn answer_from_cache(call: &ToolCall, content: String) -> (ToolOutcome, Map<String, Value>) {
         tracing::debug!(
             gen_ai.tool.name = %call.name,
             gen_ai.tool.call.id = %call.id,
             "tool result served from the cache"
         );
-        if self.events.is_some() {
-            let mut attributes = Map::new();
-            attributes.insert("agentry.cached".to_owned(), Value::Bool(true));
-            self.emit(AgentEvent::ToolCompleted {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                result: content.clone(),
-                is_error: false,
-                duration_ms: 0,
-                attributes,
-            });
-        }
-        ToolOutcome {
+        let mut attributes = Map::new();
+        attributes.insert("agentry.cached".to_owned(), Value::Bool(true));
+        let outcome = ToolOutcome {
             content,
             is_error: false,
             duration: Duration::ZERO,
             cached: true,
             delegated_usage: None,
-        }
+        };
+        (outcome, attributes)
     }
 
     /// The cache of idempotent tools' results: the agent's, or the run's own.

@@ -65,6 +65,7 @@ mod cutoff;
 mod driver;
 mod forced;
 pub mod grounding;
+pub mod guardrails;
 pub mod history;
 mod loops;
 mod prompts;
@@ -89,11 +90,12 @@ pub use config::{
     AgentConfig, Budget, ContextPolicy, DEFAULT_COMPACT_AT, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TOOL_RESULT_BYTES,
     Grounding, InvalidConfig, ModelSettings, RunConfig, ToolProtocol,
 };
+pub use guardrails::{Guardrail, Guardrails, RunHook, Verdict};
 pub use protocol::Protocol;
 pub use react::{ReactAgent, ReactOutcome, ReactStepRecord};
 pub use request::{RunRequest, Session};
 pub use scenes::{AgentTool, Scene, SceneActor, SceneError, SceneRouter};
-pub use state::{ApprovalError, ResumeError, ResumePolicy, RunState};
+pub use state::{ApprovalCheck, ApprovalError, ResumeError, ResumePolicy, RunState};
 pub use step::{RunIdentity, Step, StepError, ToolOutcome};
 pub use stored::{SAVED_RUN_FORMAT, SavedRun, SavedRunError, StoreCheckpoints, store_turn};
 pub use typed::{SchemaViolation, TypedError, TypedRun, check_schema, schema_of};

@@ -38,6 +38,18 @@ pub(crate) fn not_run(reason: &str) -> String {
     format!("Not run: {reason}.")
 }
 
+/// What the history keeps in place of an answer the output guardrail
+/// `name` withheld.
+pub(crate) fn withheld_answer(name: &str) -> String {
+    format!("(This answer was withheld by the guardrail `{name}`.)")
+}
+
+/// What the model (and the record) get in place of a tool result the
+/// guardrail `name` blocked.
+pub(crate) fn withheld_result(name: &str) -> String {
+    format!("Withheld: the guardrail `{name}` blocked this tool result.")
+}
+
 /// The result of call `tool` of a reply that asked for `wanted` calls when
 /// at most `cap` run per reply.
 pub(crate) fn over_call_cap(tool: &str, wanted: usize, cap: usize) -> String {

@@ -30,6 +30,7 @@ impl Agent {
             model: client.model().to_owned(),
         });
         policy.approval_required = approval_required;
+        policy.approval_check = crate::agent::approval_check(registry);
         policy.tools = tools;
         policy.max_iterations = self.config().max_iterations;
         policy.budget = self.config().budget;

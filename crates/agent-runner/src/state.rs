@@ -16,6 +16,7 @@ mod budgets;
 mod compaction;
 mod delegated;
 mod grounding;
+mod guarded;
 mod malformed;
 mod progress;
 mod repeats;
@@ -26,14 +27,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, CallPurpose, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Message,
+    AgentEvent, AgentRunResult, CallPurpose, ChatRequest, ChatResponse, GuardrailTrip, LlmError, LlmErrorKind, Message,
     ModelCallRecord, Pricing, ResponseFormat, RunEnd, StopReason, ToolCall, ToolCallRecord, ToolChoice, ToolResult,
     Usage,
 };
 use serde::{Deserialize, Serialize};
 
-pub use self::approval::ApprovalError;
 use self::approval::ApprovalGate;
+pub use self::approval::{ApprovalCheck, ApprovalError};
 use self::compaction::{ContextTracker, Summarising};
 use self::grounding::GroundingGate;
 use self::resume::{ReadBack, read_back};
@@ -119,6 +120,13 @@ pub struct RunState {
     /// not use; cleared by a usable reply (`malformed`).
     #[serde(default)]
     reasked_on_malformed_call: bool,
+    /// The user's message passed the input guardrails (or the run had
+    /// none); a state saved before this was kept had passed them.
+    #[serde(default = "already_checked")]
+    input_checked: bool,
+    /// The guardrail that ended the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    guardrail: Option<GuardrailTrip>,
     response: String,
     #[serde(skip)]
     error: Option<LlmError>,
@@ -129,6 +137,10 @@ pub struct RunState {
     /// Read back from storage and not yet held to a policy.
     #[serde(skip, default = "read_back")]
     read_back: ReadBack,
+}
+
+fn already_checked() -> bool {
+    true
 }
 
 impl RunState {
@@ -187,6 +199,8 @@ impl RunState {
             grounding: GroundingGate::default(),
             reasked_on_repeat: false,
             reasked_on_malformed_call: false,
+            input_checked: false,
+            guardrail: None,
             response: String::new(),
             error: None,
             record_events: false,
@@ -684,6 +698,7 @@ impl RunState {
             pending_approvals,
             scene: None,
             grounding: (self.config.grounding == crate::Grounding::On).then(|| self.grounding.record()),
+            guardrail: self.guardrail,
         }
     }
 

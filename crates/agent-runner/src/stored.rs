@@ -415,6 +415,7 @@ mod tests {
             pending_approvals: Vec::new(),
             scene: None,
             grounding: None,
+            guardrail: None,
         }
     }
 

@@ -141,18 +141,18 @@ pub fn schema_of<T: JsonSchema>() -> Value {
 /// Checks that `schema` is a JSON Schema a typed run can use (it compiles),
 /// before anything is sent: [`TypedError::Schema`] says what is wrong.
 pub fn check_schema(schema: &Value) -> Result<(), TypedError> {
-    OutputSchema::new(schema.clone()).map(|_| ())
+    CompiledSchema::new(schema.clone()).map(|_| ())
 }
 
 /// A compiled output schema.
-struct OutputSchema {
+pub(crate) struct CompiledSchema {
     schema: Value,
     name: String,
     validator: jsonschema::Validator,
 }
 
-impl OutputSchema {
-    fn new(schema: Value) -> Result<Self, TypedError> {
+impl CompiledSchema {
+    pub(crate) fn new(schema: Value) -> Result<Self, TypedError> {
         let validator = jsonschema::validator_for(&schema).map_err(|error| TypedError::Schema(error.to_string()))?;
         let name = schema
             .get("title")
@@ -179,7 +179,7 @@ impl OutputSchema {
     }
 
     /// The answer in `text` as a valid JSON value, or what is wrong with it.
-    fn check(&self, text: &str) -> Result<Value, Vec<SchemaViolation>> {
+    pub(crate) fn check(&self, text: &str) -> Result<Value, Vec<SchemaViolation>> {
         let value = answer_json(text).map_err(|message| {
             vec![SchemaViolation {
                 instance_path: String::new(),
@@ -331,7 +331,7 @@ impl Agent {
         schema: Value,
         context: &ToolContext,
     ) -> Result<TypedRun<Value>, TypedError> {
-        let schema = OutputSchema::new(schema)?;
+        let schema = CompiledSchema::new(schema)?;
         let capabilities: Capabilities = self.client().capabilities();
         let mut user_message = user_message.into();
         if !capabilities.json_schema {
@@ -406,8 +406,8 @@ mod tests {
 
     use super::*;
 
-    fn schema() -> OutputSchema {
-        OutputSchema::new(json!({
+    fn schema() -> CompiledSchema {
+        CompiledSchema::new(json!({
             "title": "City report",
             "type": "object",
             "properties": {
@@ -462,13 +462,13 @@ mod tests {
     #[test]
     fn the_format_name_is_made_acceptable() {
         assert_eq!(schema().format().name, "City_report");
-        let untitled = OutputSchema::new(json!({"type": "object"})).expect("schema");
+        let untitled = CompiledSchema::new(json!({"type": "object"})).expect("schema");
         assert_eq!(untitled.format().name, "output");
     }
 
     #[test]
     fn a_broken_schema_is_a_schema_error() {
-        let error = OutputSchema::new(json!({"type": "no-such-type"}))
+        let error = CompiledSchema::new(json!({"type": "no-such-type"}))
             .err()
             .expect("invalid");
         assert!(matches!(error, TypedError::Schema(_)), "{error}");

@@ -79,6 +79,7 @@
 //! # }
 //! ```
 
+mod approval;
 mod execution;
 mod listing;
 mod registry;
@@ -88,6 +89,7 @@ mod typed;
 mod user_words;
 mod validate;
 
+pub use approval::{ApprovalCondition, ApprovalPredicate, ConditionError};
 pub use listing::ToolListing;
 pub use registry::{ToolBox, ToolBoxBuilder};
 

@@ -9,6 +9,7 @@ use agent_core::{CachePolicy, RegistryError, ToolContext, ToolDefinition, ToolEx
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::approval::{ApprovalCondition, ApprovalPredicate};
 use crate::validate::{ArgumentValidator, SchemaError};
 
 /// The tool registry: providers registered enabled or disabled, toggled at
@@ -38,6 +39,9 @@ pub struct ToolBox {
     /// Tools whose calls wait for the user's approval, besides those whose
     /// provider declares it.
     approval_required: HashSet<String>,
+    /// Tools whose calls wait for approval when one of these predicates
+    /// holds on their arguments.
+    approval_rules: HashMap<String, Vec<ApprovalPredicate>>,
 }
 
 #[derive(Default)]
@@ -90,6 +94,7 @@ impl ToolBox {
             state: RwLock::new(State::default()),
             timeout: None,
             approval_required: HashSet::new(),
+            approval_rules: HashMap::new(),
         }
     }
 
@@ -114,6 +119,25 @@ impl ToolBox {
     /// declares ([`ToolBoxBuilder::require_approval`]).
     pub fn approvals(&self) -> impl Iterator<Item = &str> {
         self.approval_required.iter().map(String::as_str)
+    }
+
+    /// The tools whose calls wait for approval when their arguments call
+    /// for it ([`ToolBoxBuilder::require_approval_if`]).
+    pub fn conditional_approvals(&self) -> impl Iterator<Item = &str> {
+        self.approval_rules.keys().map(String::as_str)
+    }
+
+    /// Whether the provider serving the enabled tool `tool` declares that
+    /// its calls wait for approval.
+    fn provider_requires_approval(&self, tool: &str) -> bool {
+        let provider = {
+            let state = self.read();
+            let Some(&(provider_index, _)) = state.enabled.routes.get(tool) else {
+                return false;
+            };
+            Arc::clone(&state.providers[provider_index].provider)
+        };
+        provider.requires_approval(tool)
     }
 
     /// The enabled providers (the tool domains), in registration order.
@@ -333,17 +357,19 @@ impl ToolRegistry for ToolBox {
     }
 
     fn requires_approval(&self, tool: &str) -> bool {
-        if self.approval_required.contains(tool) {
+        if self.approval_required.contains(tool) || self.approval_rules.contains_key(tool) {
             return true;
         }
-        let provider = {
-            let state = self.read();
-            let Some(&(provider_index, _)) = state.enabled.routes.get(tool) else {
-                return false;
-            };
-            Arc::clone(&state.providers[provider_index].provider)
-        };
-        provider.requires_approval(tool)
+        self.provider_requires_approval(tool)
+    }
+
+    fn approval_needed(&self, tool: &str, arguments: &Value) -> bool {
+        if self.approval_required.contains(tool) || self.provider_requires_approval(tool) {
+            return true;
+        }
+        self.approval_rules
+            .get(tool)
+            .is_some_and(|rules| rules.iter().any(|rule| rule(arguments)))
     }
 
     async fn execute(&self, tool: &str, arguments: &Value, context: &ToolContext) -> ToolExecution {
@@ -408,6 +434,7 @@ pub struct ToolBoxBuilder {
     providers: Vec<(Arc<dyn ToolProvider>, bool)>,
     timeout: Option<Duration>,
     approval_required: HashSet<String>,
+    approval_rules: HashMap<String, Vec<ApprovalPredicate>>,
 }
 
 impl ToolBoxBuilder {
@@ -450,12 +477,53 @@ impl ToolBoxBuilder {
         self
     }
 
+    /// Calls of `tool` wait for the user's approval when `predicate` holds
+    /// on their arguments (any of its predicates, when given several); a
+    /// tool also named by [`require_approval`](Self::require_approval), or
+    /// whose provider declares it, always waits.
+    ///
+    /// ```
+    /// use agent_core::ToolRegistry;
+    /// use agent_tools::ToolBox;
+    /// use serde_json::json;
+    ///
+    /// let registry = ToolBox::builder()
+    ///     .require_approval_if("transfer", |args| args["amount"].as_f64().is_none_or(|amount| amount > 100.0))
+    ///     .build()?;
+    /// assert!(registry.approval_needed("transfer", &json!({"amount": 250})));
+    /// assert!(!registry.approval_needed("transfer", &json!({"amount": 20})));
+    /// # Ok::<(), agent_core::RegistryError>(())
+    /// ```
+    pub fn require_approval_if(
+        mut self,
+        tool: impl Into<String>,
+        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval_rules
+            .entry(tool.into())
+            .or_default()
+            .push(Arc::new(predicate));
+        self
+    }
+
+    /// Calls of `tool` wait for the user's approval when `condition`
+    /// holds on their arguments ([`require_approval_if`](Self::require_approval_if)
+    /// with a configured condition).
+    pub fn require_approval_when(mut self, tool: impl Into<String>, condition: ApprovalCondition) -> Self {
+        self.approval_rules
+            .entry(tool.into())
+            .or_default()
+            .push(condition.into_predicate());
+        self
+    }
+
     /// Registers the providers in order; the first error wins.
     pub fn build(self) -> Result<ToolBox, RegistryError> {
         let registry = ToolBox {
             state: RwLock::new(State::default()),
             timeout: self.timeout,
             approval_required: self.approval_required,
+            approval_rules: self.approval_rules,
         };
         for (provider, enabled) in self.providers {
             registry.register(provider, enabled)?;
@@ -477,6 +545,7 @@ impl fmt::Debug for ToolBoxBuilder {
             )
             .field("timeout", &self.timeout)
             .field("approval_required", &self.approval_required)
+            .field("approval_rules", &self.approval_rules.keys().collect::<Vec<_>>())
             .finish()
     }
 }

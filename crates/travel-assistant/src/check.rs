@@ -509,6 +509,7 @@ mod tests {
                 pending_approvals: Vec::new(),
                 scene: None,
                 grounding: None,
+                guardrail: None,
             },
             elapsed: Duration::ZERO,
         }

@@ -433,5 +433,6 @@ fn placeholder() -> AgentRunResult {
         pending_approvals: Vec::new(),
         scene: None,
         grounding: None,
+        guardrail: None,
     }
 }

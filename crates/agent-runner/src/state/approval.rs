@@ -14,6 +14,8 @@
 //! [`RunEnd::AwaitingApproval`]: agent_core::RunEnd::AwaitingApproval
 
 use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{AgentEvent, ApprovalDecision, ToolCall};
@@ -30,7 +32,7 @@ pub(super) struct ApprovalGate {
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub(super) required: BTreeSet<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pending: Vec<ToolCall>,
+    pub(super) pending: Vec<ToolCall>,
     /// Calls of the current batch that never run (the user denied them, or
     /// their tool is not offered), so they do not count against the
     /// tool-call budget.
@@ -41,6 +43,53 @@ pub(super) struct ApprovalGate {
     /// trusted, the call waits again ([`RunState::restrict_to`]).
     #[serde(skip)]
     approved: BTreeSet<String>,
+    /// Which calls of the `required` tools ask, by their arguments; not
+    /// saved (a state read back gets the resuming agent's).
+    #[serde(skip)]
+    pub(super) check: ApprovalCheck,
+}
+
+/// Which calls of a tool that needs approval ask for it, by their
+/// arguments ([`ToolRegistry::approval_needed`](agent_core::ToolRegistry::approval_needed)).
+/// Unset, every call of such a tool asks. Compares equal to any other:
+/// it is a function, the state's data is the rest.
+#[derive(Clone, Default)]
+pub struct ApprovalCheck(Option<Arc<NeedsApproval>>);
+
+/// Whether a call asks for approval.
+type NeedsApproval = dyn Fn(&ToolCall) -> bool + Send + Sync;
+
+impl ApprovalCheck {
+    /// Asks for the calls `needed` says need approval.
+    pub fn new(needed: impl Fn(&ToolCall) -> bool + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(needed)))
+    }
+
+    /// Whether `call` (of a tool that needs approval) asks.
+    pub fn needed(&self, call: &ToolCall) -> bool {
+        self.0.as_ref().is_none_or(|needed| needed(call))
+    }
+
+    /// Whether a check is set.
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl fmt::Debug for ApprovalCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ApprovalCheck(set)"
+        } else {
+            "ApprovalCheck(unset)"
+        })
+    }
+}
+
+impl PartialEq for ApprovalCheck {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -98,6 +147,14 @@ impl RunState {
         self
     }
 
+    /// Of the calls of those tools, only those `check` says need it wait
+    /// (by their arguments); without a check every call waits.
+    /// [`Agent`](crate::Agent) sets it from its registry.
+    pub fn with_approval_check(mut self, check: ApprovalCheck) -> Self {
+        self.approval.check = check;
+        self
+    }
+
     /// The calls waiting for the user's approval (empty unless the next
     /// step is [`Step::AwaitApproval`](crate::Step::AwaitApproval)).
     pub fn pending_approvals(&self) -> &[ToolCall] {
@@ -109,18 +166,24 @@ impl RunState {
     /// with the rest of its batch once no call is waiting.
     pub fn decide(&mut self, call_id: &str, decision: ApprovalDecision) -> Result<(), ApprovalError> {
         let position = self.approval.pending.iter().position(|call| call.id == call_id);
-        let (Some(position), Phase::NeedsTools { batch }) = (position, &self.phase) else {
+        let (Some(position), Phase::NeedsTools { .. }) = (position, &self.phase) else {
             return Err(ApprovalError {
                 call_id: call_id.to_owned(),
                 waiting: self.approval.pending.iter().map(|call| call.id.clone()).collect(),
             });
         };
         let call = self.approval.pending.remove(position);
-        if decision == ApprovalDecision::Approve {
+        if let ApprovalDecision::Edit { arguments } = &decision {
+            self.rewrite_call(&call.id, arguments.clone());
+        }
+        if matches!(decision, ApprovalDecision::Approve | ApprovalDecision::Edit { .. }) {
             self.approval.approved.insert(call.id.clone());
         }
         if let ApprovalDecision::Deny { reason } = decision {
-            let index = batch.to_run.iter().position(|candidate| candidate.id == call.id);
+            let index = match &self.phase {
+                Phase::NeedsTools { batch } => batch.to_run.iter().position(|candidate| candidate.id == call.id),
+                _ => None,
+            };
             let outcome = ToolOutcome {
                 content: ApprovalDecision::denied_result(&call.name, reason.as_deref()),
                 is_error: true,
@@ -140,6 +203,12 @@ impl RunState {
     /// Approves the waiting call `call_id`.
     pub fn approve(&mut self, call_id: &str) -> Result<(), ApprovalError> {
         self.decide(call_id, ApprovalDecision::Approve)
+    }
+
+    /// Approves the waiting call `call_id` with `arguments` instead of the
+    /// model's: the record and the history show the arguments that run.
+    pub fn approve_edited(&mut self, call_id: &str, arguments: serde_json::Value) -> Result<(), ApprovalError> {
+        self.decide(call_id, ApprovalDecision::Edit { arguments })
     }
 
     /// Denies the waiting call `call_id`: the model is told the user refused it.
@@ -189,6 +258,7 @@ impl ApprovalGate {
                 self.required.contains(&call.name)
                     && batch.finished(*index).is_none()
                     && !self.approved.contains(&call.id)
+                    && self.check.needed(call)
             })
             .map(|(_, call)| (**call).clone())
             .collect()

@@ -34,6 +34,8 @@ pub struct ResumePolicy {
     pub identity: RunIdentity,
     /// Tools whose calls wait for the user's approval.
     pub approval_required: BTreeSet<String>,
+    /// Which of their calls ask, by their arguments (unset: all of them).
+    pub approval_check: super::ApprovalCheck,
     /// The tools the agent offers (its enabled tools). A call of any other
     /// tool is answered with an error and never runs.
     pub tools: BTreeSet<String>,
@@ -53,6 +55,7 @@ impl ResumePolicy {
         Self {
             identity,
             approval_required: BTreeSet::new(),
+            approval_check: super::ApprovalCheck::default(),
             tools: BTreeSet::new(),
             max_iterations: crate::RunConfig::default().max_iterations,
             budget: Budget::default(),
@@ -144,6 +147,9 @@ impl RunState {
         self.restrict_budgets(policy);
         self.restrict_tools(&policy.tools);
         self.approval.required.extend(policy.approval_required.iter().cloned());
+        if policy.approval_check.is_set() {
+            self.approval.check = policy.approval_check.clone();
+        }
         self.hold_batch_again();
         self.read_back = ReadBack(false);
         Ok(())

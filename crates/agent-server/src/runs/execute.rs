@@ -239,6 +239,7 @@ pub(crate) fn failed_result(message: String, provider: &str, model: &str) -> Age
         pending_approvals: Vec::new(),
         scene: None,
         grounding: None,
+        guardrail: None,
     }
 }
 

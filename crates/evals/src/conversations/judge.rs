@@ -503,6 +503,7 @@ mod tests {
             pending_approvals: Vec::new(),
             scene: None,
             grounding: None,
+            guardrail: None,
         }
     }
 
