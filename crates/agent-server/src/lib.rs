@@ -13,13 +13,17 @@
 //!   the `run --json` object), or at once with its id (`"wait": false`).
 //!   `GET /v1/runs/{id}` reads it, `GET /v1/runs/{id}/events` follows its
 //!   events as server-sent events, `POST /v1/runs/{id}/cancel` stops it.
+//!   A run that pauses for the user's approval of tool calls lists them;
+//!   `POST /v1/runs/{id}/approvals` (`{"approve", "deny", "edit"}`)
+//!   decides them and the run goes on.
 //! - `/v1/sessions`: conversations kept in a [`ConversationStore`] (memory
 //!   by default; PostgreSQL lets instances share them), each owned by the
 //!   key that created it; `POST /v1/sessions/{id}/resume` goes on with a
 //!   run that did not end.
 //! - `GET /`: a web chat page (no key needed for the page; it asks for
 //!   one and keeps it in the tab's session storage) to talk with the agent
-//!   in its sessions, with its text streamed and its tool calls shown.
+//!   in its sessions, with its text streamed, its tool calls shown, and
+//!   Approve / Deny buttons for the calls that wait for approval.
 //! - `GET /healthz` (the process is up) and `GET /readyz` (it takes
 //!   requests; 503 once shutting down).
 //!
@@ -409,6 +413,7 @@ impl Server {
             .route("/v1/runs/{id}", get(runs::get_run))
             .route("/v1/runs/{id}/events", get(runs::run_events))
             .route("/v1/runs/{id}/cancel", post(runs::cancel_run))
+            .route("/v1/runs/{id}/approvals", post(runs::decide_run))
             .route("/v1/sessions", post(sessions::create).get(sessions::list))
             .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
             .route("/v1/sessions/{id}/resume", post(runs::resume_session))

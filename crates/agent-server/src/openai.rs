@@ -124,6 +124,7 @@ pub(crate) async fn chat_completions(
         prompt,
         history,
         options: RunOptions::default(),
+        keep_paused: false,
     };
     let entry = shared.launch(caller, start)?;
     if request.stream {

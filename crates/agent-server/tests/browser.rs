@@ -1,11 +1,14 @@
 //! The web chat page (`GET /`) in a real browser: headless Chromium driven
 //! through chromedriver (WebDriver) with fantoccini, against the server on
-//! a real socket with a scripted agent that calls a tool, then answers.
+//! a real socket with a scripted agent that calls a tool, then answers; and
+//! with one whose tool needs the user's approval, given on the page.
+//! The browser tests run one at a time.
 //!
 //! Skipped, with a note, when `/usr/bin/chromium` or `/usr/bin/chromedriver`
 //! is missing (Debian's `chromium` and `chromium-driver`), unless
 //! `AGENTRY_REQUIRE_BROWSER` is set: then it fails, naming what is missing.
-//! The screenshot it checks is kept at `$CARGO_TARGET_TMPDIR/chat-page.png`.
+//! The screenshot it checks is kept at `$CARGO_TARGET_TMPDIR/chat-page.png`;
+//! the page waiting for approval at `approval-page.png`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +19,7 @@ use std::time::{Duration, Instant};
 use agent_core::ToolContext;
 use agent_runner::Agent;
 use agent_server::{ApiKeys, Server, hash_key};
-use agent_testing::{ScriptedClient, response};
+use agent_testing::{ScriptedClient, TestTool, TestTools, ToolBehaviour, response};
 use agent_tools::schemars::JsonSchema;
 use agent_tools::{NoArgs, TypedTool};
 use fantoccini::elements::Element;
@@ -32,6 +35,10 @@ const ANSWER: &str = "It is sunny in Paris, 21 °C.";
 const WEATHER: &str = "Sunny, 21 °C";
 /// How long the page may take to show something before the test fails.
 const PATIENCE: Duration = Duration::from_secs(20);
+const BOOKED: &str = "Seat 12A is booked.";
+
+/// One browser at a time: the machine may be small.
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The weather tool's arguments.
 #[derive(Deserialize, JsonSchema)]
@@ -348,12 +355,103 @@ async fn the_chat_page_streams_a_run_shows_its_session_again_and_stops_a_run() {
     if browser_installed().is_none() {
         return;
     }
+    let _browser = BROWSER.lock().await;
     let base = start_server().await;
     let mut driver = Chromedriver::start();
     let page = driver.connect().await;
     let driven = tokio::time::timeout(Duration::from_secs(120), chat(&page, &base)).await;
     let _ = page.close().await;
     driven.unwrap_or_else(|_| panic!("the browser test took over two minutes"));
+}
+
+/// Serves an agent whose `book` tool needs the user's approval: it asks to
+/// book seat 12A, then answers. Answers its base URL and how many times
+/// the tool ran.
+async fn start_booking_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("book", json!({"seat": "12A"}))]))
+        .respond(response::text(BOOKED));
+    let book = TestTool::new("book", ToolBehaviour::Reply("booked 12A".into()));
+    let calls = book.call_counter();
+    let registry = agent_tools::ToolBox::builder()
+        .provider(Arc::new(TestTools::new("travel").with(book)))
+        .require_approval(["book"])
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let agent = Agent::builder(Arc::new(client)).tools(Arc::new(registry)).build();
+    let keys = ApiKeys::from_hashes([hash_key(KEY)]).unwrap_or_else(|e| panic!("{e}"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(
+        Server::new(agent)
+            .api_keys(keys)
+            .serve(listener, std::future::pending()),
+    );
+    (format!("http://{address}"), calls)
+}
+
+#[tokio::test]
+async fn the_chat_page_asks_for_approval_and_shows_the_answer_once_approved() {
+    if browser_installed().is_none() {
+        return;
+    }
+    let _browser = BROWSER.lock().await;
+    let (base, calls) = start_booking_server().await;
+    let mut driver = Chromedriver::start();
+    let page = driver.connect().await;
+    let driven = tokio::time::timeout(Duration::from_secs(120), approve(&page, &base)).await;
+    let _ = page.close().await;
+    driven.unwrap_or_else(|_| panic!("the browser test took over two minutes"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "the tool ran once");
+}
+
+/// What a person does: asks to book a seat, sees the call waiting with
+/// its arguments, approves it, and reads the answer.
+async fn approve(page: &Client, base: &str) {
+    page.goto(&format!("{base}/")).await.unwrap_or_else(|e| panic!("{e}"));
+    type_into(page, "#api-key", KEY).await;
+    click(page, "#new-session").await;
+    wait_for(page, "#sessions li.active", &["sess_"]).await;
+    type_into(page, "#prompt", "Book seat 12A").await;
+    click(page, "#send").await;
+    wait_for(
+        page,
+        ".tool-call.waiting",
+        &["book", "12A", "waiting for approval", "Run this call?"],
+    )
+    .await;
+    wait_for(page, "#status", &["waits for your approval of 1 call"]).await;
+    let buttons = page.find_all(Locator::Css(".tool-call .approval button")).await;
+    let mut labels = Vec::new();
+    for button in buttons.unwrap_or_default() {
+        labels.push(button.text().await.unwrap_or_default());
+    }
+    assert_eq!(labels, ["Approve", "Deny"], "{}", page_text(page).await);
+    let png_bytes = page.screenshot().await.unwrap_or_else(|e| panic!("{e}"));
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("approval-page.png");
+    std::fs::write(&path, &png_bytes).unwrap_or_else(|e| panic!("{e}"));
+    println!("screenshot: {}", path.display());
+
+    click(page, ".tool-call .approve").await;
+    wait_for(page, ".message.assistant", &[BOOKED]).await;
+    wait_for(page, ".tool-call", &["book", "12A", "booked 12A", "done"]).await;
+    wait_for(page, ".run-summary", &["completed", "2 iterations", "1 tool call"]).await;
+    wait_for(page, "#status", &["Done."]).await;
+    let shown = page
+        .execute(
+            "return [document.querySelectorAll('.tool-call').length, document.querySelectorAll('.approval').length,              document.querySelectorAll('.tool-call.waiting').length]",
+            Vec::new(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        shown,
+        json!([1, 0, 0]),
+        "one card, its buttons gone, not shown twice: {}",
+        page_text(page).await
+    );
 }
 
 /// What a person does: a wrong key, the right one, a new session, a

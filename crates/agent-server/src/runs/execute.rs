@@ -3,15 +3,18 @@
 //! started it, be followed by id and be cancelled at shutdown), keeps its
 //! events for its followers and, when it continues a session, saves its
 //! state in the store after every step and appends its turn at the end.
+//! A run that pauses for the user's approval keeps what it needs to go on
+//! (see [`super::approvals`]); [`Shared::go_on`] drives it on once decided.
 
 use std::pin::Pin;
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, RunEnd, ToolContext, Usage};
+use agent_core::{AgentEvent, AgentRunResult, CancellationToken, Message, RunEnd, ToolCall, ToolContext, Usage};
 use agent_runner::{RunCheckpoints, RunState, SavedRun, StoreCheckpoints, store_turn};
 use futures::{Stream, StreamExt};
 
 use super::RunOptions;
+use super::approvals::{Continuation, Decisions, HeldState, decide_all};
 use super::registry::{RunEntry, RunOutcome};
 use crate::error::ApiError;
 use crate::sessions::SessionRef;
@@ -25,6 +28,10 @@ pub(crate) enum RunStart {
         prompt: String,
         history: Vec<Message>,
         options: RunOptions,
+        /// Whether a pause for approval keeps the run's state, so that it
+        /// can be decided (runs of the runs API; a chat completion's run
+        /// cannot be decided).
+        keep_paused: bool,
     },
     /// A prompt continuing a session of the caller.
     Session {
@@ -35,13 +42,28 @@ pub(crate) enum RunStart {
     /// The run of a session that did not end (its instance stopped or
     /// crashed), from the state it saved after its last step.
     Interrupted { session: SessionRef },
+    /// A run of the registry that paused for approval, going on with the
+    /// user's decisions.
+    Approved {
+        continuation: Continuation,
+        decisions: Decisions,
+    },
 }
 
 impl RunStart {
     fn session(&self) -> Option<&SessionRef> {
         match self {
-            Self::History { .. } => None,
-            Self::Session { session, .. } | Self::Interrupted { session } => Some(session),
+            Self::History { .. }
+            | Self::Approved {
+                continuation: Continuation::Held(_),
+                ..
+            } => None,
+            Self::Session { session, .. }
+            | Self::Interrupted { session }
+            | Self::Approved {
+                continuation: Continuation::Saved(session),
+                ..
+            } => Some(session),
         }
     }
 }
@@ -61,13 +83,47 @@ impl Shared {
         let slot = self.run_slot(caller)?;
         let session = start.session().map(|session| session.id.clone());
         let entry = self.runs.insert(caller.0, session, CancellationToken::new());
-        let context = ToolContext {
-            user_id: Some(format!("key:{}", caller.0.tag())),
-            cancel: entry.cancel.clone(),
-            ..ToolContext::new()
-        };
+        let context = run_context(caller, &entry);
         tokio::spawn(execute(Arc::clone(self), Arc::clone(&entry), start, context, slot));
         Ok(entry)
+    }
+
+    /// Lets the paused run `entry` of `caller` go on with the decisions
+    /// `decide` makes of the calls it waits for (checked and taken at once,
+    /// so that two requests cannot both decide it).
+    ///
+    /// # Errors
+    ///
+    /// As [`launch`](Self::launch); [`ApiError::Conflict`] when the run does
+    /// not wait for approval, [`ApiError::NotFound`] when it was forgotten,
+    /// and `decide`'s error. The run is unchanged then.
+    pub(crate) fn go_on(
+        self: &Arc<Self>,
+        caller: Caller,
+        entry: &Arc<RunEntry>,
+        decide: impl FnOnce(&[ToolCall]) -> Result<Decisions, ApiError>,
+    ) -> Result<(), ApiError> {
+        if !self.is_ready() {
+            return Err(ApiError::ShuttingDown);
+        }
+        let slot = self.run_slot(caller)?;
+        let (continuation, decisions) = self.runs.resume(entry, decide)?;
+        let start = RunStart::Approved {
+            continuation,
+            decisions,
+        };
+        let context = run_context(caller, entry);
+        tokio::spawn(execute(Arc::clone(self), Arc::clone(entry), start, context, slot));
+        Ok(())
+    }
+}
+
+/// Who runs `entry`'s tools: the caller's key, with the run's cancellation.
+fn run_context(caller: Caller, entry: &RunEntry) -> ToolContext {
+    ToolContext {
+        user_id: Some(format!("key:{}", caller.0.tag())),
+        cancel: entry.cancel.clone(),
+        ..ToolContext::new()
     }
 }
 
@@ -81,11 +137,13 @@ enum First {
 
 /// Runs the turn, records its events, stores it, and ends the entry.
 async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, context: ToolContext, _slot: RunSlot) {
+    let keep_paused = !matches!(start, RunStart::History { keep_paused: false, .. });
     let (first, history, session, _held) = match start {
         RunStart::History {
             prompt,
             history,
             options,
+            ..
         } => (First::Prompt(prompt, options), history, None, None),
         RunStart::Session {
             prompt,
@@ -109,8 +167,36 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
                 Err(message) => return end_failed(&shared, &entry, message),
             }
         }
+        RunStart::Approved {
+            continuation: Continuation::Held(state),
+            decisions,
+        } => {
+            let mut state = *state;
+            if let Err(message) = decide_all(&mut state, decisions) {
+                return end_failed(&shared, &entry, message);
+            }
+            (First::Saved(Box::new(state)), Vec::new(), None, None)
+        }
+        RunStart::Approved {
+            continuation: Continuation::Saved(session),
+            decisions,
+        } => {
+            let held = shared.session_locks.lock(&session.stored).await;
+            let decided = match load_history(&shared, &session).await {
+                Ok(history) => saved_state(&shared, &session).await.and_then(|mut state| {
+                    decide_all(&mut state, decisions)
+                        .map(|()| (state, history))
+                        .map_err(|error| format!("the paused run of `{}` cannot go on: {error}", session.id))
+                }),
+                Err(message) => Err(message),
+            };
+            match decided {
+                Ok((state, history)) => (First::Saved(Box::new(state)), history, Some(session), Some(held)),
+                Err(message) => return end_failed(&shared, &entry, message),
+            }
+        }
     };
-    let checkpoints = session.as_ref().map(|session| {
+    let stored = session.as_ref().map(|session| {
         Arc::new(StoreCheckpoints::new(Arc::clone(&shared.store), session.stored.clone())) as Arc<dyn RunCheckpoints>
     });
     // The turn is stored by where it starts: for a saved run, the history it
@@ -120,9 +206,20 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
         First::Saved(state) => state.continued_messages().unwrap_or(history.len()),
         First::Prompt(..) => history.len(),
     };
+    // The scene router picks the agent of a prompt; its runs are not
+    // checkpointed.
+    let scene_run = matches!((&first, &shared.scenes), (First::Prompt(..), Some(_)));
     // A checkpointed run that pauses for approval stays saved in its
     // session, its turn not stored, so that it can be decided and resumed.
-    let checkpointed = checkpoints.is_some() && !matches!((&first, &shared.scenes), (First::Prompt(..), Some(_)));
+    let checkpointed = stored.is_some() && !scene_run;
+    // A run without a session that pauses keeps its state in memory, so
+    // that it can be decided.
+    let paused_state = (session.is_none() && keep_paused && !scene_run).then(|| Arc::new(HeldState::default()));
+    let checkpoints = stored.or_else(|| {
+        paused_state
+            .as_ref()
+            .map(|held| Arc::clone(held) as Arc<dyn RunCheckpoints>)
+    });
     let mut events: Pin<Box<dyn Stream<Item = AgentEvent> + Send>> = match (first, &shared.scenes) {
         // The scene router picks the agent; its runs are not checkpointed.
         (First::Prompt(prompt, _), Some(scenes)) => Box::pin(scenes.run_stream(history, prompt, context)),
@@ -152,8 +249,9 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
         let message = "the run ended without a result".to_owned();
         return end_failed(&shared, &entry, message);
     };
+    let paused = result.stop_reason == RunEnd::AwaitingApproval;
     let store_error = match &session {
-        Some(_) if checkpointed && result.stop_reason == RunEnd::AwaitingApproval => None,
+        Some(_) if checkpointed && paused => None,
         Some(session) => store_turn(
             shared.store.as_ref(),
             &session.stored,
@@ -169,12 +267,21 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
         }),
         None => None,
     };
-    shared.runs.end(
+    let continuation = match session {
+        _ if !paused => None,
+        Some(session) if checkpointed => Some(Continuation::Saved(session)),
+        Some(_) => None,
+        None => paused_state
+            .and_then(|held| held.take_paused())
+            .map(|state| Continuation::Held(Box::new(state))),
+    };
+    shared.runs.end_with(
         &entry,
         RunOutcome {
             result: Arc::from(result),
             store_error,
         },
+        continuation,
     );
 }
 

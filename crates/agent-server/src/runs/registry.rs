@@ -9,17 +9,25 @@
 //! ends (the `POST` that waits for it, a follower of its events) gets the
 //! whole record; the conversation is forgotten once nobody but the
 //! registry holds the run, at its end or at the registry's next change.
+//!
+//! A run that paused for the user's approval is an ended run that can go
+//! on ([`Continuation`]): it is kept, and forgotten, as ended runs are
+//! (with its paused state, when it has no session). Once decided it is in
+//! flight again under the same id ([`RunRegistry::resume`]): its events
+//! go on in the same log, and it ends again.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use agent_core::{AgentEvent, AgentRunResult, CancellationToken};
+use agent_core::{AgentEvent, AgentRunResult, CancellationToken, ToolCall};
 use agent_store::utc_now;
-use futures::{Stream, stream};
+use futures::{Stream, StreamExt, stream};
 use tokio::sync::watch;
 
+use super::approvals::Continuation;
 use crate::auth::KeyId;
+use crate::error::ApiError;
 
 /// Runs by id, with the ended ones kept for a retention period.
 pub(crate) struct RunRegistry {
@@ -132,7 +140,17 @@ impl RunRegistry {
     /// past its limit; the run's conversation is forgotten at once unless
     /// someone but the caller holds the run.
     pub(crate) fn end(&self, entry: &RunEntry, outcome: RunOutcome) {
-        entry.lock().outcome = Some(outcome);
+        self.end_with(entry, outcome, None);
+    }
+
+    /// [`end`](Self::end), keeping how the run can go on when it paused
+    /// for the user's approval.
+    pub(crate) fn end_with(&self, entry: &RunEntry, outcome: RunOutcome, continuation: Option<Continuation>) {
+        {
+            let mut log = entry.lock();
+            log.outcome = Some(outcome);
+            log.continuation = continuation;
+        }
         entry.changed.send_modify(|version| *version += 1);
         let mut registry = self.lock();
         registry.running = registry.running.saturating_sub(1);
@@ -156,6 +174,66 @@ impl RunRegistry {
         registry.trim_unheld();
         drop(registry);
         self.ended.send_modify(|count| *count += 1);
+    }
+
+    /// Puts the paused run `entry` in flight again, with what it needs to
+    /// go on and what `decide` makes of the calls it waits for; `decide`
+    /// is called, and the run changes, only if it still waits. The run
+    /// is no longer an ended one (nor forgotten as one) until it ends
+    /// again; its followers wait for its next events.
+    ///
+    /// # Errors
+    ///
+    /// [`ApiError::NotFound`] when the registry forgot it,
+    /// [`ApiError::Conflict`] when it does not wait for approval (it is
+    /// running, or it ended for good), and `decide`'s error.
+    pub(crate) fn resume<T>(
+        &self,
+        entry: &Arc<RunEntry>,
+        decide: impl FnOnce(&[ToolCall]) -> Result<T, ApiError>,
+    ) -> Result<(Continuation, T), ApiError> {
+        let mut registry = self.lock();
+        if !registry
+            .runs
+            .get(&entry.id)
+            .is_some_and(|kept| Arc::ptr_eq(kept, entry))
+        {
+            return Err(ApiError::NotFound(format!(
+                "no run `{}` for this API key (ended runs are kept a while)",
+                entry.id
+            )));
+        }
+        let resumed = {
+            let mut log = entry.lock();
+            let not_waiting = |log: &RunLog| {
+                let status = if log.outcome.is_some() { "ended" } else { "running" };
+                ApiError::Conflict(format!(
+                    "the run `{}` does not wait for approval: it is {status}",
+                    entry.id
+                ))
+            };
+            let Some(paused) = log.outcome.as_ref().filter(|_| log.continuation.is_some()) else {
+                return Err(not_waiting(&log));
+            };
+            let decided = decide(&paused.result.pending_approvals)?;
+            let Some(continuation) = log.continuation.take() else {
+                return Err(not_waiting(&log));
+            };
+            log.outcome = None;
+            (continuation, decided)
+        };
+        registry.running += 1;
+        registry.ended.retain(|(_, id)| *id != entry.id);
+        if let Some(owned) = registry.ended_by_owner.get_mut(&entry.owner) {
+            owned.retain(|id| *id != entry.id);
+            if owned.is_empty() {
+                registry.ended_by_owner.remove(&entry.owner);
+            }
+        }
+        registry.untrimmed.retain(|id| *id != entry.id);
+        drop(registry);
+        entry.changed.send_modify(|version| *version += 1);
+        Ok(resumed)
     }
 
     /// Runs in flight.
@@ -198,6 +276,18 @@ pub(crate) struct RunEntry {
 struct RunLog {
     events: Vec<AgentEvent>,
     outcome: Option<RunOutcome>,
+    /// How the run goes on once decided, while it waits for approval.
+    continuation: Option<Continuation>,
+}
+
+/// Where a run stands.
+pub(crate) enum RunStatus {
+    /// In flight.
+    Running,
+    /// Paused for the user's approval, with its record; it can go on.
+    AwaitingApproval(RunOutcome),
+    /// Ended for good, with its record.
+    Ended(RunOutcome),
 }
 
 /// How a run ended.
@@ -231,18 +321,48 @@ impl RunEntry {
         }
     }
 
-    /// How it ended, once it has.
+    /// How it ended, once it has (or paused).
     pub(crate) fn outcome(&self) -> Option<RunOutcome> {
         self.lock().outcome.clone()
     }
 
+    /// Whether it runs, waits for approval or ended.
+    pub(crate) fn status(&self) -> RunStatus {
+        let log = self.lock();
+        match (&log.outcome, &log.continuation) {
+            (None, _) => RunStatus::Running,
+            (Some(outcome), Some(_)) => RunStatus::AwaitingApproval(outcome.clone()),
+            (Some(outcome), None) => RunStatus::Ended(outcome.clone()),
+        }
+    }
+
+    /// Ends a paused run for good: it can no longer be decided here.
+    pub(crate) fn give_up_continuation(&self) {
+        let mut log = self.lock();
+        if log.outcome.is_some() {
+            log.continuation = None;
+        }
+    }
+
     /// Every event of the run from the first, then each new one as it
     /// comes, and at the end [`AgentEvent::RunFinished`] with its record
-    /// (kept once, in the outcome); the stream ends with the run.
+    /// (kept once, in the outcome); the stream ends with the run, or when
+    /// it pauses for approval.
     pub(crate) fn events(self: &Arc<Self>) -> impl Stream<Item = AgentEvent> + Send + 'static {
+        self.numbered_events(0).map(|(_, event)| event)
+    }
+
+    /// [`events`](Self::events) after the first `after`, each with its
+    /// number in the run's log (from 1); the closing
+    /// [`AgentEvent::RunFinished`] has none (it is not in the log: a run
+    /// that goes on after a pause ends with another).
+    pub(crate) fn numbered_events(
+        self: &Arc<Self>,
+        after: usize,
+    ) -> impl Stream<Item = (Option<usize>, AgentEvent)> + Send + 'static {
         let changed = self.changed.subscribe();
         stream::unfold(
-            (Arc::clone(self), changed, Some(0_usize)),
+            (Arc::clone(self), changed, Some(after)),
             |(entry, mut changed, next)| async move {
                 let next = next?;
                 loop {
@@ -251,14 +371,14 @@ impl RunEntry {
                         if let Some(event) = log.events.get(next) {
                             let event = event.clone();
                             drop(log);
-                            return Some((event, (entry, changed, Some(next + 1))));
+                            return Some(((Some(next + 1), event), (entry, changed, Some(next + 1))));
                         }
                         if let Some(outcome) = &log.outcome {
                             let finished = AgentEvent::RunFinished {
                                 result: Box::new(AgentRunResult::clone(&outcome.result)),
                             };
                             drop(log);
-                            return Some((finished, (entry, changed, None)));
+                            return Some(((None, finished), (entry, changed, None)));
                         }
                     }
                     // The sender lives in `entry`, so this only waits.
@@ -268,7 +388,7 @@ impl RunEntry {
         )
     }
 
-    /// Completes when the run has ended.
+    /// Completes when the run has ended (or paused).
     pub(crate) async fn ended(&self) -> Option<RunOutcome> {
         let mut changed = self.changed.subscribe();
         loop {
