@@ -45,7 +45,7 @@ pub fn catalog_for(settings: &Settings, client: &dyn LlmClient) -> Arc<ModelCata
 
 /// The `[agent]` and `[tools]` settings of every agent built from
 /// `settings` for `client` (loop policies, budgets, tokens, temperature,
-/// prompt caching, context window, prices), as a step of an
+/// prompt caching, context window, prices, guardrails), as a step of an
 /// [`AgentBuilder`]: the agent of `run` and `chat`, and each scene's.
 pub fn configure_agent(
     settings: &Settings,
@@ -54,8 +54,10 @@ pub fn configure_agent(
     let config = settings.agent_config();
     let catalog = catalog_for(settings, client);
     let window = crate::providers::configured_context_window(settings, client);
+    let guardrails = settings.guardrails().clone();
     move |builder: AgentBuilder| {
-        let builder = builder.agent_config(config.clone()).catalog(Arc::clone(&catalog));
+        let builder = builder.agent_config(config.clone()).guardrails(guardrails.clone());
+        let builder = builder.catalog(Arc::clone(&catalog));
         match window {
             Some(window) => builder.context_window(window),
             None => builder,

@@ -18,7 +18,11 @@
 //! ```
 //!
 //! `stop_reason` is one of `completed`, `max_iterations`, `loop_detected`,
-//! `budget_exceeded`, `cancelled`, `error`, `awaiting_approval`. A run that
+//! `budget_exceeded`, `cancelled`, `error`, `awaiting_approval`,
+//! `guardrail`. A run a guardrail ended (`guardrail`, exit status 1) has
+//! one more key, `guardrail`: `{"name": "deny_list", "stage": "input",
+//! "reason": "..."}` (and `call_id` at the tool stages); nothing it
+//! blocked is in `response`. A run that
 //! paused for the user's approval (`awaiting_approval`) has one more key,
 //! `pending_approvals`: the calls waiting (`id`, `name`, `arguments`), which
 //! `agentry resume NAME --approve ID` or `--deny ID` decides; its
@@ -36,7 +40,7 @@
 
 use std::io::{self, Write as _};
 
-use agent_core::{AgentRunResult, GroundingRecord, ModelCallRecord, RunEnd, ToolCallRecord};
+use agent_core::{AgentRunResult, GroundingRecord, GuardrailTrip, ModelCallRecord, RunEnd, ToolCallRecord};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -75,6 +79,9 @@ pub struct RunOutput {
     /// only; absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pending_approvals: Vec<PendingApprovalOutput>,
+    /// The guardrail that ended the run (`guardrail` only; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guardrail: Option<GuardrailTrip>,
     /// The scene that ran the request, when `[scenes]` is configured
     /// (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -165,6 +172,7 @@ impl RunOutput {
                 .collect(),
             scene: result.scene.clone(),
             grounding: result.grounding.clone(),
+            guardrail: result.guardrail.clone(),
             fallbacks: result
                 .model_calls
                 .iter()
@@ -326,6 +334,7 @@ mod tests {
             (RunEnd::Cancelled, 130),
             (RunEnd::BudgetExceeded, 1),
             (RunEnd::Error, 1),
+            (RunEnd::Guardrail, 1),
         ];
         for (cause, status) in cases {
             assert_eq!(exit_status(cause), status, "{cause:?}");
@@ -344,6 +353,7 @@ mod tests {
             (RunEnd::BudgetExceeded, "budget_exceeded"),
             (RunEnd::Cancelled, "cancelled"),
             (RunEnd::Error, "error"),
+            (RunEnd::Guardrail, "guardrail"),
         ] {
             result.stop_reason = cause;
             let value: Value = serde_json::from_str(&RunOutput::from_result(&result).to_json()).unwrap_or_default();

@@ -351,6 +351,7 @@ pub fn stop_note(cause: RunEnd, detail: Option<&str>) -> Option<String> {
         RunEnd::Cancelled => "cancelled".to_owned(),
         RunEnd::Error => "the run failed".to_owned(),
         RunEnd::AwaitingApproval => "tool calls wait for the user's approval".to_owned(),
+        RunEnd::Guardrail => "a guardrail stopped the run".to_owned(),
     };
     Some(format!("[stop: {} — {text}]", cause.as_str()))
 }

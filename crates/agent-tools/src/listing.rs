@@ -65,10 +65,12 @@ impl ToolBox {
         let enabled = self.shared_definitions();
         let mut unknown: Vec<String> = self
             .approvals()
+            .chain(self.conditional_approvals())
             .filter(|name| !enabled.iter().any(|tool| tool.name == *name))
             .map(str::to_owned)
             .collect();
         unknown.sort();
+        unknown.dedup();
         unknown
     }
 }

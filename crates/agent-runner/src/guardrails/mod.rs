@@ -60,7 +60,7 @@ use agent_core::{ChatRequest, ChatResponse, GuardrailStage, ToolCall};
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub use self::builtin::{DenyList, MaxInputSize, OutputSchema, RedactionPattern, Redactor};
+pub use self::builtin::{BUILTIN_PATTERNS, DenyList, MaxInputSize, OutputSchema, RedactionPattern, Redactor};
 use crate::step::ToolOutcome;
 
 /// What a guardrail decided about one item.

@@ -48,6 +48,7 @@
 mod catalog;
 mod env;
 mod error;
+mod guardrails;
 mod key_exposure;
 mod parts;
 mod ranges;
@@ -62,6 +63,7 @@ mod tests;
 pub use catalog::{CatalogEntry, SHIPPED_CATALOG, parse_catalog, shipped_entries, to_catalog};
 pub use env::Env;
 pub use error::ConfigError;
+pub use guardrails::{GuardrailSpec, GuardrailTables, PatternSpec};
 pub use key_exposure::provider_key_routes;
 pub use parts::SetupError;
 pub use ranges::{KeyRange, NUMERIC_RANGES, Place};
@@ -71,8 +73,8 @@ use resilience::RESILIENCE_TABLES;
 pub use resilience::{ModelClient, ReadinessDetails};
 pub use settings::Settings;
 pub use tables::{
-    AgentSettings, BudgetSettings, Config, McpSettings, Overrides, ProviderTables, RawTable, SceneEntry, SceneSpec,
-    SceneSpecs, SceneTables, StoreSettings, ToolSettings, default_domains, redact_url,
+    AgentSettings, BudgetSettings, Conditions, Config, McpSettings, Overrides, ProviderTables, RawTable, SceneEntry,
+    SceneSpec, SceneSpecs, SceneTables, StoreSettings, ToolSettings, default_domains, redact_url,
 };
 pub use trust::{TrustStore, TrustStoreError, file_digest, sensitive_keys};
 

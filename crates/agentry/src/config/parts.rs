@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use figment::value::{Dict, Value};
 
+use agent_tools::ApprovalCondition;
+
 use super::{ConfigError, Env, HOME_VAR, Settings};
 use crate::core::ToolProvider;
 use crate::{DomainError, ProviderConfig, ProviderKind, TableError, ToolBox, ToolDomain};
@@ -179,6 +181,14 @@ impl Settings {
             }
         }
         let mut builder = ToolBox::builder().require_approval(tools.require_approval.iter().cloned());
+        for (tool, conditions) in &tools.require_approval_when {
+            for text in conditions.texts() {
+                let condition = text.parse::<ApprovalCondition>().map_err(|error| {
+                    self.invalid(&format!("tools.require_approval_when.{tool}"), &error.to_string())
+                })?;
+                builder = builder.require_approval_when(tool.clone(), condition);
+            }
+        }
         if let Some(timeout) = tools
             .timeout_secs
             .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
@@ -201,7 +211,7 @@ impl Settings {
             return Err(ConfigError::Tool {
                 domain: "require_approval".to_owned(),
                 message: format!(
-                    "`{name}` in [tools] require_approval is not an enabled tool; enabled tools: {}",
+                    "`{name}` in [tools] require_approval(_when) is not an enabled tool; enabled tools: {}",
                     enabled.join(", ")
                 ),
             }
@@ -360,5 +370,42 @@ mod tests {
                 if domain == "require_approval" && message.contains("`calculater`")),
             "{refused:?}"
         );
+    }
+
+    #[cfg(feature = "math")]
+    #[tokio::test]
+    async fn a_configured_condition_asks_for_approval_by_the_arguments() {
+        use crate::core::ToolRegistry as _;
+
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let config = "[tools]\nenabled = [\"math\"]\n[tools.require_approval_when]\n\
+                      calculator = [\"/expression == \\\"1+1\\\"\", \"precision > 4\"]\n";
+        let tools = settings(dir.path(), config, &Overrides::default())
+            .tool_box(&Env::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let registry = &tools;
+        assert!(registry.requires_approval("calculator"));
+        assert!(registry.approval_needed("calculator", &serde_json::json!({"expression": "1+1"})));
+        assert!(registry.approval_needed("calculator", &serde_json::json!({"expression": "2", "precision": 9})));
+        assert!(!registry.approval_needed("calculator", &serde_json::json!({"expression": "2", "precision": 2})));
+
+        for (config, expected) in [
+            (
+                "[tools]\nenabled = [\"math\"]\n[tools.require_approval_when]\ncalculator = \"amount\"\n",
+                "has no comparison",
+            ),
+            (
+                "[tools]\nenabled = [\"math\"]\n[tools.require_approval_when]\ncalculater = \"a > 1\"\n",
+                "`calculater`",
+            ),
+        ] {
+            let refused = settings(dir.path(), config, &Overrides::default())
+                .tool_box(&Env::default())
+                .await
+                .map(|_| ());
+            let message = refused.map_err(|error| error.to_string()).expect_err(config);
+            assert!(message.contains(expected), "{message}");
+        }
     }
 }

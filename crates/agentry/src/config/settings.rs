@@ -17,7 +17,7 @@ use super::{
 };
 use crate::core::ModelCatalog;
 use crate::prompts::PromptTemplate;
-use crate::runner::{AgentConfig, Budget, Grounding, ModelSettings, RunConfig};
+use crate::runner::{AgentConfig, Budget, Grounding, Guardrails, ModelSettings, RunConfig};
 use crate::{ProviderKind, ToolDomain};
 
 /// The loaded configuration: the merged values, where each came from, and
@@ -37,6 +37,8 @@ pub struct Settings {
     /// project being worked on, not one the user chose.
     pub file_is_local: bool,
     figment: Figment,
+    /// `[agent.guardrails]`, built when read.
+    pub(super) guardrails: Guardrails,
 }
 
 impl fmt::Debug for Settings {
@@ -47,6 +49,7 @@ impl fmt::Debug for Settings {
             .field("file", &self.file)
             .field("base_url", &self.base_url)
             .field("home", &self.home)
+            .field("guardrails", &self.guardrails)
             .finish_non_exhaustive()
     }
 }
@@ -145,15 +148,17 @@ impl Settings {
         if !figment.contains("agent.prompt_caching") {
             config.agent.request.prompt_caching = true;
         }
-        let settings = Self {
+        let mut settings = Self {
             config,
             file,
             base_url: overrides.base_url.clone().filter(|url| !url.trim().is_empty()),
             home: env.agentry_home(),
             file_is_local,
             figment,
+            guardrails: Guardrails::new(),
         };
         settings.validate()?;
+        settings.guardrails = settings.build_guardrails()?;
         Ok(settings)
     }
 

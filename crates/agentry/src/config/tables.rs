@@ -64,6 +64,9 @@ pub struct AgentSettings {
     pub max_turn_secs: Option<f64>,
     /// `[agent.budget]`: budgets that end a run early.
     pub budget: BudgetSettings,
+    /// `[agent.guardrails]`: checks of the input, the output, tool calls
+    /// and tool results ([`Settings::guardrails`](super::Settings::guardrails)).
+    pub guardrails: super::GuardrailTables,
     /// The loop's policies (its `budget` and `grounding` are the keys above).
     #[serde(flatten)]
     pub run: RunConfig,
@@ -80,7 +83,7 @@ pub struct AgentSettings {
 }
 
 /// The keys of `[agent]` that are not the runner's.
-pub(super) const AGENT_KEYS: [&str; 7] = [
+pub(super) const AGENT_KEYS: [&str; 8] = [
     "provider",
     "fallback",
     "model",
@@ -88,6 +91,7 @@ pub(super) const AGENT_KEYS: [&str; 7] = [
     "grounding",
     "max_turn_secs",
     "budget",
+    "guardrails",
 ];
 
 impl Default for AgentSettings {
@@ -100,6 +104,7 @@ impl Default for AgentSettings {
             grounding: None,
             max_turn_secs: None,
             budget: BudgetSettings::default(),
+            guardrails: super::GuardrailTables::default(),
             run: RunConfig::default(),
             request: ModelSettings {
                 prompt_caching: true,
@@ -159,6 +164,12 @@ pub struct ToolSettings {
     /// `chat` asks y/N, `run` pauses (stop reason `awaiting_approval`) and
     /// `agentry resume NAME --approve ID|--deny ID` continues.
     pub require_approval: Vec<String>,
+    /// Tools whose calls wait for the user's approval when a condition on
+    /// their arguments holds: `transfer = "amount > 100"`, or a list of
+    /// conditions (any one asks). A condition is `FIELD OP VALUE`
+    /// ([`ApprovalCondition`](agent_tools::ApprovalCondition)); one that
+    /// cannot be read on a call asks.
+    pub require_approval_when: BTreeMap<String, Conditions>,
     /// The names of the `[tools.NAME]` tables (checked by [`Settings::read`](super::Settings::read)).
     #[serde(flatten)]
     #[allow(
@@ -175,13 +186,40 @@ impl Default for ToolSettings {
             timeout_secs: None,
             max_result_bytes: None,
             require_approval: Vec::new(),
+            require_approval_when: BTreeMap::new(),
             tables: BTreeMap::new(),
         }
     }
 }
 
 /// The keys of `[tools]` besides the domains' tables.
-pub(super) const TOOLS_KEYS: [&str; 4] = ["enabled", "timeout_secs", "max_result_bytes", "require_approval"];
+pub(super) const TOOLS_KEYS: [&str; 5] = [
+    "enabled",
+    "timeout_secs",
+    "max_result_bytes",
+    "require_approval",
+    "require_approval_when",
+];
+
+/// One condition or several.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Conditions {
+    /// `"amount > 100"`.
+    One(String),
+    /// `["amount > 100", "currency != \"EUR\""]`: any one asks.
+    Any(Vec<String>),
+}
+
+impl Conditions {
+    /// The conditions as written.
+    pub fn texts(&self) -> &[String] {
+        match self {
+            Self::One(text) => std::slice::from_ref(text),
+            Self::Any(texts) => texts,
+        }
+    }
+}
 
 /// The domains enabled when `[tools] enabled` is not set: math and the
 /// travel demo's, those of them this build has.
