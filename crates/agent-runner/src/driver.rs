@@ -87,7 +87,11 @@ impl Driver<'_> {
     /// Drives `state` until it is finished.
     pub async fn drive(&self, state: &mut RunState) {
         let identity = state.identity();
-        let span = telemetry::run_span(&identity.agent, &identity.provider, &identity.model);
+        let ids = telemetry::RunIds {
+            run: Some(state.run_id()),
+            conversation: state.conversation_id(),
+        };
+        let span = telemetry::run_span(&identity.agent, &identity.provider, &identity.model, ids);
         self.drive_steps(state).instrument(span.clone()).await;
         telemetry::record_run(
             &span,
@@ -126,7 +130,11 @@ impl Driver<'_> {
                     let request = hooked.as_ref().unwrap_or(request);
                     let started = Instant::now();
                     let model = request.model.as_deref().unwrap_or_else(|| self.client.model());
-                    let span = telemetry::chat_span(self.client.provider(), model, request, iteration);
+                    let ids = telemetry::RunIds {
+                        run: Some(state.run_id()),
+                        conversation: state.conversation_id(),
+                    };
+                    let span = telemetry::chat_span(self.client.provider(), model, request, iteration, ids);
                     let call = async {
                         if summary {
                             self.client.complete(request, &self.context.cancel).await
@@ -150,6 +158,7 @@ impl Driver<'_> {
                     }
                     match result {
                         Ok(Ok(mut response)) => {
+                            metrics.record_cost(state.price_of(&response.usage));
                             self.guardrails.after_model(&mut response).await;
                             state.on_model_response(response, elapsed)
                         }

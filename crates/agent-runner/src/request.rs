@@ -104,6 +104,9 @@ pub struct RunRequest {
     session: Option<Session>,
     checkpoints: Option<Arc<dyn RunCheckpoints>>,
     stream_replies: bool,
+    /// The run's id and conversation, when the caller names them.
+    run_id: Option<String>,
+    conversation_id: Option<String>,
 }
 
 impl std::fmt::Debug for RunRequest {
@@ -116,6 +119,8 @@ impl std::fmt::Debug for RunRequest {
             .field("session", &self.session)
             .field("checkpoints", &self.checkpoints.as_ref().map(|_| "set"))
             .field("stream_replies", &self.stream_replies)
+            .field("run_id", &self.run_id)
+            .field("conversation_id", &self.conversation_id)
             .finish()
     }
 }
@@ -144,6 +149,8 @@ impl RunRequest {
             session: None,
             checkpoints: None,
             stream_replies: true,
+            run_id: None,
+            conversation_id: None,
         }
     }
 
@@ -187,6 +194,21 @@ impl RunRequest {
     /// with [`store_error`](RunError::store_error) set.
     pub fn session(mut self, session: Session) -> Self {
         self.session = Some(session);
+        self
+    }
+
+    /// Gives the run this id (a server's id for it) instead of a new one:
+    /// its spans carry it as `agentry.run.id`.
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+
+    /// Names the conversation the run is a turn of: its spans carry it as
+    /// `gen_ai.conversation.id`. A [`session`](Self::session)'s name is the
+    /// default.
+    pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
+        self.conversation_id = Some(id.into());
         self
     }
 
@@ -271,10 +293,19 @@ impl RunRequest {
                 session.name.clone(),
             )));
         }
-        let state = match self.start {
+        let mut state = match self.start {
             Start::Prompt { history, prompt } => self.agent.start_with(stored.unwrap_or(history), prompt, self.config),
             Start::State(state) => *state,
         };
+        if let Some(id) = self.run_id {
+            state = state.with_run_id(id);
+        }
+        let conversation = self
+            .conversation_id
+            .or_else(|| session.map(|session| session.name.clone()));
+        if let Some(id) = conversation {
+            state = state.with_conversation_id(id);
+        }
         let context = self.context.unwrap_or_default();
         (self.agent, state, context, checkpoints, self.stream_replies)
     }

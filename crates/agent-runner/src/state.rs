@@ -65,12 +65,22 @@ enum Phase {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     identity: RunIdentity,
+    /// This run's id (a new one for a state saved before ids were kept).
+    #[serde(default = "new_run_id")]
+    run_id: String,
+    /// The conversation the run is a turn of (a session's name), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    conversation_id: Option<String>,
     config: RunConfig,
     protocol: Protocol,
     request: ChatRequest,
     pricing: Option<Pricing>,
     /// The instruction of a forced final answer; the built-in one when unset.
     forced_answer_instruction: Option<String>,
+    /// The format the final answer must take: sent only with a call that
+    /// cannot call tools (`sync_answer_format`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer_format: Option<ResponseFormat>,
     phase: Phase,
     iteration: u32,
     usage: Usage,
@@ -143,6 +153,21 @@ fn already_checked() -> bool {
     true
 }
 
+/// A new run id: `run_` and 16 random hexadecimal digits (the clock's
+/// nanoseconds if the system has no randomness to give).
+pub(crate) fn new_run_id() -> String {
+    let mut bytes = [0_u8; 8];
+    let random = match getrandom::fill(&mut bytes) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| {
+                elapsed.as_secs().rotate_left(32) ^ u64::from(elapsed.subsec_nanos())
+            }),
+    };
+    format!("run_{random:016x}")
+}
+
 impl RunState {
     /// A run that will send `request` (system prompt, tools, settings and the
     /// conversation ending with the new user message) under `config`.
@@ -156,6 +181,7 @@ impl RunState {
     /// `max_tool_calls` is `max_calls_per_reply` unless set.
     pub fn new(identity: RunIdentity, config: RunConfig, mut request: ChatRequest, pricing: Option<Pricing>) -> Self {
         repair_history(&mut request.messages);
+        let answer_format = request.response_format.take();
         let continued = request.messages.len().saturating_sub(1);
         request.tool_choice = config.tool_choice.clone();
         // The reply's calls past the cap would not run: a provider that
@@ -174,12 +200,15 @@ impl RunState {
         let deadline_unix_ms = config.budget.deadline.map(budgets::deadline_from_now);
         Self {
             identity,
+            run_id: new_run_id(),
+            conversation_id: None,
             config,
             protocol: Protocol::Native,
             request,
             cost_usd: pricing.map(|_| 0.0),
             pricing,
             forced_answer_instruction: None,
+            answer_format,
             phase: Phase::NeedsModel { forced: None },
             iteration: 0,
             usage: Usage::default(),
@@ -214,6 +243,7 @@ impl RunState {
     /// `request.tools` empty; [`Agent`](crate::Agent) does both.
     pub fn with_protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = protocol;
+        self.sync_answer_format();
         self
     }
 
@@ -222,12 +252,48 @@ impl RunState {
         &self.protocol
     }
 
-    /// Asks for answers in this JSON-schema format: it is sent with every
-    /// model call of the run (tools stay available), `None` sends none.
+    /// Asks for the final answer in this JSON-schema format, `None` for
+    /// none. It is sent only with a model call that cannot call tools (the
+    /// request offers none, or its tool choice is `none`, as a forced final
+    /// answer's is): strict OpenAI-compatible servers stop calling tools
+    /// when a response format comes with them.
     /// [`Agent::run_json`](crate::Agent::run_json) sets it.
     pub fn with_response_format(mut self, format: Option<ResponseFormat>) -> Self {
-        self.request.response_format = format;
+        self.answer_format = format;
+        self.sync_answer_format();
         self
+    }
+
+    /// The run's first call must answer: no tool can be called (tool choice
+    /// `none`; the tools are left out unless the history needs their
+    /// definitions), so the response format, if any, is sent with it.
+    pub fn answer_only(mut self) -> Self {
+        self.request.tool_choice = ToolChoice::None;
+        if !self.request.has_tool_blocks() {
+            self.request.tools = Arc::default();
+        }
+        self.sync_answer_format();
+        self
+    }
+
+    /// Puts the answer format on the request when its call cannot call
+    /// tools, and takes it off otherwise. A state saved before the format
+    /// was kept apart has it on its request: it is adopted.
+    pub(crate) fn sync_answer_format(&mut self) {
+        if self.answer_format.is_none() {
+            self.answer_format = self.request.response_format.take();
+        }
+        let tools_callable = self.request.tool_choice != ToolChoice::None
+            && match &self.protocol {
+                Protocol::Native => !self.request.tools.is_empty(),
+                Protocol::Text { tool_names } => !tool_names.is_empty(),
+                Protocol::React => true,
+            };
+        self.request.response_format = if tools_callable {
+            None
+        } else {
+            self.answer_format.clone()
+        };
     }
 
     /// Ends the run after at most `max_iterations` model calls (with a
@@ -318,6 +384,30 @@ impl RunState {
     /// Who the run is for.
     pub fn identity(&self) -> &RunIdentity {
         &self.identity
+    }
+
+    /// This run's id: made when the run started, or given with
+    /// [`with_run_id`](Self::with_run_id); on its spans as `agentry.run.id`.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Gives the run this id (a server's id for it), instead of its own.
+    pub fn with_run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = id.into();
+        self
+    }
+
+    /// The conversation the run is a turn of, if known; on its spans as
+    /// `gen_ai.conversation.id`.
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.conversation_id.as_deref()
+    }
+
+    /// Names the conversation the run is a turn of (a session's name).
+    pub fn with_conversation_id(mut self, id: impl Into<String>) -> Self {
+        self.conversation_id = Some(id.into());
+        self
     }
 
     /// How many messages of the conversation the run continued: the history

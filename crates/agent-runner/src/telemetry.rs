@@ -20,8 +20,24 @@ use tracing::field::Empty;
 /// an array attribute.
 pub(crate) const FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
 
+/// Which run a span belongs to: its id (`agentry.run.id`) and the
+/// conversation it is a turn of (`gen_ai.conversation.id`, when known).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunIds<'a> {
+    pub run: Option<&'a str>,
+    pub conversation: Option<&'a str>,
+}
+
+impl RunIds<'_> {
+    /// A call of no run (a scene router's routing call).
+    pub(crate) const NONE: RunIds<'static> = RunIds {
+        run: None,
+        conversation: None,
+    };
+}
+
 /// The span of a whole run: `invoke_agent {agent}`.
-pub(crate) fn run_span(agent: &str, provider: &str, model: &str) -> Span {
+pub(crate) fn run_span(agent: &str, provider: &str, model: &str, ids: RunIds<'_>) -> Span {
     tracing::info_span!(
         "invoke_agent",
         otel.name = %format_args!("invoke_agent {agent}"),
@@ -29,6 +45,8 @@ pub(crate) fn run_span(agent: &str, provider: &str, model: &str) -> Span {
         gen_ai.agent.name = agent,
         gen_ai.provider.name = provider,
         gen_ai.request.model = model,
+        gen_ai.conversation.id = ids.conversation,
+        agentry.run.id = ids.run,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         agentry.iterations = Empty,
@@ -53,7 +71,7 @@ fn int(count: u64) -> i64 {
 }
 
 /// The span of one model call: `chat {model}`.
-pub(crate) fn chat_span(provider: &str, model: &str, request: &ChatRequest, iteration: u32) -> Span {
+pub(crate) fn chat_span(provider: &str, model: &str, request: &ChatRequest, iteration: u32, ids: RunIds<'_>) -> Span {
     tracing::info_span!(
         "chat",
         otel.name = %format_args!("chat {model}"),
@@ -62,6 +80,8 @@ pub(crate) fn chat_span(provider: &str, model: &str, request: &ChatRequest, iter
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider,
         gen_ai.request.model = model,
+        gen_ai.conversation.id = ids.conversation,
+        agentry.run.id = ids.run,
         gen_ai.request.max_tokens = request.max_tokens.map(i64::from),
         gen_ai.request.temperature = request.temperature,
         agentry.iteration = i64::from(iteration),
@@ -82,6 +102,7 @@ pub(crate) struct ChatMetrics {
     input_tokens: Histogram,
     output_tokens: Histogram,
     duration: Histogram,
+    cost: Histogram,
 }
 
 /// The keys of a client's chat metrics, made once per agent, so that a run
@@ -92,7 +113,12 @@ pub(crate) struct ChatMetricKeys {
     input_tokens: Key,
     output_tokens: Key,
     duration: Key,
+    cost: Key,
 }
+
+/// The metric of each model call's cost in US dollars, labelled like the
+/// token usage (no GenAI convention names one).
+pub(crate) const COST_METRIC: &str = "agentry.client.cost";
 
 /// What the `histogram!` macro would give a metric registered here.
 static METRIC_METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
@@ -112,6 +138,7 @@ impl ChatMetricKeys {
             input_tokens: Key::from_parts("gen_ai.client.token.usage", labels(Some("input"))),
             output_tokens: Key::from_parts("gen_ai.client.token.usage", labels(Some("output"))),
             duration: Key::from_parts("gen_ai.client.operation.duration", labels(None)),
+            cost: Key::from_parts(COST_METRIC, labels(None)),
         }
     }
 }
@@ -124,7 +151,18 @@ impl ChatMetrics {
             input_tokens: recorder.register_histogram(&keys.input_tokens, &METRIC_METADATA),
             output_tokens: recorder.register_histogram(&keys.output_tokens, &METRIC_METADATA),
             duration: recorder.register_histogram(&keys.duration, &METRIC_METADATA),
+            cost: recorder.register_histogram(&keys.cost, &METRIC_METADATA),
         })
+    }
+}
+
+impl ChatMetrics {
+    /// Records a model call's cost in US dollars (`agentry.client.cost`),
+    /// when the model's price is known.
+    pub(crate) fn record_cost(&self, cost_usd: Option<f64>) {
+        if let Some(cost) = cost_usd {
+            self.cost.record(cost);
+        }
     }
 }
 

@@ -3,15 +3,18 @@
 //! [`Agent::run_typed`] derives the JSON Schema of `T` (schemars),
 //! [`Agent::run_json`] takes one as a value. Either way the schema is sent
 //! as the request's [`response_format`](agent_core::ChatRequest::response_format)
-//! on every model call of the run (tools stay available: a tool-using run
-//! still calls its tools, and the provider applies the format to the answer),
-//! so providers that support it ([`Capabilities::json_schema`](agent_core::Capabilities))
-//! enforce it. For a client without that capability the schema is also
-//! written into the user message. The answer is then extracted (a bare JSON
+//! with the model calls that must give the final answer, those that cannot
+//! call tools: every call of an agent without tools, a forced final answer,
+//! and the correction call below. While tools are offered it is not sent
+//! (strict OpenAI-compatible servers such as vLLM stop calling tools when
+//! it is), and the schema is written into the user message instead, as it
+//! is for a client that cannot enforce a format
+//! ([`Capabilities::json_schema`](agent_core::Capabilities)). The answer is then extracted (a bare JSON
 //! value, or JSON inside prose or a code fence, see [`agent_parse`]) and
 //! validated with the `jsonschema` crate. When it does not match, the
 //! conversation goes on once with a user message listing every violation
-//! (instance path and message), and the new answer is validated again; a
+//! (instance path and message), in a call that offers no tool and carries
+//! the format, and the new answer is validated again; a
 //! second failure is [`TypedError::Invalid`], which keeps the record and the
 //! violations.
 //!
@@ -334,7 +337,10 @@ impl Agent {
         let schema = CompiledSchema::new(schema)?;
         let capabilities: Capabilities = self.client().capabilities();
         let mut user_message = user_message.into();
-        if !capabilities.json_schema {
+        // The format goes only with calls that cannot call tools: while
+        // tools are offered the model reads the schema here.
+        let offers_tools = !self.registry().shared_definitions().is_empty();
+        if !capabilities.json_schema || offers_tools {
             user_message = with_schema_instruction(&user_message, &schema.schema);
         }
         let format = Some(schema.format());
@@ -366,7 +372,8 @@ impl Agent {
 
         let state = self
             .start(first.messages.clone(), retry_message(&violations, &schema.schema))
-            .with_response_format(format);
+            .with_response_format(format)
+            .answer_only();
         let second = match self.resume(state).context(context.clone()).await {
             Ok(second) => second,
             Err(mut error) => {

@@ -26,6 +26,9 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
         attrs.record(&mut visitor);
         let name = visitor.name.unwrap_or_else(|| attrs.metadata().name().to_owned());
         let mut names = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for id in &visitor.ids {
+            names.push(format!("{} {id}", attrs.metadata().name()));
+        }
         if attrs.metadata().name() == "chat" {
             // The declared fields of a chat span, and its kind.
             for field in attrs.metadata().fields() {
@@ -63,6 +66,7 @@ struct Visitor {
     call_id: Option<String>,
     kind: Option<String>,
     finish_reasons: Option<String>,
+    ids: Vec<String>,
 }
 
 impl tracing::field::Visit for Visitor {
@@ -79,6 +83,7 @@ impl tracing::field::Visit for Visitor {
             "gen_ai.tool.call.id" => self.call_id = Some(value.to_owned()),
             "otel.kind" => self.kind = Some(value.to_owned()),
             "gen_ai.response.finish_reasons" => self.finish_reasons = Some(value.to_owned()),
+            "gen_ai.conversation.id" | "agentry.run.id" => self.ids.push(format!("{}={value}", field.name())),
             _ => self.record_debug(field, &value),
         }
     }
@@ -94,15 +99,29 @@ fn a_run_opens_agent_chat_and_tool_spans_and_records_genai_metrics() {
     let client = ScriptedClient::new()
         .respond(response::tool_calls([("echo", json!({}))]))
         .respond(response::text("done"));
-    let agent = common::agent(&client).name("travel").build();
-    tracing::subscriber::with_default(subscriber, || {
+    let mut catalog = agent_core::ModelCatalog::new();
+    catalog.insert(
+        "scripted-model",
+        agent_core::ModelInfo {
+            provider: "scripted".into(),
+            context_window: None,
+            pricing: agent_core::Pricing {
+                input_per_million: 1000.0,
+                output_per_million: 2000.0,
+                ..agent_core::Pricing::default()
+            },
+        },
+    );
+    let agent = common::agent(&client).name("travel").catalog(Arc::new(catalog)).build();
+    let result = tracing::subscriber::with_default(subscriber, || {
         metrics::with_local_recorder(&recorder, || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("runtime");
-            runtime.block_on(agent.run("go").into_future()).expect("run");
-        });
+            let run = agent.run("go").run_id("run_42").conversation_id("trip-planning");
+            runtime.block_on(run.into_future()).expect("run")
+        })
     });
     let names = names.0.lock().map(|n| n.clone()).unwrap_or_default();
     assert!(names.contains(&"invoke_agent travel".to_owned()), "{names:?}");
@@ -143,6 +162,14 @@ fn a_run_opens_agent_chat_and_tool_spans_and_records_genai_metrics() {
         "{names:?}"
     );
     assert!(names.contains(&"chat kind client".to_owned()), "{names:?}");
+    // The run's id and its conversation, on the run span and each chat span.
+    for span in ["invoke_agent", "chat"] {
+        for id in ["agentry.run.id=run_42", "gen_ai.conversation.id=trip-planning"] {
+            let expected = if span == "chat" { 2 } else { 1 };
+            let found = names.iter().filter(|n| **n == format!("{span} {id}")).count();
+            assert_eq!(found, expected, "{span} {id}: {names:?}");
+        }
+    }
     assert!(
         names.contains(&"gen_ai.response.finish_reasons=tool_calls".to_owned()),
         "{names:?}"
@@ -152,12 +179,26 @@ fn a_run_opens_agent_chat_and_tool_spans_and_records_genai_metrics() {
         "{names:?}"
     );
 
-    let metrics: Vec<String> = snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
+    let snapshot = snapshotter.snapshot().into_vec();
+    let metrics: Vec<String> = snapshot
+        .iter()
         .map(|(key, _, _, _)| key.key().name().to_owned())
         .collect();
+    // Each call's cost, in US dollars, next to its tokens.
+    let costs: Vec<f64> = snapshot
+        .iter()
+        .filter(|(key, _, _, _)| key.key().name() == "agentry.client.cost")
+        .flat_map(|(_, _, _, value)| match value {
+            metrics_util::debugging::DebugValue::Histogram(values) => values.iter().map(|v| v.into_inner()).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(costs.len(), 2, "{metrics:?}");
+    let total = result.cost_usd.expect("the model's price is known");
+    assert!(
+        total > 0.0 && (costs.iter().sum::<f64>() - total).abs() < 1e-12,
+        "{costs:?} vs {total}"
+    );
     assert!(metrics.contains(&"gen_ai.client.token.usage".to_owned()), "{metrics:?}");
     assert!(
         metrics.contains(&"gen_ai.client.operation.duration".to_owned()),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use agent_core::{Capabilities, Message, RunEnd, ToolContext, Usage};
+use agent_core::{Message, RunEnd, ToolContext, Usage};
 use agent_runner::{TypedError, schema_of};
 use agent_testing::{ScriptedClient, response};
 use schemars::JsonSchema;
@@ -36,16 +36,6 @@ struct CityReport {
 const VALID: &str = r#"{"name": "Oslo", "climate": "cold", "location": {"country": "Norway", "coastal": true}}"#;
 const BAD_ENUM: &str = r#"{"name": "Oslo", "climate": "freezing", "location": {"country": "Norway"}}"#;
 
-fn json_schema_client() -> ScriptedClient {
-    ScriptedClient::new().with_capabilities(Capabilities {
-        native_tools: true,
-        parallel_tool_calls: true,
-        streaming: true,
-        prompt_caching: false,
-        json_schema: true,
-    })
-}
-
 fn user_text(message: &Message) -> Option<&str> {
     match message {
         Message::User { content, .. } => Some(content),
@@ -55,7 +45,7 @@ fn user_text(message: &Message) -> Option<&str> {
 
 #[tokio::test]
 async fn a_valid_first_answer_is_deserialised_and_the_format_is_sent() {
-    let client = json_schema_client().respond(response::text(VALID));
+    let client = common::json_schema_client().respond(response::text(VALID));
     let agent = common::agent(&client).build();
     let run = agent
         .run_typed::<CityReport>(vec![], "Describe Oslo.", &ToolContext::new())
@@ -67,20 +57,38 @@ async fn a_valid_first_answer_is_deserialised_and_the_format_is_sent() {
     assert!(run.first_violations.is_empty());
     assert_eq!(run.result.stop_reason, RunEnd::Completed);
 
+    // Tools are offered: the format is not sent, the schema is in the message.
     let requests = client.requests();
     assert_eq!(requests.len(), 1);
+    assert!(requests[0].response_format.is_none());
+    assert!(!requests[0].tools.is_empty());
+    let message = requests[0].messages.last().and_then(user_text).expect("a user message");
+    assert!(
+        message.starts_with("Describe Oslo.") && message.contains("\"climate\""),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_without_tools_sends_the_format_and_the_question_as_it_is() {
+    let client = common::json_schema_client().respond(response::text(VALID));
+    let agent = agent_runner::Agent::builder(std::sync::Arc::new(client.clone())).build();
+    let run = agent
+        .run_typed::<CityReport>(vec![], "Describe Oslo.", &ToolContext::new())
+        .await
+        .expect("a valid answer");
+    assert_eq!(run.value.name, "Oslo");
+    let requests = client.requests();
     let format = requests[0].response_format.as_ref().expect("a response format");
     assert_eq!(format.schema, schema_of::<CityReport>());
     assert_eq!(format.name, "CityReport");
-    // The tools stay available alongside the format.
-    assert!(!requests[0].tools.is_empty());
     // A client that enforces the schema gets the user message unchanged.
     assert_eq!(requests[0].messages.last().and_then(user_text), Some("Describe Oslo."));
 }
 
 #[tokio::test]
-async fn a_tool_using_run_still_calls_its_tools_under_the_format() {
-    let client = json_schema_client()
+async fn a_tool_using_run_calls_its_tools_without_the_format() {
+    let client = common::json_schema_client()
         .respond(response::tool_calls([("echo", json!({"city": "Oslo"}))]))
         .respond(response::text(format!("```json\n{VALID}\n```")));
     let agent = common::agent(&client).build();
@@ -95,7 +103,7 @@ async fn a_tool_using_run_still_calls_its_tools_under_the_format() {
     assert!(
         requests
             .iter()
-            .all(|r| r.response_format.is_some() && !r.tools.is_empty())
+            .all(|r| r.response_format.is_none() && !r.tools.is_empty())
     );
 }
 
@@ -117,7 +125,7 @@ async fn an_invalid_answer_is_retried_once_with_the_violations() {
             ..Usage::default()
         },
     );
-    let client = json_schema_client().respond(first).respond(second);
+    let client = common::json_schema_client().respond(first).respond(second);
     let agent = common::agent(&client).build();
     let run = agent
         .run_typed::<CityReport>(vec![], "Describe Oslo.", &ToolContext::new())
@@ -138,16 +146,22 @@ async fn an_invalid_answer_is_retried_once_with_the_violations() {
     let retry = requests[1].messages.last().and_then(user_text).expect("a user message");
     assert!(retry.contains("at /climate:") && retry.contains("freezing"), "{retry}");
     assert!(retry.contains("at /location:") && retry.contains("coastal"), "{retry}");
-    // The retry continues the conversation and keeps the format.
+    // The retry continues the conversation; it must answer: no tools, the format.
     assert!(requests[1].messages.len() > requests[0].messages.len());
-    assert_eq!(requests[1].response_format, requests[0].response_format);
+    assert!(requests[0].response_format.is_none());
+    assert_eq!(
+        requests[1].response_format.as_ref().map(|format| format.name.as_str()),
+        Some("CityReport")
+    );
+    assert!(requests[1].tools.is_empty());
+    assert_eq!(requests[1].tool_choice, agent_core::ToolChoice::None);
     // The whole conversation is kept: first question, bad answer, correction, answer.
     assert_eq!(run.result.messages.len(), 4);
 }
 
 #[tokio::test]
 async fn two_invalid_answers_are_a_typed_error_that_keeps_the_record() {
-    let client = json_schema_client()
+    let client = common::json_schema_client()
         .respond(response::text("Oslo is cold."))
         .respond(response::text(BAD_ENUM));
     let agent = common::agent(&client).build();
@@ -188,7 +202,7 @@ async fn a_client_without_json_schema_gets_the_schema_in_the_message() {
         .expect("a valid answer");
     assert_eq!(run.value["location"]["country"], "Norway");
     let requests = client.requests();
-    assert!(requests[0].response_format.is_some());
+    assert!(requests[0].response_format.is_none(), "tools are offered");
     let message = requests[0].messages.last().and_then(user_text).expect("a user message");
     assert!(
         message.starts_with("Describe Oslo.") && message.contains("\"climate\""),
@@ -198,7 +212,7 @@ async fn a_client_without_json_schema_gets_the_schema_in_the_message() {
 
 #[tokio::test]
 async fn an_unusable_schema_is_reported_before_any_call() {
-    let client = json_schema_client().respond(response::text(VALID));
+    let client = common::json_schema_client().respond(response::text(VALID));
     let agent = common::agent(&client).build();
     let error = agent
         .run_json(vec![], "hi", json!({"type": 42}), &ToolContext::new())
@@ -210,7 +224,7 @@ async fn an_unusable_schema_is_reported_before_any_call() {
 
 #[tokio::test]
 async fn run_json_accepts_what_its_schema_accepts() {
-    let client = json_schema_client().respond(response::text(r#"{"name": 3}"#));
+    let client = common::json_schema_client().respond(response::text(r#"{"name": 3}"#));
     let agent = common::agent(&client).build();
     let run = agent
         .run_json(vec![], "hi", json!({"type": "object"}), &ToolContext::new())

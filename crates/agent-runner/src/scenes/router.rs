@@ -153,7 +153,7 @@ impl SceneRouter {
         let inner = &self.inner;
         let request = routing_request(&inner.scenes, history, user_message, inner.native, &inner.routing);
         let client = inner.client.as_ref();
-        let span = telemetry::chat_span(client.provider(), client.model(), &request, 0);
+        let span = telemetry::chat_span(client.provider(), client.model(), &request, 0, telemetry::RunIds::NONE);
         let started = Instant::now();
         let outcome = client
             .complete(&request, &context.cancel)

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent_core::{AgentEvent, CallPurpose, ChatResponse, ModelCallRecord, RunEnd};
+use agent_core::{AgentEvent, CallPurpose, ChatResponse, ModelCallRecord, RunEnd, Usage};
 
 use super::{Phase, RunState};
 use crate::budget::{self, Estimate};
@@ -31,8 +31,14 @@ impl RunState {
     /// iteration it is made for).
     /// `model` is the one the response names (taken out of it by a caller
     /// done with the response); empty, the run's is recorded.
+    /// What `usage` costs at the run's price, in US dollars; `None` when
+    /// the model's price is unknown.
+    pub(crate) fn price_of(&self, usage: &Usage) -> Option<f64> {
+        self.pricing.map(|pricing| pricing.cost(usage))
+    }
+
     pub(super) fn account(&mut self, response: &ChatResponse, model: String, duration: Duration, purpose: CallPurpose) {
-        let cost = self.pricing.map(|pricing| pricing.cost(&response.usage));
+        let cost = self.price_of(&response.usage);
         self.usage += response.usage;
         self.cost_usd = match (self.cost_usd, cost) {
             (Some(total), Some(cost)) => Some(total + cost),

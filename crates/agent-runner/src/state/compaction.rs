@@ -103,6 +103,9 @@ impl RunState {
             return;
         }
         self.prepared = true;
+        if matches!(self.phase, Phase::NeedsModel { .. }) {
+            self.sync_answer_format();
+        }
         if matches!(self.phase, Phase::NeedsModel { .. }) && !self.context.checked {
             self.context.checked = true;
             self.compact(CompactionTrigger::Threshold);

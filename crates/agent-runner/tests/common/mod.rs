@@ -65,3 +65,14 @@ pub fn text_only() -> ScriptedClient {
         ..Capabilities::default()
     })
 }
+
+/// A scripted client that says it enforces a JSON-schema response format.
+pub fn json_schema_client() -> ScriptedClient {
+    ScriptedClient::new().with_capabilities(Capabilities {
+        native_tools: true,
+        parallel_tool_calls: true,
+        streaming: true,
+        prompt_caching: false,
+        json_schema: true,
+    })
+}

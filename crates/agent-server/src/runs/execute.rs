@@ -220,14 +220,16 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
             .as_ref()
             .map(|held| Arc::clone(held) as Arc<dyn RunCheckpoints>)
     });
+    // The run's spans carry its id here and its session's.
+    let ids = (entry.id.as_str(), session.as_ref().map(|session| session.id.as_str()));
     let mut events: Pin<Box<dyn Stream<Item = AgentEvent> + Send>> = match (first, &shared.scenes) {
         // The scene router picks the agent; its runs are not checkpointed.
         (First::Prompt(prompt, _), Some(scenes)) => Box::pin(scenes.run_stream(history, prompt, context)),
         (First::Prompt(prompt, options), None) => {
             let state = options.apply(shared.agent.start(history, prompt));
-            Box::pin(resumed(&shared.agent, state, context, checkpoints).stream())
+            Box::pin(resumed(&shared.agent, state, context, checkpoints, ids).stream())
         }
-        (First::Saved(state), _) => Box::pin(resumed(&shared.agent, *state, context, checkpoints).stream()),
+        (First::Saved(state), _) => Box::pin(resumed(&shared.agent, *state, context, checkpoints, ids).stream()),
     };
     let mut result = None;
     while let Some(event) = events.next().await {
@@ -350,14 +352,19 @@ pub(crate) fn failed_result(message: String, provider: &str, model: &str) -> Age
     }
 }
 
-/// The run of `state` for `context`, checkpointed when `checkpoints` is given.
+/// The run of `state` for `context`, checkpointed when `checkpoints` is
+/// given, with the server's run id and the session's id (`ids`).
 fn resumed(
     agent: &agent_runner::Agent,
     state: agent_runner::RunState,
     context: agent_core::ToolContext,
     checkpoints: Option<std::sync::Arc<dyn agent_runner::RunCheckpoints>>,
+    (run_id, session_id): (&str, Option<&str>),
 ) -> agent_runner::RunRequest {
-    let request = agent.resume(state).context(context);
+    let mut request = agent.resume(state).context(context).run_id(run_id);
+    if let Some(session_id) = session_id {
+        request = request.conversation_id(session_id);
+    }
     match checkpoints {
         Some(checkpoints) => request.checkpoints(checkpoints),
         None => request,
