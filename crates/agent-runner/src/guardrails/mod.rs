@@ -155,6 +155,11 @@ pub trait RunHook: Send + Sync {
     }
 }
 
+/// The code of docs/guardrails.md, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../../docs/guardrails.md")]
+pub struct GuardrailsGuide;
+
 /// The guardrails and hooks of an agent
 /// ([`AgentBuilder::guardrails`](crate::AgentBuilder::guardrails)).
 #[derive(Clone, Default)]
