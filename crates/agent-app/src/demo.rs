@@ -212,6 +212,7 @@ mod tests {
             tools: tools.iter().map(|tool| (*tool).to_owned()).collect(),
             context: std::collections::BTreeMap::new(),
             current_date: false,
+            guardrails: None,
         };
         let specs = SceneSpecs {
             scenes: vec![
@@ -219,11 +220,13 @@ mod tests {
                     name: "weather".into(),
                     entry: entry("Weather in a city", &["get_weather"]),
                     template: None,
+                    guardrails: None,
                 },
                 agentry::config::SceneSpec {
                     name: "math".into(),
                     entry: entry("Arithmetic", &["math", "divide_by_secret_number"]),
                     template: None,
+                    guardrails: None,
                 },
             ],
             default: Some("weather".into()),

@@ -708,3 +708,43 @@ async fn a_scene_can_hand_off_to_another_agent() {
     // Routing 10 + 5, the scene's two calls 20 + 10, the sub-agent's 20 + 4.
     assert_eq!(result.usage, Usage::new(50, 19));
 }
+
+#[tokio::test]
+async fn a_scene_with_guardrails_of_its_own_checks_with_them_instead_of_the_configured_ones() {
+    use agent_runner::Guardrails;
+    use agent_runner::guardrails::{DenyList, Redactor};
+
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("Weather", json!({}))]))
+        .respond(response::tool_calls([("Calculator", json!({}))]))
+        .respond(response::text("Mail admin@example.com for sums."));
+    let router = SceneRouter::builder(Arc::new(client.clone()))
+        .providers([math(), travel()])
+        // Every scene's agent gets the configured guardrails...
+        .configure(|builder| builder.guardrails(Guardrails::new().output(Redactor::builtin())))
+        .scene(Scene::new("Calculator", "Arithmetic.").tools(["math"]))
+        // ...but this scene has its own.
+        .scene(
+            Scene::new("Weather", "The weather.")
+                .tools(["get_weather"])
+                .guardrails(Guardrails::new().input(DenyList::keywords(["hurricane"]).expect("keywords"))),
+        )
+        .build()
+        .expect("the router builds");
+
+    let weather = router
+        .run(Vec::new(), "Is a hurricane coming?", &ToolContext::new())
+        .await
+        .expect("a record");
+    assert_eq!(weather.scene.as_deref(), Some("Weather"));
+    assert_eq!(weather.stop_reason, RunEnd::Guardrail);
+    // Only the routing call was made: the scene's model never saw the question.
+    assert_eq!(client.requests().len(), 1);
+
+    let sums = router
+        .run(Vec::new(), QUESTION, &ToolContext::new())
+        .await
+        .expect("a record");
+    assert_eq!(sums.scene.as_deref(), Some("Calculator"));
+    assert_eq!(sums.response, "Mail [redacted email] for sums.");
+}

@@ -110,6 +110,7 @@
 pub mod config;
 mod domain;
 mod error;
+mod guardrails;
 pub mod prelude;
 mod provider;
 mod scene;
@@ -121,6 +122,7 @@ pub use agent_tools::{ToolBox, ToolListing};
 pub use domain::mcp_domain;
 pub use domain::{ToolDomain, check_mcp_name};
 pub use error::{DomainError, NotCompiled, TableError};
+pub use guardrails::{GuardrailError, GuardrailSpec, GuardrailTables, PatternSpec};
 pub use provider::{ProviderConfig, ProviderKind};
 pub use scene::SceneConfig;
 

@@ -47,6 +47,10 @@ pub struct SceneConfig {
     /// Add today's date (`date`, `weekday`, UTC) to the prompt.
     #[serde(default)]
     pub current_date: bool,
+    /// The scene's own guardrails (`[scenes.NAME.guardrails]`), instead of
+    /// `[agent.guardrails]`.
+    #[serde(default)]
+    pub guardrails: Option<crate::GuardrailTables>,
 }
 
 impl SceneConfig {

@@ -271,6 +271,9 @@ impl SceneRouter {
         if let Some(configure) = &inner.configure {
             builder = configure(builder);
         }
+        if let Some(guardrails) = scene.own_guardrails() {
+            builder = builder.guardrails(guardrails.clone());
+        }
         builder = builder
             .name(scene.name())
             .description(scene.description())

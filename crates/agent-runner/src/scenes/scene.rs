@@ -29,6 +29,8 @@ pub struct Scene {
     prompt: Option<ScenePrompt>,
     tools: Vec<String>,
     actors: Vec<Arc<dyn SceneActor>>,
+    /// The scene agent's guardrails, instead of the configured agent's.
+    guardrails: Option<crate::Guardrails>,
 }
 
 impl std::fmt::Debug for Scene {
@@ -46,6 +48,7 @@ impl std::fmt::Debug for Scene {
                     .map(|actor| actor.name().to_owned())
                     .collect::<Vec<_>>(),
             )
+            .field("guardrails", &self.guardrails)
             .finish()
     }
 }
@@ -63,6 +66,7 @@ impl Scene {
             prompt: None,
             tools: Vec::new(),
             actors: Vec::new(),
+            guardrails: None,
         }
     }
 
@@ -98,6 +102,18 @@ impl Scene {
     pub fn actor(mut self, actor: Arc<dyn SceneActor>) -> Self {
         self.actors.push(actor);
         self
+    }
+
+    /// The scene's agent checks its edges with `guardrails` (and hooks),
+    /// instead of those the router's `configure` gives every scene.
+    pub fn guardrails(mut self, guardrails: crate::Guardrails) -> Self {
+        self.guardrails = Some(guardrails);
+        self
+    }
+
+    /// The scene's own guardrails, if it has them.
+    pub fn own_guardrails(&self) -> Option<&crate::Guardrails> {
+        self.guardrails.as_ref()
     }
 
     /// The name.

@@ -60,10 +60,10 @@ pub mod trust;
 #[cfg(test)]
 mod tests;
 
+pub use crate::{GuardrailSpec, GuardrailTables, PatternSpec};
 pub use catalog::{CatalogEntry, SHIPPED_CATALOG, parse_catalog, shipped_entries, to_catalog};
 pub use env::Env;
 pub use error::ConfigError;
-pub use guardrails::{GuardrailSpec, GuardrailTables, PatternSpec};
 pub use key_exposure::provider_key_routes;
 pub use parts::SetupError;
 pub use ranges::{KeyRange, NUMERIC_RANGES, Place};

@@ -513,10 +513,15 @@ impl Settings {
                 }
                 _ => None,
             };
+            let guardrails = match &entry.guardrails {
+                Some(tables) => Some(self.guardrails_of(tables, &format!("{key}.guardrails"))?),
+                None => None,
+            };
             scenes.push(SceneSpec {
                 name: name.clone(),
                 entry,
                 template,
+                guardrails,
             });
         }
         Ok(Some(SceneSpecs {

@@ -327,8 +327,8 @@ impl SceneTables {
 /// One `[scenes.NAME]` table (the facade's).
 pub use crate::SceneConfig as SceneEntry;
 
-/// A configured scene, its template file read.
-#[derive(Debug, Clone, PartialEq)]
+/// A configured scene, its template file read and its guardrails built.
+#[derive(Debug, Clone)]
 pub struct SceneSpec {
     /// The scene's name (its table's key).
     pub name: String,
@@ -336,10 +336,36 @@ pub struct SceneSpec {
     pub entry: SceneEntry,
     /// The template's text, when `prompt_template` is set.
     pub template: Option<String>,
+    /// Its `[scenes.NAME.guardrails]`, when set.
+    pub guardrails: Option<crate::runner::Guardrails>,
+}
+
+impl SceneSpec {
+    /// The runner's scene: its prompt is its own, else its template, else
+    /// `base_prompt` and a line naming it; its guardrails replace the
+    /// agent's when it has them.
+    ///
+    /// # Errors
+    ///
+    /// The template does not parse (the error names `scenes.NAME.prompt_template`).
+    pub fn scene(&self, base_prompt: &str) -> Result<crate::runner::Scene, super::ConfigError> {
+        let scene = self
+            .entry
+            .scene(&self.name, self.template.as_deref(), base_prompt)
+            .map_err(|error| super::ConfigError::InvalidValue {
+                origin: format!("scene `{}`", self.name),
+                key: format!("scenes.{}.prompt_template", self.name),
+                message: error.to_string(),
+            })?;
+        Ok(match &self.guardrails {
+            Some(guardrails) => scene.guardrails(guardrails.clone()),
+            None => scene,
+        })
+    }
 }
 
 /// Every configured scene, in the order of their names, and the default.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct SceneSpecs {
     /// The scenes.
     pub scenes: Vec<SceneSpec>,
