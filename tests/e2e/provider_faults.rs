@@ -515,7 +515,7 @@ async fn run_fault(dialect: &Dialect, fault: &Fault, mode: Mode) -> String {
     // The store holds the turn's complete messages, and they can be sent.
     let stored = store.load("trip").await.unwrap().unwrap().messages;
     assert!(
-        matches!(stored.first(), Some(Message::User { content }) if content == "What's the weather in Paris?"),
+        matches!(stored.first(), Some(Message::User { content, .. }) if content == "What's the weather in Paris?"),
         "{case}: the question is not stored first: {stored:?}"
     );
     let calls: Vec<&str> = stored

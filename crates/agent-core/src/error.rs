@@ -43,6 +43,10 @@ pub enum LlmErrorKind {
     /// through ([`LlmError::retry_after`]); a fallback chain moves on to
     /// its next provider at once.
     CircuitOpen,
+    /// The request holds input the provider or the model cannot take (an
+    /// attachment of a kind it does not read, or larger than it allows); it
+    /// was not sent. The message names the part and the provider.
+    UnsupportedInput,
 }
 
 impl LlmErrorKind {
@@ -60,6 +64,7 @@ impl LlmErrorKind {
             Self::Server => "server error",
             Self::Cancelled => "cancelled",
             Self::CircuitOpen => "circuit open",
+            Self::UnsupportedInput => "unsupported input",
         }
     }
 }

@@ -34,6 +34,7 @@ mod error;
 mod event;
 mod grounding;
 mod guardrail;
+mod media;
 mod message;
 mod request;
 mod route;
@@ -52,6 +53,10 @@ pub use error::{LlmError, LlmErrorKind};
 pub use event::AgentEvent;
 pub use grounding::{GroundingAction, GroundingFault, GroundingRecord};
 pub use guardrail::{GuardrailStage, GuardrailTrip};
+pub use media::{
+    Attachment, ImageDetail, MediaError, MediaKind, MediaSource, decode_base64, encode_base64, normalise_mime, sniff,
+    unsupported_attachment,
+};
 pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
 pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};
 pub use route::{ProviderAttempt, Route};

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Attachment;
+
 /// The author of a [`Message`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -32,6 +34,10 @@ pub enum Message {
     User {
         /// What the user said.
         content: String,
+        /// Images, documents and audio sent with it, in order (not written
+        /// in JSON when there are none: a text message reads as before).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
     },
     /// A model turn: text, tool calls and opaque reasoning.
     Assistant(AssistantMessage),
@@ -51,6 +57,35 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Self::User {
             content: content.into(),
+            attachments: Vec::new(),
+        }
+    }
+
+    /// A user message with images, documents or audio.
+    pub fn user_with(content: impl Into<String>, attachments: Vec<Attachment>) -> Self {
+        Self::User {
+            content: content.into(),
+            attachments,
+        }
+    }
+
+    /// The attachments of a user message or a tool result; none for the
+    /// others.
+    pub fn attachments(&self) -> &[Attachment] {
+        match self {
+            Self::User { attachments, .. } => attachments,
+            Self::Tool(result) => &result.attachments,
+            _ => &[],
+        }
+    }
+
+    /// The attachments, to change (a session store swaps their bytes for a
+    /// reference and back); none for system and assistant messages.
+    pub fn attachments_mut(&mut self) -> Option<&mut Vec<Attachment>> {
+        match self {
+            Self::User { attachments, .. } => Some(attachments),
+            Self::Tool(result) => Some(&mut result.attachments),
+            _ => None,
         }
     }
 
@@ -231,6 +266,10 @@ pub struct ToolResult {
     /// Whether the call failed; `content` then explains why.
     #[serde(default)]
     pub is_error: bool,
+    /// Images, documents or audio the tool returned with its text (not
+    /// written in JSON when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
 }
 
 impl ToolResult {
@@ -241,6 +280,7 @@ impl ToolResult {
             name: name.into(),
             content: content.into(),
             is_error: false,
+            attachments: Vec::new(),
         }
     }
 
@@ -251,6 +291,7 @@ impl ToolResult {
             name: name.into(),
             content: content.into(),
             is_error: true,
+            attachments: Vec::new(),
         }
     }
 }

@@ -43,13 +43,22 @@ pub enum ToolOutput {
     Text(String),
     /// A structured result, sent to the model as compact JSON.
     Json(Value),
+    /// Text with images, documents or audio (a chart, a screenshot, a
+    /// fetched PDF): providers that take media in a tool result get them
+    /// there, the others in a user message right after it.
+    Media {
+        /// What the model reads besides the media.
+        text: String,
+        /// The media, in order.
+        attachments: Vec<crate::Attachment>,
+    },
 }
 
 impl ToolOutput {
     /// The text the model receives.
     pub fn to_content(&self) -> String {
         match self {
-            Self::Text(text) => text.clone(),
+            Self::Text(text) | Self::Media { text, .. } => text.clone(),
             Self::Json(value) => compact_json(value),
         }
     }
@@ -57,9 +66,23 @@ impl ToolOutput {
     /// The text the model receives, the output consumed: text is moved,
     /// not copied.
     pub fn into_content(self) -> String {
+        self.into_parts().0
+    }
+
+    /// The text and the media, the output consumed.
+    pub fn into_parts(self) -> (String, Vec<crate::Attachment>) {
         match self {
-            Self::Text(text) => text,
-            Self::Json(value) => compact_json(&value),
+            Self::Text(text) => (text, Vec::new()),
+            Self::Json(value) => (compact_json(&value), Vec::new()),
+            Self::Media { text, attachments } => (text, attachments),
+        }
+    }
+
+    /// The media it carries (none for text and JSON).
+    pub fn attachments(&self) -> &[crate::Attachment] {
+        match self {
+            Self::Media { attachments, .. } => attachments,
+            _ => &[],
         }
     }
 }

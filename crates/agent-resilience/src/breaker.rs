@@ -173,7 +173,7 @@ impl CallOutcome {
             | LlmErrorKind::Transport
             | LlmErrorKind::Decode
             | LlmErrorKind::RateLimited => Self::Failed,
-            LlmErrorKind::Cancelled | LlmErrorKind::CircuitOpen => Self::Unknown,
+            LlmErrorKind::Cancelled | LlmErrorKind::CircuitOpen | LlmErrorKind::UnsupportedInput => Self::Unknown,
             LlmErrorKind::Auth
             | LlmErrorKind::InvalidRequest
             | LlmErrorKind::ContextLength

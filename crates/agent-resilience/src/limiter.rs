@@ -265,7 +265,7 @@ pub fn estimated_tokens(request: &ChatRequest) -> u32 {
 
 fn message_bytes(message: &Message) -> usize {
     match message {
-        Message::System { content } | Message::User { content } => content.len(),
+        Message::System { content } | Message::User { content, .. } => content.len(),
         Message::Assistant(reply) => {
             reply.content.len()
                 + reply

@@ -883,7 +883,7 @@ fn user_text(context: &ToolContext, state: &RunState) -> Option<Arc<str>> {
 fn users_own_text(messages: &[Message]) -> Arc<str> {
     let users_own = || {
         messages.iter().filter_map(|message| match message {
-            Message::User { content } if !written_by_the_runner(content) => Some(content.as_str()),
+            Message::User { content, .. } if !written_by_the_runner(content) => Some(content.as_str()),
             _ => None,
         })
     };

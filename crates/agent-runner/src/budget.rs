@@ -149,7 +149,7 @@ pub(crate) fn approximate_tokens(messages: &[Message]) -> u64 {
 /// arguments of its tool calls.
 pub(crate) fn message_chars(message: &Message) -> u64 {
     let chars = match message {
-        Message::System { content } | Message::User { content } => content.chars().count(),
+        Message::System { content } | Message::User { content, .. } => content.chars().count(),
         Message::Assistant(reply) => {
             reply.content.chars().count()
                 + reply

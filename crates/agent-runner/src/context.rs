@@ -148,7 +148,7 @@ pub fn elide_tool_results(messages: &mut [Message], protocol: &Protocol, over_by
     for message in messages {
         let (content, wrap): (&mut String, fn(String) -> String) = match message {
             Message::Tool(result) => (&mut result.content, |marker| marker),
-            Message::User { content } if is_results_message(protocol, content) => match protocol {
+            Message::User { content, .. } if is_results_message(protocol, content) => match protocol {
                 Protocol::Text { .. } => (content, |marker| format!("<tool_response>\n{marker}\n</tool_response>")),
                 _ => (content, |marker| format!("Observation: {marker}")),
             },
@@ -183,7 +183,9 @@ pub(crate) fn turn_starts(messages: &[Message], protocol: &Protocol) -> Vec<usiz
     messages
         .iter()
         .enumerate()
-        .filter(|(_, message)| matches!(message, Message::User { content } if !is_results_message(protocol, content)))
+        .filter(
+            |(_, message)| matches!(message, Message::User { content, .. } if !is_results_message(protocol, content)),
+        )
         .map(|(index, _)| index)
         .collect()
 }
@@ -322,7 +324,7 @@ fn render_message(message: &Message) -> String {
             Some(summary) => format!("[earlier summary] {summary}"),
             None => format!("[system] {content}"),
         },
-        Message::User { content } => format!("[user] {content}"),
+        Message::User { content, .. } => format!("[user] {content}"),
         Message::Assistant(reply) => {
             let mut text = String::from("[assistant]");
             if !reply.content.is_empty() {

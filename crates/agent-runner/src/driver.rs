@@ -491,16 +491,21 @@ impl Driver<'_> {
                 provider: None,
                 attributes: Vec::new(),
             });
-        let (content, is_error) = match execution.outcome {
-            Ok(output) => (output.into_content(), false),
-            Err(error) => (error.to_string(), true),
+        let (content, attachments, is_error) = match execution.outcome {
+            Ok(output) => {
+                let (text, attachments) = output.into_parts();
+                (text, attachments, false)
+            }
+            Err(error) => (error.to_string(), Vec::new(), true),
         };
         let duration = if execution.duration.is_zero() {
             started.elapsed()
         } else {
             execution.duration
         };
-        if let (Some((policy, key)), false) = (cached, is_error) {
+        // The cache keeps text: a result with media is not cached (it would
+        // come back without them).
+        if let (Some((policy, key)), false, true) = (cached, is_error, attachments.is_empty()) {
             self.cache().insert(key, content.clone(), policy.ttl);
         }
         let outcome = ToolOutcome {
@@ -509,6 +514,7 @@ impl Driver<'_> {
             duration,
             cached: false,
             delegated_usage: usage_sink.total(),
+            attachments,
         };
         (outcome, execution.attributes.into_iter().collect())
     }
@@ -530,6 +536,7 @@ impl Driver<'_> {
             duration: Duration::ZERO,
             cached: true,
             delegated_usage: None,
+            attachments: Vec::new(),
         };
         (outcome, attributes)
     }

@@ -625,6 +625,7 @@ impl RunState {
             let in_history = slot.in_history();
             let mut cached = false;
             let mut delegated = None;
+            let mut attachments = Vec::new();
             let (content, is_error, duration, duplicate_of) = match slot {
                 Slot::Run { index } => {
                     let taken = if shared.contains(&index) {
@@ -636,12 +637,14 @@ impl RunState {
                         Some(outcome) => {
                             cached = outcome.cached;
                             delegated = outcome.delegated_usage;
+                            attachments = outcome.attachments;
                             (outcome.content, outcome.is_error, outcome.duration, None)
                         }
                         None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, None),
                     }
                 }
-                // A collapsed call shares the outcome, not the time spent.
+                // A collapsed call shares the outcome, not the time spent
+                // (it is not in the history: its media are not needed).
                 Slot::Collapsed { index, of } => match outcome_of(&finished, index) {
                     Some(outcome) => (outcome.content, outcome.is_error, Duration::ZERO, Some(of)),
                     None => (INTERRUPTED_RESULT.to_owned(), true, Duration::ZERO, Some(of)),
@@ -657,7 +660,8 @@ impl RunState {
                     stop_answer = Some(content.clone());
                 }
             }
-            let result = self.record_call(call, content, is_error, duration, duplicate_of, cached);
+            let mut result = self.record_call(call, content, is_error, duration, duplicate_of, cached);
+            result.attachments = attachments;
             self.attach_delegated(delegated);
             if in_history {
                 results.push(result);
@@ -857,17 +861,22 @@ impl RunState {
                 .as_ref()
                 .filter(|_| matches!(slot, Slot::Run { .. }))
                 .and_then(|outcome| outcome.delegated_usage);
+            let mut attachments = Vec::new();
             let (content, is_error, duration, cached) = match (outcome, &slot) {
-                (Some(outcome), _) => (
-                    crate::history::cap_tool_result(outcome.content, self.config.max_tool_result_bytes),
-                    outcome.is_error,
-                    outcome.duration,
-                    outcome.cached,
-                ),
+                (Some(outcome), _) => {
+                    attachments = outcome.attachments;
+                    (
+                        crate::history::cap_tool_result(outcome.content, self.config.max_tool_result_bytes),
+                        outcome.is_error,
+                        outcome.duration,
+                        outcome.cached,
+                    )
+                }
                 (None, Slot::Dropped { message }) => (message.clone(), true, Duration::ZERO, false),
                 (None, _) => (message(&call), true, Duration::ZERO, false),
             };
-            let result = self.record_call(call, content, is_error, duration, None, cached);
+            let mut result = self.record_call(call, content, is_error, duration, None, cached);
+            result.attachments = attachments;
             self.attach_delegated(delegated);
             if slot.in_history() {
                 results.push(result);
@@ -895,6 +904,7 @@ impl RunState {
             name: call.name.clone(),
             content: content.clone(),
             is_error,
+            attachments: Vec::new(),
         };
         self.tool_calls.push(ToolCallRecord {
             id: call.id,

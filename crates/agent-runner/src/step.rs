@@ -56,6 +56,9 @@ pub struct ToolOutcome {
     /// the run adds it to its usage and cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegated_usage: Option<agent_core::DelegatedUsage>,
+    /// Media the tool returned with its text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<agent_core::Attachment>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference

@@ -274,7 +274,7 @@ mod tests {
         let kept = store.load("trip").await.unwrap_or_else(|e| panic!("{e}"));
         let kept = kept.map(|c| c.messages).unwrap_or_default();
         assert_eq!(kept.len(), 3, "the prompt, the call and its result: {kept:?}");
-        assert!(matches!(&kept[0], Message::User { content } if content == "Book 12A"));
+        assert!(matches!(&kept[0], Message::User { content, .. } if content == "Book 12A"));
         assert!(matches!(&kept[1], Message::Assistant(reply) if reply.tool_calls.len() == 1));
         assert!(matches!(&kept[2], Message::Tool(result) if result.content == "booked seat 12A"));
         assert_eq!(book.call_counter().load(std::sync::atomic::Ordering::SeqCst), 1);

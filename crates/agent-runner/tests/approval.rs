@@ -289,6 +289,7 @@ async fn a_denied_call_does_not_count_against_the_tool_call_budget_and_its_denia
         duration: std::time::Duration::ZERO,
         cached: false,
         delegated_usage: None,
+        attachments: Vec::new(),
     };
     state
         .on_tool_results(&[ran("seat 12A is free"), ran("booked 12A")])

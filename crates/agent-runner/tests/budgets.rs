@@ -352,7 +352,7 @@ async fn a_forced_final_answer_that_would_exceed_the_budget_is_not_requested() {
         !result
             .messages
             .iter()
-            .any(|m| matches!(m, Message::User { content } if content.contains("Do not call any more"))),
+            .any(|m| matches!(m, Message::User { content, .. } if content.contains("Do not call any more"))),
         "the forced-answer instruction is not left in the history"
     );
     assert!(history::is_sendable(&result.messages));
@@ -396,6 +396,7 @@ fn the_figures_of_the_estimate_survive_saving_and_resuming_a_run() {
             duration: std::time::Duration::ZERO,
             cached: false,
             delegated_usage: None,
+            attachments: Vec::new(),
         }])
         .expect("in phase");
     assert!(matches!(state.next_step(), Step::Finished));

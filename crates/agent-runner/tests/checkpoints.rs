@@ -178,6 +178,7 @@ async fn an_outcome_for_a_call_not_asked_for_is_refused() {
         duration: Duration::ZERO,
         cached: false,
         delegated_usage: None,
+        attachments: Vec::new(),
     };
     assert!(
         state.on_tool_outcome(0, outcome.clone()).is_err(),

@@ -388,6 +388,7 @@ fn run_tool(call: &ToolCall) -> ToolOutcome {
         duration: Duration::from_millis(3),
         cached: false,
         delegated_usage: None,
+        attachments: Vec::new(),
     }
 }
 
@@ -406,7 +407,7 @@ fn user_messages(messages: &[Message]) -> Vec<&str> {
     messages
         .iter()
         .filter_map(|message| match message {
-            Message::User { content } => Some(content.as_str()),
+            Message::User { content, .. } => Some(content.as_str()),
             _ => None,
         })
         .collect()

@@ -69,7 +69,7 @@ fn user_texts(result: &AgentRunResult) -> Vec<String> {
         .messages
         .iter()
         .filter_map(|message| match message {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content, .. } => Some(content.clone()),
             _ => None,
         })
         .collect()
@@ -130,7 +130,7 @@ async fn an_invented_figure_after_calls_is_re_asked_with_the_results_restated() 
     let requests = client.requests();
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[2].tool_choice, ToolChoice::None, "the restated re-ask answers");
-    let Some(Message::User { content }) = requests[2].messages.last() else {
+    let Some(Message::User { content, .. }) = requests[2].messages.last() else {
         panic!("the re-ask ends with a restatement: {:?}", requests[2].messages.last());
     };
     assert!(content.contains("- Paris: 18.4 °C, light rain"), "{content}");
@@ -228,7 +228,7 @@ async fn an_answer_repeating_a_tools_instruction_to_the_model_is_not_passed_on()
     assert_eq!(grounding.faults, [GroundingFault::EchoedInstruction]);
     assert_eq!(grounding.actions, [GroundingAction::ReaskedWithResults]);
     let restatement = client.requests()[2].messages.last().cloned();
-    let Some(Message::User { content }) = restatement else {
+    let Some(Message::User { content, .. }) = restatement else {
         panic!("a restatement: {restatement:?}");
     };
     assert!(content.contains("find_place failed"), "{content}");
@@ -549,6 +549,7 @@ async fn a_run_saved_during_a_restated_re_ask_resumes_without_the_restatement() 
         duration: Duration::ZERO,
         cached: false,
         delegated_usage: None,
+        attachments: Vec::new(),
     };
     state.on_tool_results(&[outcome]).expect("results");
     state
@@ -567,7 +568,7 @@ async fn a_run_saved_during_a_restated_re_ask_resumes_without_the_restatement() 
         .expect("resumes");
     assert_eq!(resumed.response, "Paris: 18.4 °C.");
     let sent = client.requests();
-    assert!(matches!(sent[0].messages.last(), Some(Message::User { content }) if content.contains("18.4 °C")));
+    assert!(matches!(sent[0].messages.last(), Some(Message::User { content, .. }) if content.contains("18.4 °C")));
     assert!(
         !user_texts(&resumed)
             .iter()

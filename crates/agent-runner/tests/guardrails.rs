@@ -52,7 +52,7 @@ fn last_user_message(request: &ChatRequest) -> &str {
         .iter()
         .rev()
         .find_map(|message| match message {
-            Message::User { content } => Some(content.as_str()),
+            Message::User { content, .. } => Some(content.as_str()),
             _ => None,
         })
         .unwrap()
@@ -93,7 +93,7 @@ async fn a_rewritten_input_is_what_the_model_and_the_history_get() {
     let result = run(&client, guardrails, "my mail is bob@example.org").await;
     assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(last_user_message(&client.requests()[0]), "my mail is [redacted email]");
-    assert!(matches!(&result.messages[0], Message::User { content } if content == "my mail is [redacted email]"));
+    assert!(matches!(&result.messages[0], Message::User { content, .. } if content == "my mail is [redacted email]"));
 }
 
 #[tokio::test]

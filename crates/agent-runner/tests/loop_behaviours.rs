@@ -453,7 +453,7 @@ async fn hitting_max_iterations_forces_one_final_answer_without_running_more_too
         "tool definitions stay while the history holds tool blocks"
     );
     assert!(
-        matches!(last.messages.last(), Some(Message::User { content }) if content.starts_with("No more tool calls."))
+        matches!(last.messages.last(), Some(Message::User { content, .. }) if content.starts_with("No more tool calls."))
     );
     assert_eq!(
         runs.load(std::sync::atomic::Ordering::SeqCst),
@@ -471,7 +471,7 @@ async fn hitting_max_iterations_forces_one_final_answer_without_running_more_too
         !result
             .messages
             .iter()
-            .any(|m| matches!(m, Message::User { content } if content.contains("Do not call any more"))),
+            .any(|m| matches!(m, Message::User { content, .. } if content.contains("Do not call any more"))),
         "the transient instruction is not kept in the history"
     );
     assert!(history::is_sendable(&result.messages));
@@ -644,7 +644,7 @@ async fn a_history_with_a_dangling_tool_call_is_repaired_before_sending() {
         sent[2].as_tool_result().map(|r| (r.call_id.as_str(), r.is_error)),
         Some(("old", true))
     );
-    assert!(matches!(&sent[3], Message::User { content } if content == "again"));
+    assert!(matches!(&sent[3], Message::User { content, .. } if content == "again"));
 }
 
 #[tokio::test]
@@ -735,7 +735,7 @@ async fn the_result_records_calls_usage_cost_and_a_history_that_continues() {
     assert_eq!(second.response, "second answer");
     let sent = &client.requests()[2].messages;
     assert_eq!(&sent[..4], &first.messages[..]);
-    assert!(matches!(&sent[4], Message::User { content } if content == "two"));
+    assert!(matches!(&sent[4], Message::User { content, .. } if content == "two"));
 }
 
 #[tokio::test]

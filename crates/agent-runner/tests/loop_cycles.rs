@@ -69,7 +69,7 @@ async fn alternating_between_two_calls_of_one_tool_forces_a_final_answer_naming_
         !result
             .messages
             .iter()
-            .any(|m| matches!(m, Message::User { content } if content.contains("Do not call any more"))),
+            .any(|m| matches!(m, Message::User { content, .. } if content.contains("Do not call any more"))),
         "the transient instruction is not kept in the history"
     );
 }
@@ -224,6 +224,7 @@ fn the_rounds_seen_so_far_survive_saving_and_resuming_a_run() {
         duration: std::time::Duration::ZERO,
         cached: false,
         delegated_usage: None,
+        attachments: Vec::new(),
     };
     for (round, city) in ["Paris", "London", "Paris", "London"].into_iter().enumerate() {
         // Save and restore between every step: the loop detector's rounds

@@ -29,7 +29,7 @@ fn weather(city: &str) -> agent_core::ChatResponse {
 
 fn last_user_message(request: &ChatRequest) -> Option<&str> {
     match request.messages.last() {
-        Some(Message::User { content }) => Some(content.as_str()),
+        Some(Message::User { content, .. }) => Some(content.as_str()),
         _ => None,
     }
 }

@@ -25,7 +25,7 @@ async fn run(client: &ScriptedClient, reask: bool) -> AgentRunResult {
 
 fn last_user_message(request: &agent_core::ChatRequest) -> Option<&str> {
     match request.messages.last() {
-        Some(Message::User { content }) => Some(content.as_str()),
+        Some(Message::User { content, .. }) => Some(content.as_str()),
         _ => None,
     }
 }

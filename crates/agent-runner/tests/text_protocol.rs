@@ -78,7 +78,7 @@ async fn a_text_only_model_completes_a_two_step_task_with_the_same_record_shape_
     assert!(system.contains("expression (string, required): e.g. 2 + 3"), "{system}");
     assert!(system.contains("<tool_call>"), "protocol instructions");
     assert!(system.contains("You are a test agent."), "the custom prompt is kept");
-    let Some(Message::User { content }) = requests[1].messages.last() else {
+    let Some(Message::User { content, .. }) = requests[1].messages.last() else {
         panic!("results go back as a user message");
     };
     assert_eq!(
@@ -130,7 +130,7 @@ async fn a_missing_parameter_goes_back_to_the_model_which_can_ask_the_user() {
         "{}",
         result.tool_calls[0].result
     );
-    let Some(Message::User { content }) = client.requests()[1].messages.last().cloned() else {
+    let Some(Message::User { content, .. }) = client.requests()[1].messages.last().cloned() else {
         panic!("the error goes back as a tool response");
     };
     assert!(
@@ -175,7 +175,7 @@ async fn loop_detection_and_the_forced_answer_work_in_text_mode() {
     assert_eq!(result.response, "It is 2.");
     let last_request = &client.requests()[2];
     assert!(
-        matches!(last_request.messages.last(), Some(Message::User { content }) if content.starts_with("No more tool calls."))
+        matches!(last_request.messages.last(), Some(Message::User { content, .. }) if content.starts_with("No more tool calls."))
     );
 }
 
@@ -258,7 +258,7 @@ async fn a_react_agent_completes_a_two_step_task_and_records_both_steps() {
     assert_eq!(outcome.steps[2].final_answer.as_deref(), Some("126"));
     let second = &client.requests()[1];
     assert!(
-        matches!(second.messages.last(), Some(Message::User { content }) if content == r#"Observation: {"result":42.0}"#)
+        matches!(second.messages.last(), Some(Message::User { content, .. }) if content == r#"Observation: {"result":42.0}"#)
     );
     assert!(
         second
@@ -295,7 +295,9 @@ async fn stop_sequences_are_sent_and_a_made_up_observation_is_discarded() {
         .unwrap_or_default();
     assert!(!assistant.contains("Observation"), "{assistant}");
     assert!(!assistant.contains("Final Answer: 5"), "{assistant}");
-    assert!(matches!(history.last(), Some(Message::User { content }) if content == r#"Observation: {"result":4.0}"#));
+    assert!(
+        matches!(history.last(), Some(Message::User { content, .. }) if content == r#"Observation: {"result":4.0}"#)
+    );
     assert_eq!(outcome.result.response, "4");
     assert_eq!(outcome.steps[0].observation.as_deref(), Some(r#"{"result":4.0}"#));
 }
@@ -314,7 +316,7 @@ async fn a_malformed_react_step_gets_a_corrective_observation() {
     let correction = outcome.steps[0].observation.clone().unwrap_or_default();
     assert!(correction.contains("Final Answer"), "{correction}");
     assert!(
-        matches!(client.requests()[1].messages.last(), Some(Message::User { content }) if content.starts_with("Observation: Error:"))
+        matches!(client.requests()[1].messages.last(), Some(Message::User { content, .. }) if content.starts_with("Observation: Error:"))
     );
 }
 

@@ -104,7 +104,7 @@ fn conversation(messages: Vec<ChatMessage>) -> Result<(Vec<Message>, String), Ap
         });
     }
     match history.pop() {
-        Some(Message::User { content }) => Ok((history, content)),
+        Some(Message::User { content, .. }) => Ok((history, content)),
         _ => Err(ApiError::InvalidRequest(
             "the last message must be the user's: it is the prompt".to_owned(),
         )),

@@ -104,6 +104,81 @@ pub fn conversations() -> Vec<(&'static str, ChatRequest)> {
     ]
 }
 
+/// The names of [`multimodal_conversations`], in order.
+pub const MULTIMODAL_NAMES: [&str; 4] = [
+    "image_in_user_message",
+    "pdf_in_user_message",
+    "image_from_tool",
+    "audio_in_user_message",
+];
+
+/// The canonical conversations with media (see [`MULTIMODAL_NAMES`]):
+///
+/// - `image_in_user_message`: a question with two images, one inline (a
+///   PNG, read at high detail) and one by URL.
+/// - `pdf_in_user_message`: a question about an attached PDF.
+/// - `image_from_tool`: a tool that returned a chart image with its text,
+///   then a question about it.
+/// - `audio_in_user_message`: a question about a WAV recording (which
+///   most providers refuse).
+pub fn multimodal_conversations() -> Vec<(&'static str, ChatRequest)> {
+    use crate::media;
+
+    let image_result = ToolResult {
+        attachments: vec![media::png()],
+        ..ToolResult::success("call_chart", "render_chart", "Rendered the sales chart (1 image).")
+    };
+    vec![
+        (
+            "image_in_user_message",
+            ChatRequest::new(vec![Message::user_with(
+                "What is the difference between these two pictures?",
+                vec![
+                    media::png().with_detail(agent_core::ImageDetail::High),
+                    media::png_url(),
+                ],
+            )]),
+        ),
+        (
+            "pdf_in_user_message",
+            ChatRequest::new(vec![Message::user_with(
+                "Summarise this report in one line.",
+                vec![media::pdf()],
+            )]),
+        ),
+        (
+            "image_from_tool",
+            ChatRequest::new(vec![
+                Message::user("Show me the sales chart and describe it."),
+                Message::Assistant(AssistantMessage::with_tool_calls(
+                    "",
+                    vec![ToolCall::new("call_chart", "render_chart", json!({"metric": "sales"}))],
+                )),
+                Message::tool(image_result),
+            ])
+            .with_tools(vec![ToolDefinition::new(
+                "render_chart",
+                "Render a chart of a metric as an image.",
+                json!({"type": "object", "properties": {"metric": {"type": "string"}}, "required": ["metric"]}),
+            )]),
+        ),
+        (
+            "audio_in_user_message",
+            ChatRequest::new(vec![Message::user_with(
+                "What is said in this recording?",
+                vec![media::wav()],
+            )]),
+        ),
+    ]
+}
+
+/// The canonical conversation with media called `name`, if there is one.
+pub fn multimodal_conversation(name: &str) -> Option<ChatRequest> {
+    multimodal_conversations()
+        .into_iter()
+        .find_map(|(candidate, request)| (candidate == name).then_some(request))
+}
+
 /// The canonical conversation called `name`, if there is one.
 pub fn conversation(name: &str) -> Option<ChatRequest> {
     conversations()

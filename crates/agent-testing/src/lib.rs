@@ -46,6 +46,7 @@ pub mod faults;
 pub mod http_contract;
 pub mod loopback;
 pub mod mcp_deps;
+pub mod media;
 pub mod mocks;
 pub mod response;
 mod schemas;

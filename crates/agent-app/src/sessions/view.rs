@@ -58,7 +58,7 @@ impl Session {
                 Message::System { content } => {
                     let _ = writeln!(out, "system: {content}");
                 }
-                Message::User { content } => {
+                Message::User { content, .. } => {
                     let _ = write!(out, "\nyou: {content}\n");
                 }
                 Message::Assistant(assistant) => {

@@ -383,7 +383,7 @@ pub fn whole_turns(messages: &[Message]) -> Result<Vec<WholeTurn>, String> {
         rest = after;
         let prompt = match first {
             Message::System { .. } => continue,
-            Message::User { content } => content,
+            Message::User { content, .. } => content,
             other => return Err(format!("a {other:?} starts no turn")),
         };
         let turn = Model::turn_of(prompt).ok_or_else(|| format!("`{prompt}` is no turn's prompt"))?;

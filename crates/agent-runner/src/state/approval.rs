@@ -190,6 +190,7 @@ impl RunState {
                 duration: Duration::ZERO,
                 cached: false,
                 delegated_usage: None,
+                attachments: Vec::new(),
             };
             if let Some(index) = index {
                 // The phase was checked above and the index is in range.

@@ -225,7 +225,7 @@ impl RunState {
         for message in &self.request.messages {
             match message {
                 Message::System { content } => evidence.add(content),
-                Message::User { content } => evidence.add_user(content),
+                Message::User { content, .. } => evidence.add_user(content),
                 Message::Tool(result) => evidence.add(&result.content),
                 Message::Assistant(_) => {}
             }

@@ -80,7 +80,7 @@ impl RunState {
     /// its first model call).
     pub fn user_message(&self) -> Option<&str> {
         self.request.messages.iter().rev().find_map(|message| match message {
-            Message::User { content } => Some(content.as_str()),
+            Message::User { content, .. } => Some(content.as_str()),
             _ => None,
         })
     }
@@ -94,7 +94,7 @@ impl RunState {
             .iter_mut()
             .rev()
             .find_map(|message| match message {
-                Message::User { content } => Some(content),
+                Message::User { content, .. } => Some(content),
                 _ => None,
             })
         {

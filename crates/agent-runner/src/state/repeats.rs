@@ -65,7 +65,7 @@ impl RunState {
             .map(|(name, arguments)| format!("{name}({arguments})"))
             .collect();
         let question = self.request.messages.iter().rev().find_map(|message| match message {
-            Message::User { content } if !content.trim().is_empty() => Some(content.as_str()),
+            Message::User { content, .. } if !content.trim().is_empty() => Some(content.as_str()),
             _ => None,
         });
         let reminder = prompts::repeated_calls_reminder(&made, question.unwrap_or_default());

@@ -233,6 +233,7 @@ impl RunState {
                 duration: Duration::ZERO,
                 cached: false,
                 delegated_usage: None,
+                attachments: Vec::new(),
             });
             // It never runs: it does not count against the tool-call budget.
             self.approval.denied += 1;

@@ -140,7 +140,7 @@ pub fn chars(request: &ChatRequest) -> usize {
         .messages
         .iter()
         .map(|message| match message {
-            Message::System { content } | Message::User { content } => content.chars().count(),
+            Message::System { content } | Message::User { content, .. } => content.chars().count(),
             Message::Assistant(reply) => {
                 reply.content.chars().count()
                     + reply
@@ -187,7 +187,7 @@ pub fn summarised_text(request: &ChatRequest) -> String {
     assert_eq!(request.system, None);
     assert!(request.tools.is_empty());
     assert_eq!(request.tool_choice, ToolChoice::None);
-    let [Message::User { content }] = request.messages.as_slice() else {
+    let [Message::User { content, .. }] = request.messages.as_slice() else {
         panic!("one user message: {:?}", request.messages);
     };
     let (head, tail) = template_parts();

@@ -107,7 +107,7 @@ fn messages(request: &ChatRequest) -> Vec<Json> {
     for message in &request.messages {
         out.push(match message {
             Message::System { content } => json!({"role": "system", "content": content}),
-            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::User { content, .. } => json!({"role": "user", "content": content}),
             Message::Assistant(assistant) if assistant.tool_calls.is_empty() => {
                 json!({"role": "assistant", "content": assistant.content})
             }

@@ -88,7 +88,7 @@ fn run(client: &LlamaClient, grounding: Grounding) -> AgentRunResult {
 fn invented(result: &AgentRunResult) -> Vec<String> {
     let mut evidence = Evidence::new();
     for message in &result.messages {
-        if let Message::User { content } = message {
+        if let Message::User { content, .. } = message {
             evidence.add_user(content);
         }
     }

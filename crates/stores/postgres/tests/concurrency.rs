@@ -93,7 +93,7 @@ async fn two_stores_appending_to_one_conversation_store_every_turn_once_and_whol
     let mut seen = HashSet::new();
     let mut next = [0_usize; 2];
     let mut rest = &loaded.messages[..];
-    while let Some(Message::User { content }) = rest.first() {
+    while let Some(Message::User { content, .. }) = rest.first() {
         let (writer, i) = content.split_once(' ').unwrap();
         let i: usize = i.parse().unwrap();
         let index: usize = writer[1..].parse().unwrap();
@@ -109,7 +109,7 @@ async fn two_stores_appending_to_one_conversation_store_every_turn_once_and_whol
         .messages
         .iter()
         .filter_map(|message| match message {
-            Message::User { content } => content.chars().nth(1),
+            Message::User { content, .. } => content.chars().nth(1),
             _ => None,
         })
         .collect();

@@ -141,7 +141,7 @@ async fn two_processes_append_to_one_session_and_to_their_own_without_losing_any
     let mut switches = 0;
     let mut last = None;
     for chunk in shared.messages.chunks(4) {
-        let Message::User { content } = &chunk[0] else {
+        let Message::User { content, .. } = &chunk[0] else {
             panic!("a turn starts with its user message")
         };
         let process = usize::from(!content.starts_with("p1 "));

@@ -140,7 +140,7 @@ async fn concurrent_tasks_append_whole_turns_and_lose_nothing() {
     let loaded = store.load("busy").await.unwrap().unwrap();
     assert_eq!(loaded.messages.len(), 8 * 10 * 5);
     for chunk in loaded.messages.chunks(5) {
-        let Message::User { content } = &chunk[0] else {
+        let Message::User { content, .. } = &chunk[0] else {
             panic!("a turn starts with its user message")
         };
         let tag = content.split(':').next().unwrap();

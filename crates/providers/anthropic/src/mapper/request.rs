@@ -173,7 +173,7 @@ fn estimate_size(request: &ChatRequest) -> usize {
         .messages
         .iter()
         .map(|message| match message {
-            Message::System { content } | Message::User { content } => content.len() + 48,
+            Message::System { content } | Message::User { content, .. } => content.len() + 48,
             Message::Assistant(assistant) => {
                 assistant.content.len()
                     + 64

@@ -83,7 +83,7 @@ pub(super) fn group_turns(messages: &[Message]) -> Vec<Turn<'_>> {
                 Vec::new(),
                 vec![text(Cow::Owned(format!("<system>{content}</system>")))],
             ),
-            Message::User { content } if !is_blank(content) => {
+            Message::User { content, .. } if !is_blank(content) => {
                 (Role::User, Vec::new(), vec![text(Cow::Borrowed(content))])
             }
             Message::System { .. } | Message::User { .. } => continue,

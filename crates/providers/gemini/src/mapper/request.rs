@@ -108,7 +108,7 @@ fn conversation(request: &ChatRequest) -> Result<(Vec<Value>, Vec<Value>), LlmEr
                     json!({"text": format!("{MID_CONVERSATION_SYSTEM_MARKER}{content}")}),
                 );
             }
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 opening = false;
                 contents.push("user", json!({"text": content}));
             }
@@ -382,6 +382,7 @@ mod tests {
                 name: String::new(),
                 content: content.into(),
                 is_error,
+                attachments: Vec::new(),
             };
             function_response(&result, &names)["functionResponse"].clone()
         };

@@ -159,7 +159,7 @@ impl Serialize for Messages<'_> {
                     role: "system",
                     content,
                 })?,
-                Message::User { content } => seq.serialize_element(&Text { role: "user", content })?,
+                Message::User { content, .. } => seq.serialize_element(&Text { role: "user", content })?,
                 Message::Assistant(assistant) => seq.serialize_element(&Assistant(assistant))?,
                 Message::Tool(result) => seq.serialize_element(&ToolMessage {
                     role: "tool",

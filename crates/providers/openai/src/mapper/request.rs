@@ -67,7 +67,7 @@ fn estimate_size(request: &ChatRequest) -> usize {
         .messages
         .iter()
         .map(|message| match message {
-            Message::System { content } | Message::User { content } => content.len() + 48,
+            Message::System { content } | Message::User { content, .. } => content.len() + 48,
             Message::Assistant(assistant) => {
                 assistant.content.len()
                     + 48
@@ -146,7 +146,7 @@ impl Serialize for Messages<'_> {
                     role: self.system_role.as_str(),
                     content,
                 })?,
-                Message::User { content } => seq.serialize_element(&TextMessage { role: "user", content })?,
+                Message::User { content, .. } => seq.serialize_element(&TextMessage { role: "user", content })?,
                 Message::Assistant(assistant) => seq.serialize_element(&WireAssistant {
                     message: assistant,
                     send_reasoning_content: self.send_reasoning_content,
