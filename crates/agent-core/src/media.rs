@@ -199,6 +199,46 @@ pub enum MediaError {
     },
 }
 
+/// The largest attachment of each kind a provider takes, in bytes: each
+/// provider's defaults come from its documented limits, and its
+/// `[providers.NAME]` table may lower (or raise) them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaLimits {
+    /// The largest image.
+    pub max_image_bytes: u64,
+    /// The largest document (PDF or text file).
+    pub max_document_bytes: u64,
+    /// The largest recording.
+    pub max_audio_bytes: u64,
+}
+
+impl MediaLimits {
+    /// The limit of `kind`.
+    pub fn max_for(&self, kind: MediaKind) -> u64 {
+        match kind {
+            MediaKind::Image => self.max_image_bytes,
+            MediaKind::Document => self.max_document_bytes,
+            MediaKind::Audio => self.max_audio_bytes,
+        }
+    }
+
+    /// Refuses `attachment` when it is larger than `provider` takes
+    /// ([`MediaError::TooLarge`]). An attachment given by URL has no known
+    /// size: the provider judges it.
+    pub fn check(&self, attachment: &Attachment, provider: &str) -> Result<(), MediaError> {
+        let max = self.max_for(attachment.kind);
+        if attachment.size > max {
+            return Err(MediaError::TooLarge {
+                kind: attachment.kind,
+                size: attachment.size,
+                max,
+                provider: provider.to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
 impl From<MediaError> for crate::LlmError {
     fn from(error: MediaError) -> Self {
         Self::new(crate::LlmErrorKind::UnsupportedInput, error.to_string())

@@ -117,3 +117,32 @@ fn mime_names_are_normalised_and_kinds_told() {
     let png = Attachment::from_bytes(PNG.to_vec(), None, None).expect("a png");
     assert_eq!(png.describe(), "an image (image/png)");
 }
+
+#[test]
+fn limits_refuse_what_is_larger_and_name_the_provider() {
+    let limits = MediaLimits {
+        max_image_bytes: 40,
+        max_document_bytes: 1_000,
+        max_audio_bytes: 0,
+    };
+    let png = Attachment::from_bytes(PNG.to_vec(), None, None).expect("a png");
+    assert!(limits.check(&png, "openai").is_ok());
+    let tight = MediaLimits {
+        max_image_bytes: 10,
+        ..limits
+    };
+    let error = tight.check(&png, "openai").expect_err("too large");
+    assert_eq!(
+        error.to_string(),
+        "the image attachment is 33 bytes; openai takes at most 10 bytes"
+    );
+    let error: crate::LlmError = error.into();
+    assert_eq!(error.kind, crate::LlmErrorKind::UnsupportedInput);
+    let url = Attachment::from_url("https://x.test/a.png", "image/png").expect("url");
+    assert!(tight.check(&url, "openai").is_ok());
+    let refusal = crate::unsupported_attachment(&png, "in a tool result", "ollama");
+    assert_eq!(
+        refusal.message,
+        "ollama cannot take an image (image/png) in a tool result"
+    );
+}
