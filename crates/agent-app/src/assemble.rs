@@ -37,6 +37,7 @@ pub fn catalog_for(settings: &Settings, client: &dyn LlmClient) -> Arc<ModelCata
                 provider: "llama".to_owned(),
                 context_window: None,
                 pricing: Pricing::default(),
+                inputs: None,
             },
         );
     }

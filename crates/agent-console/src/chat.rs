@@ -426,6 +426,7 @@ mod tests {
                 provider: "openai".to_owned(),
                 context_window: Some(128_000),
                 pricing,
+                inputs: None,
             },
         );
         catalog

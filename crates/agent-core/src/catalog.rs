@@ -47,6 +47,11 @@ pub struct ModelInfo {
     /// Its prices.
     #[serde(default)]
     pub pricing: Pricing,
+    /// The media it reads besides text; `Some(vec![])` for a text-only
+    /// model, `None` when not known (nothing is refused then). A run
+    /// refuses, before sending, an attachment of a kind not listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<crate::MediaKind>>,
 }
 
 /// Model name -> [`ModelInfo`].
@@ -121,6 +126,7 @@ mod tests {
                 cached_input_per_million: cached,
                 cache_write_per_million: None,
             },
+            inputs: None,
         };
         catalog.insert("gpt-4o", info(2.5, 10.0, Some(1.25)));
         catalog.insert("gpt-4o-mini", info(0.15, 0.6, Some(0.075)));

@@ -152,19 +152,25 @@ impl Agent {
     /// [`AgentRunResult::messages`], or empty) followed by `user_message`.
     /// Drive it with [`resume`](Self::resume), or step it yourself.
     pub fn start(&self, history: Vec<Message>, user_message: impl Into<String>) -> RunState {
-        self.start_with(history, user_message.into(), None)
+        self.start_with(history, Message::user(user_message), None)
+    }
+
+    /// [`start`](Self::start) with a user message of its own: one with
+    /// attachments ([`Message::user_with`]).
+    pub fn start_message(&self, history: Vec<Message>, user_message: Message) -> RunState {
+        self.start_with(history, user_message, None)
     }
 
     /// [`start`](Self::start) with `config` instead of the agent's policies.
     pub(crate) fn start_with(
         &self,
         history: Vec<Message>,
-        user_message: String,
+        user_message: Message,
         config: Option<RunConfig>,
     ) -> RunState {
         let inner = &self.inner;
         let mut messages = history;
-        messages.push(Message::user(user_message));
+        messages.push(user_message);
         let tools = inner.registry.shared_definitions();
         let approval_required: Vec<String> = tools
             .iter()
@@ -217,6 +223,7 @@ impl Agent {
             config.context.window_tokens = info.and_then(|info| info.context_window);
         }
         RunState::new(identity, config, request, pricing)
+            .with_accepted_inputs(info.and_then(|info| info.inputs.clone()))
             .with_protocol(protocol)
             .with_forced_answer(inner.forced_answer_instruction.clone())
             .with_calibration(f64::from_bits(inner.calibration.load(Ordering::Relaxed)))

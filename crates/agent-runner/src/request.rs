@@ -7,7 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, CancellationToken, ConversationStore, Message, RunEnd, StoreError, ToolContext,
+    AgentEvent, AgentRunResult, Attachment, CancellationToken, ConversationStore, Message, RunEnd, StoreError,
+    ToolContext,
 };
 use futures::{Stream, StreamExt};
 
@@ -56,8 +57,12 @@ type Prepared = (Agent, RunState, ToolContext, Option<Arc<dyn RunCheckpoints>>, 
 /// Where a run starts.
 #[derive(Debug)]
 enum Start {
-    /// A new turn: `prompt` after `history`.
-    Prompt { history: Vec<Message>, prompt: String },
+    /// A new turn: `prompt` (and its attachments) after `history`.
+    Prompt {
+        history: Vec<Message>,
+        prompt: String,
+        attachments: Vec<Attachment>,
+    },
     /// A saved or hand-stepped state, driven on.
     State(Box<RunState>),
 }
@@ -132,6 +137,7 @@ impl RunRequest {
             Start::Prompt {
                 history: Vec::new(),
                 prompt,
+                attachments: Vec::new(),
             },
         )
     }
@@ -194,6 +200,15 @@ impl RunRequest {
     /// with [`store_error`](RunError::store_error) set.
     pub fn session(mut self, session: Session) -> Self {
         self.session = Some(session);
+        self
+    }
+
+    /// Sends these images, documents or recordings with the prompt (after
+    /// its text). Ignored for a run that goes on from a saved state.
+    pub fn attach(mut self, attachments: impl IntoIterator<Item = Attachment>) -> Self {
+        if let Start::Prompt { attachments: own, .. } = &mut self.start {
+            own.extend(attachments);
+        }
         self
     }
 
@@ -294,7 +309,15 @@ impl RunRequest {
             )));
         }
         let mut state = match self.start {
-            Start::Prompt { history, prompt } => self.agent.start_with(stored.unwrap_or(history), prompt, self.config),
+            Start::Prompt {
+                history,
+                prompt,
+                attachments,
+            } => self.agent.start_with(
+                stored.unwrap_or(history),
+                Message::user_with(prompt, attachments),
+                self.config,
+            ),
             Start::State(state) => *state,
         };
         if let Some(id) = self.run_id {
@@ -328,7 +351,13 @@ impl RunRequest {
     /// The failed run of a session that could not be loaded.
     fn failed_to_load(&self, session: &Session, error: &StoreError) -> RunError {
         let mut state = match &self.start {
-            Start::Prompt { prompt, .. } => self.agent.start_with(Vec::new(), prompt.clone(), self.config.clone()),
+            Start::Prompt {
+                prompt, attachments, ..
+            } => self.agent.start_with(
+                Vec::new(),
+                Message::user_with(prompt.clone(), attachments.clone()),
+                self.config.clone(),
+            ),
             Start::State(state) => (**state).clone(),
         };
         state.interrupt(

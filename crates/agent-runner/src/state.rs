@@ -77,6 +77,9 @@ pub struct RunState {
     pricing: Option<Pricing>,
     /// The instruction of a forced final answer; the built-in one when unset.
     forced_answer_instruction: Option<String>,
+    /// The media kinds the model reads (from the catalog); unset: not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    accepted_inputs: Option<Vec<agent_core::MediaKind>>,
     /// The format the final answer must take: sent only with a call that
     /// cannot call tools (`sync_answer_format`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,6 +156,15 @@ fn already_checked() -> bool {
     true
 }
 
+/// `text only`, or `image, document`: what a model reads besides text.
+fn describe_inputs(inputs: &[agent_core::MediaKind]) -> String {
+    if inputs.is_empty() {
+        return "text only".to_owned();
+    }
+    let names: Vec<&str> = inputs.iter().map(|kind| kind.as_str()).collect();
+    format!("text and {}", names.join(", "))
+}
+
 /// A new run id: `run_` and 16 random hexadecimal digits (the clock's
 /// nanoseconds if the system has no randomness to give).
 pub(crate) fn new_run_id() -> String {
@@ -208,6 +220,7 @@ impl RunState {
             cost_usd: pricing.map(|_| 0.0),
             pricing,
             forced_answer_instruction: None,
+            accepted_inputs: None,
             answer_format,
             phase: Phase::NeedsModel { forced: None },
             iteration: 0,
@@ -294,6 +307,40 @@ impl RunState {
         } else {
             self.answer_format.clone()
         };
+    }
+
+    /// The model reads only these media kinds besides text (the catalog's
+    /// `inputs`; `None`: not known, nothing is refused): a model call whose
+    /// messages hold an attachment of another kind is not made, and the
+    /// run ends with an [`LlmErrorKind::UnsupportedInput`] error naming the
+    /// part and the model.
+    pub fn with_accepted_inputs(mut self, inputs: Option<Vec<agent_core::MediaKind>>) -> Self {
+        self.accepted_inputs = inputs;
+        self
+    }
+
+    /// Refuses the pending model call when it holds an attachment the model
+    /// cannot read (see [`with_accepted_inputs`](Self::with_accepted_inputs)).
+    pub(crate) fn check_inputs(&mut self) {
+        let Some(accepted) = &self.accepted_inputs else { return };
+        let refused = self
+            .request
+            .messages
+            .iter()
+            .flat_map(Message::attachments)
+            .find(|attachment| !accepted.contains(&attachment.kind));
+        if let Some(attachment) = refused {
+            let error = LlmError::new(
+                LlmErrorKind::UnsupportedInput,
+                format!(
+                    "the model `{}` does not read {} (the model catalog lists {}): the request was not sent",
+                    self.identity.model,
+                    attachment.describe(),
+                    describe_inputs(accepted)
+                ),
+            );
+            self.end_with_error(error);
+        }
     }
 
     /// Ends the run after at most `max_iterations` model calls (with a

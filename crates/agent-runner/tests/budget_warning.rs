@@ -100,6 +100,7 @@ fn an_unenforceable_cost_budget_is_warned_about_once_per_run_and_an_enforceable_
                     output_per_million: 1.0,
                     ..Pricing::default()
                 },
+                inputs: None,
             },
         );
         let result = run(&script(), Some(catalog));

@@ -28,6 +28,7 @@ fn catalog() -> Arc<ModelCatalog> {
                 output_per_million: 2000.0,
                 ..Pricing::default()
             },
+            inputs: None,
         },
     );
     Arc::new(catalog)

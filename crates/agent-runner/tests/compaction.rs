@@ -260,6 +260,7 @@ fn catalog(window: u64) -> Arc<ModelCatalog> {
             provider: "scripted".into(),
             context_window: Some(window),
             pricing: agent_core::Pricing::default(),
+            inputs: None,
         },
     );
     Arc::new(catalog)

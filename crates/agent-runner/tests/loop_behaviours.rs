@@ -698,6 +698,7 @@ async fn the_result_records_calls_usage_cost_and_a_history_that_continues() {
                 output_per_million: 2.0,
                 ..agent_core::Pricing::default()
             },
+            inputs: None,
         },
     );
     let client = ScriptedClient::new()

@@ -314,6 +314,7 @@ fn priced_catalog() -> Arc<ModelCatalog> {
                 output_per_million: 2_000_000.0,
                 ..Pricing::default()
             },
+            inputs: None,
         },
     );
     Arc::new(catalog)

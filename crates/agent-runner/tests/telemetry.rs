@@ -110,6 +110,7 @@ fn a_run_opens_agent_chat_and_tool_spans_and_records_genai_metrics() {
                 output_per_million: 2000.0,
                 ..agent_core::Pricing::default()
             },
+            inputs: None,
         },
     );
     let agent = common::agent(&client).name("travel").catalog(Arc::new(catalog)).build();

@@ -46,3 +46,59 @@ async fn a_tools_image_reaches_the_next_model_call_in_its_result() {
             .any(|message| message.attachments() == [media::png()])
     );
 }
+
+fn catalog(inputs: Option<Vec<agent_core::MediaKind>>) -> Arc<agent_core::ModelCatalog> {
+    let mut catalog = agent_core::ModelCatalog::new();
+    catalog.insert(
+        "scripted-model",
+        agent_core::ModelInfo {
+            provider: "scripted".into(),
+            context_window: None,
+            pricing: agent_core::Pricing::default(),
+            inputs,
+        },
+    );
+    Arc::new(catalog)
+}
+
+#[tokio::test]
+async fn an_attachment_the_model_cannot_read_is_refused_before_any_request() {
+    let client = ScriptedClient::new().respond(response::text("never"));
+    let agent = Agent::builder(Arc::new(client.clone()))
+        .catalog(catalog(Some(Vec::new())))
+        .build();
+    let error = agent
+        .run("What is in this picture?")
+        .attach([media::png()])
+        .await
+        .expect_err("a text-only model cannot read an image");
+    assert!(client.requests().is_empty(), "nothing was sent");
+    let result = &error.result;
+    assert_eq!(result.stop_reason, RunEnd::Error);
+    let detail = result.stop_detail.as_deref().unwrap_or_default();
+    assert!(
+        detail.contains("the model `scripted-model` does not read an image (image/png)")
+            && detail.contains("text only"),
+        "{detail}"
+    );
+    // The user's message and its image are kept in the record.
+    assert_eq!(result.messages[0].attachments(), [media::png()]);
+}
+
+#[tokio::test]
+async fn an_attachment_the_catalog_allows_or_does_not_know_about_is_sent() {
+    for inputs in [Some(vec![agent_core::MediaKind::Image]), None] {
+        let client = ScriptedClient::new().respond(response::text("A tiny transparent square."));
+        let agent = Agent::builder(Arc::new(client.clone()))
+            .catalog(catalog(inputs))
+            .build();
+        let result = agent
+            .run("What is in this picture?")
+            .attach([media::png()])
+            .await
+            .expect("the model reads images");
+        assert_eq!(result.stop_reason, RunEnd::Completed);
+        let sent = &client.requests()[0];
+        assert_eq!(sent.messages[0].attachments(), [media::png()]);
+    }
+}

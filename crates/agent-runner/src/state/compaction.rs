@@ -105,6 +105,7 @@ impl RunState {
         self.prepared = true;
         if matches!(self.phase, Phase::NeedsModel { .. }) {
             self.sync_answer_format();
+            self.check_inputs();
         }
         if matches!(self.phase, Phase::NeedsModel { .. }) && !self.context.checked {
             self.context.checked = true;

@@ -33,6 +33,10 @@ pub struct CatalogEntry {
     /// Prompt tokens written to the cache (the input price when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
+    /// The media the model reads besides text (`image`, `document`,
+    /// `audio`); `[]`: text only; unset: not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<crate::core::MediaKind>>,
 }
 
 impl CatalogEntry {
@@ -47,6 +51,7 @@ impl CatalogEntry {
                 cached_input_per_million: self.cached_input,
                 cache_write_per_million: self.cache_write,
             },
+            inputs: self.inputs.clone(),
         }
     }
 

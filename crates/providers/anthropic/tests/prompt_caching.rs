@@ -61,6 +61,7 @@ async fn a_second_identical_request_read_from_the_cache_costs_less() {
             provider: "anthropic".into(),
             context_window: Some(200_000),
             pricing,
+            inputs: None,
         },
     );
 
