@@ -3,7 +3,7 @@
 //! ```text
 //! agentry run [--config F] [--provider P] [--model M] [--base-url URL]
 //!             [--tools a,b] [--max-iterations N] [--session NAME]
-//!             [--stream | --schema FILE] [--json] PROMPT
+//!             [--stream | --schema FILE] [--attach FILE]... [--json] PROMPT
 //! agentry resume [--config F] [--provider P] [--model M] [--base-url URL]
 //!                [--tools a,b] [--stream] [--json]
 //!                [--approve ID]... [--deny ID]... [--reason TEXT] SESSION

@@ -68,6 +68,10 @@ pub struct RunArgs {
     /// (with --json: as the object's `output` key).
     #[arg(long, value_name = "FILE", conflicts_with = "stream")]
     pub schema: Option<PathBuf>,
+    /// Send this image, PDF, text file or recording with the prompt
+    /// (repeatable); its type is checked against its content.
+    #[arg(long = "attach", value_name = "FILE", conflicts_with = "schema")]
+    pub attach: Vec<PathBuf>,
     /// The prompt ("-" reads it from standard input).
     #[arg(value_name = "PROMPT")]
     pub prompt: String,
@@ -180,6 +184,8 @@ pub(crate) async fn open_session(
 pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path, quiet: bool) -> Result<u8, AppError> {
     let prompt = read_prompt(&args.prompt)?;
     let schema = args.schema.as_deref().map(|path| read_schema(path, cwd)).transpose()?;
+    let attachments = agentry::media::attachments_from_files(&args.attach, cwd)
+        .map_err(|error| AppError::Usage(error.to_string()))?;
     let settings = Settings::load(&args.agent.overrides(), env, cwd)?;
     let tools = crate::tools::ToolBox::from_settings(&settings, env).await?;
     let session = open_session(&settings, args.agent.session.as_deref(), true).await?;
@@ -197,9 +203,10 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path, quiet: bool) -> Re
         progress: !quiet,
     };
     if let Some(router) = crate::scenes::router_for(&settings, &client, &tools)? {
-        if schema.is_some() {
+        if schema.is_some() || !attachments.is_empty() {
             return Err(AppError::Usage(
-                "--schema does not apply when [scenes] are configured; use another configuration file".to_owned(),
+                "--schema and --attach do not apply when [scenes] are configured; use another configuration file"
+                    .to_owned(),
             ));
         }
         return scene_run(&settings, &router, prompt, session.as_ref(), output).await;
@@ -210,7 +217,7 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path, quiet: bool) -> Re
         return typed_run(&settings, &agent, prompt, schema, session.as_ref(), &history, args.json).await;
     }
     let continued = history.len();
-    let state = agent.start(history, prompt.as_str());
+    let state = agent.start_message(history, Message::user_with(prompt, attachments));
     finish(&settings, &agent, state, session.as_ref(), continued, output).await
 }
 

@@ -111,6 +111,7 @@ pub mod config;
 mod domain;
 mod error;
 mod guardrails;
+pub mod media;
 pub mod prelude;
 mod provider;
 mod scene;
