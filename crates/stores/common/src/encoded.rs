@@ -7,13 +7,17 @@ use agent_core::{Message, Role, StoreError, TurnMeta, Usage};
 
 use crate::count_user_messages;
 
-/// A message ready to be stored: its role and its JSON text.
+/// A message ready to be stored: its role, its JSON text (inline media
+/// written as references to their hash) and the media themselves, which
+/// the store keeps once each.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EncodedMessage {
     /// The role, as in the message's JSON.
     pub role: &'static str,
     /// The message as JSON.
     pub body: String,
+    /// The inline media of the message, each content once.
+    pub media: Vec<crate::MediaBlob>,
 }
 
 impl EncodedMessage {
@@ -29,9 +33,13 @@ impl EncodedMessage {
             Role::Assistant => "assistant",
             Role::Tool => "tool",
         };
-        let body = serde_json::to_string(message)
+        let (stored, media) = match crate::media::externalise(message) {
+            Some((stored, media)) => (Some(stored), media),
+            None => (None, Vec::new()),
+        };
+        let body = serde_json::to_string(stored.as_ref().unwrap_or(message))
             .map_err(|error| StoreError::backend(format!("could not encode a {role} message: {error}")))?;
-        Ok(Self { role, body })
+        Ok(Self { role, body, media })
     }
 
     /// Encodes every message, in order.

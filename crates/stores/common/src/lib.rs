@@ -11,7 +11,8 @@
 //!   [`close_tool_calls`] with a message of the caller's choosing);
 //! - compaction: the context a summary leaves ([`context_with_summary`])
 //!   and where a new summary cuts the stored messages ([`compaction_cut`]);
-//! - turns encoded for a database ([`EncodedTurn`], [`EncodedMessage`]);
+//! - turns encoded for a database ([`EncodedTurn`], [`EncodedMessage`]),
+//!   their media kept once by content hash ([`MediaBlob`], [`restore_media`]);
 //! - metadata bookkeeping ([`record_turn`], [`imported_meta`],
 //!   [`count_user_messages`]) and the timestamp format
 //!   ([`utc_timestamp`], [`utc_now`]).
@@ -40,6 +41,7 @@
 
 mod compaction;
 mod encoded;
+mod media;
 mod memory;
 mod meta;
 mod sendable;
@@ -47,6 +49,7 @@ mod time;
 
 pub use compaction::{compaction_cut, context_with_summary};
 pub use encoded::{EncodedMessage, EncodedTurn};
+pub use media::{MediaBlob, content_hash, externalise, restore_media, stored_hashes, verified};
 pub use memory::InMemoryStore;
 pub use meta::{count_user_messages, imported_meta, record_turn};
 pub use sendable::{close_tool_calls, make_sendable};

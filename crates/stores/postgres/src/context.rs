@@ -33,7 +33,7 @@ async fn read_rows(conn: &mut PgConnection, name: &str, first_seq: u64) -> Resul
     let rows = query("SELECT seq, body FROM messages WHERE conversation = $1 AND seq >= $2 ORDER BY seq")
         .bind(name)
         .bind(to_sql_count(first_seq)?)
-        .fetch_all(conn)
+        .fetch_all(&mut *conn)
         .await
         .map_err(db)?;
     let mut messages = Vec::with_capacity(rows.len());
@@ -47,7 +47,29 @@ async fn read_rows(conn: &mut PgConnection, name: &str, first_seq: u64) -> Resul
         })?;
         messages.push(message);
     }
+    restore(conn, name, &mut messages).await?;
     Ok(messages)
+}
+
+/// Puts the bytes of the stored media `messages` refer to back in them.
+async fn restore(conn: &mut PgConnection, name: &str, messages: &mut [Message]) -> Result<(), StoreError> {
+    let hashes: Vec<String> = agent_store::stored_hashes(messages).into_iter().collect();
+    if hashes.is_empty() {
+        return Ok(());
+    }
+    let rows = query("SELECT sha256, data FROM media WHERE sha256 = ANY($1)")
+        .bind(&hashes)
+        .fetch_all(conn)
+        .await
+        .map_err(db)?;
+    let mut blobs = std::collections::HashMap::with_capacity(rows.len());
+    for row in rows {
+        let sha256: String = row.try_get(0).map_err(db)?;
+        let data: Vec<u8> = row.try_get(1).map_err(db)?;
+        let data = agent_store::verified(&sha256, data)?;
+        blobs.insert(sha256, data);
+    }
+    agent_store::restore_media(name, messages, &blobs)
 }
 
 /// Loads the context of a conversation (its summary, then the messages

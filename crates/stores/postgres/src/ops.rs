@@ -116,9 +116,32 @@ async fn insert_messages(
     .bind(turn)
     .bind(roles)
     .bind(bodies)
-    .execute(conn)
+    .execute(&mut *conn)
     .await
     .map_err(|error| db_in(name, error))?;
+    insert_media(conn, name, messages).await
+}
+
+/// Keeps each medium of `messages` once in the store, used by `name`.
+async fn insert_media(conn: &mut PgConnection, name: &str, messages: &[EncodedMessage]) -> Result<(), StoreError> {
+    for blob in messages.iter().flat_map(|message| &message.media) {
+        query(
+            "INSERT INTO media (sha256, mime_type, size, data) VALUES ($1, $2, $3, $4) ON CONFLICT (sha256) DO NOTHING",
+        )
+        .bind(&blob.sha256)
+        .bind(&blob.mime_type)
+        .bind(to_sql_count(blob.data.len() as u64)?)
+        .bind(&blob.data[..])
+        .execute(&mut *conn)
+        .await
+        .map_err(|error| db_in(name, error))?;
+        query("INSERT INTO conversation_media (conversation, sha256) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(name)
+            .bind(&blob.sha256)
+            .execute(&mut *conn)
+            .await
+            .map_err(|error| db_in(name, error))?;
+    }
     Ok(())
 }
 
@@ -185,18 +208,27 @@ pub async fn list(pool: &PgPool) -> Result<Vec<ConversationMeta>, StoreError> {
     rows.iter().map(meta_of).collect()
 }
 
-/// Deletes a conversation; its messages, summaries and checkpoint go with
-/// it (`ON DELETE CASCADE`), in the same statement.
+/// Deletes a conversation; its messages, summaries, checkpoint and media
+/// uses go with it (`ON DELETE CASCADE`), and the media no other
+/// conversation uses, in one transaction.
 pub async fn delete(pool: &PgPool, name: &str) -> Result<(), StoreError> {
+    let mut tx = pool.begin().await.map_err(db)?;
     let deleted = query("DELETE FROM conversations WHERE name = $1")
         .bind(name)
-        .execute(pool)
+        .execute(&mut *tx)
         .await
         .map_err(db)?;
     if deleted.rows_affected() == 0 {
         return Err(StoreError::not_found(name));
     }
-    Ok(())
+    query(
+        "DELETE FROM media WHERE NOT EXISTS \
+         (SELECT 1 FROM conversation_media WHERE conversation_media.sha256 = media.sha256)",
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)
 }
 
 /// Stores a whole conversation with its metadata, as turn 0, in one

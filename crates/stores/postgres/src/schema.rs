@@ -23,7 +23,10 @@ use crate::error;
 /// Each migration: its version, its description (the file name's, with
 /// spaces for underscores, as sqlx reads it) and its SQL. Never edit one
 /// that has been released: databases record its checksum.
-const MIGRATIONS: [(i64, &str, &str); 1] = [(1, "conversations", include_str!("../migrations/0001_conversations.sql"))];
+const MIGRATIONS: [(i64, &str, &str); 2] = [
+    (1, "conversations", include_str!("../migrations/0001_conversations.sql")),
+    (2, "media", include_str!("../migrations/0002_media.sql")),
+];
 
 /// The version of the newest migration this crate applies.
 pub const LATEST_MIGRATION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;

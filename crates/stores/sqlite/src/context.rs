@@ -45,7 +45,33 @@ fn read_rows(
         })?;
         messages.push(message);
     }
+    drop(rows);
+    drop(statement);
+    restore(tx, name, &mut messages)?;
     Ok(messages)
+}
+
+/// Puts the bytes of the stored media `messages` refer to back in them.
+fn restore(tx: &Transaction<'_>, name: &str, messages: &mut [Message]) -> Result<(), StoreError> {
+    let hashes = agent_store::stored_hashes(messages);
+    if hashes.is_empty() {
+        return Ok(());
+    }
+    let mut blobs = std::collections::HashMap::with_capacity(hashes.len());
+    let mut statement = tx
+        .prepare_cached("SELECT data FROM media WHERE sha256 = ?1")
+        .map_err(db)?;
+    for sha256 in hashes {
+        let data: Option<Vec<u8>> = statement
+            .query_row([&sha256], |row| row.get(0))
+            .optional()
+            .map_err(db)?;
+        if let Some(data) = data {
+            let data = agent_store::verified(&sha256, data)?;
+            blobs.insert(sha256, data);
+        }
+    }
+    agent_store::restore_media(name, messages, &blobs)
 }
 
 /// The metadata of the conversation `name`, if it exists.

@@ -102,6 +102,31 @@ fn insert_messages(
         statement
             .execute(params![id, seq, turn, message.role, message.body])
             .map_err(db)?;
+        insert_media(tx, id, &message.media)?;
+    }
+    Ok(())
+}
+
+/// Keeps each of `media` once in the store, used by conversation `id`.
+fn insert_media(tx: &Transaction<'_>, id: i64, media: &[agent_store::MediaBlob]) -> Result<(), StoreError> {
+    for blob in media {
+        tx.prepare_cached(
+            "INSERT INTO media (sha256, mime_type, size, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (sha256) DO NOTHING",
+        )
+        .map_err(db)?
+        .execute(params![
+            blob.sha256,
+            blob.mime_type,
+            to_sql_count(blob.data.len() as u64)?,
+            &blob.data[..]
+        ])
+        .map_err(db)?;
+        tx.prepare_cached(
+            "INSERT INTO conversation_media (conversation_id, sha256) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        )
+        .map_err(db)?
+        .execute(params![id, blob.sha256])
+        .map_err(db)?;
     }
     Ok(())
 }
@@ -170,12 +195,18 @@ pub fn list(conn: &Connection) -> Result<Vec<ConversationMeta>, StoreError> {
 pub fn delete(conn: &mut Connection, name: &str) -> Result<(), StoreError> {
     let tx = begin_write(conn)?;
     let id = conversation_id(&tx, name)?;
-    for table in ["messages", "summaries", "checkpoints"] {
+    for table in ["messages", "summaries", "checkpoints", "conversation_media"] {
         tx.execute(&format!("DELETE FROM {table} WHERE conversation_id = ?1"), [id])
             .map_err(db)?;
     }
     tx.execute("DELETE FROM conversations WHERE id = ?1", [id])
         .map_err(db)?;
+    // Media no other conversation uses go with it.
+    tx.execute(
+        "DELETE FROM media WHERE NOT EXISTS (SELECT 1 FROM conversation_media WHERE conversation_media.sha256 = media.sha256)",
+        [],
+    )
+    .map_err(db)?;
     tx.commit().map_err(db)
 }
 

@@ -12,8 +12,8 @@ use crate::db;
 /// The schema version this crate writes (`PRAGMA user_version`).
 ///
 /// 1: conversations and their messages. 2: summaries (compaction) and run
-/// checkpoints.
-pub const SCHEMA_VERSION: u32 = 2;
+/// checkpoints. 3: media, once per content, and which conversations use them.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`. Never edit
 /// one that has been released: files written with it exist.
@@ -64,6 +64,23 @@ CREATE TABLE checkpoints (
     saved_at TEXT NOT NULL,
     body TEXT NOT NULL
 );
+",
+    // 3: each distinct attachment once, by the SHA-256 of its bytes (the
+    // messages hold references), and the conversations that use each, so
+    // that deleting the last one deletes it.
+    r"
+CREATE TABLE media (
+    sha256 TEXT PRIMARY KEY,
+    mime_type TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE conversation_media (
+    conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    sha256 TEXT NOT NULL REFERENCES media (sha256),
+    PRIMARY KEY (conversation_id, sha256)
+) WITHOUT ROWID;
+CREATE INDEX conversation_media_by_hash ON conversation_media (sha256);
 ",
 ];
 

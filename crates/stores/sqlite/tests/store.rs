@@ -256,7 +256,7 @@ async fn a_version_1_file_is_upgraded_and_keeps_its_conversations() {
     let raw = rusqlite::Connection::open(&path).unwrap();
     let version: u32 = raw.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
     assert_eq!(version, agent_store_sqlite::SCHEMA_VERSION);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
 
     // The upgraded file does what a new one does.
     store

@@ -1,0 +1,170 @@
+//! Media kept once per store, by content hash.
+//!
+//! A conversation that sends the same 5 MiB screenshot in every turn would
+//! store it in every message, as base64. Instead, [`EncodedMessage`](crate::EncodedMessage)
+//! writes each inline attachment as a reference ([`MediaSource::Stored`],
+//! its SHA-256) and hands the bytes over as a [`MediaBlob`], which a store
+//! keeps once; loading puts the bytes back ([`restore_media`]).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use agent_core::{MediaSource, Message, StoreError};
+use sha2::{Digest, Sha256};
+
+/// One distinct content: its hash, type and bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MediaBlob {
+    /// The SHA-256 of `data`, in lowercase hexadecimal.
+    pub sha256: String,
+    /// Its MIME type.
+    pub mime_type: String,
+    /// The bytes.
+    pub data: Arc<[u8]>,
+}
+
+impl std::fmt::Debug for MediaBlob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "MediaBlob({}, {} bytes, {})",
+            self.mime_type,
+            self.data.len(),
+            &self.sha256[..12.min(self.sha256.len())]
+        )
+    }
+}
+
+/// The SHA-256 of `data`, in lowercase hexadecimal.
+pub fn content_hash(data: &[u8]) -> String {
+    use std::fmt::Write as _;
+
+    let digest = Sha256::digest(data);
+    digest.iter().fold(String::with_capacity(64), |mut hex, byte| {
+        let _ = write!(hex, "{byte:02x}");
+        hex
+    })
+}
+
+/// `message` with each inline attachment replaced by a reference to its
+/// hash, and the blobs (each content once); `None` when it holds no
+/// inline attachment (nothing to change).
+pub fn externalise(message: &Message) -> Option<(Message, Vec<MediaBlob>)> {
+    if !message
+        .attachments()
+        .iter()
+        .any(|attachment| attachment.bytes().is_some())
+    {
+        return None;
+    }
+    let mut message = message.clone();
+    let mut blobs: Vec<MediaBlob> = Vec::new();
+    for attachment in message.attachments_mut().into_iter().flatten() {
+        let MediaSource::Inline { data } = &attachment.source else {
+            continue;
+        };
+        let sha256 = content_hash(data);
+        if !blobs.iter().any(|blob| blob.sha256 == sha256) {
+            blobs.push(MediaBlob {
+                sha256: sha256.clone(),
+                mime_type: attachment.mime_type.clone(),
+                data: Arc::clone(data),
+            });
+        }
+        attachment.source = MediaSource::Stored { sha256 };
+    }
+    Some((message, blobs))
+}
+
+/// The hashes the stored references of `messages` name.
+pub fn stored_hashes(messages: &[Message]) -> BTreeSet<String> {
+    messages
+        .iter()
+        .flat_map(Message::attachments)
+        .filter_map(|attachment| match &attachment.source {
+            MediaSource::Stored { sha256 } => Some(sha256.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Puts the bytes of `blobs` (hash -> bytes) back into the stored
+/// references of `messages` (of conversation `name`).
+///
+/// # Errors
+///
+/// [`StoreError::Corrupt`](agent_core::StoreError) naming the hash of a
+/// reference whose bytes the store does not hold, or whose bytes do not
+/// have that hash.
+pub fn restore_media<S: std::hash::BuildHasher>(
+    name: &str,
+    messages: &mut [Message],
+    blobs: &HashMap<String, Arc<[u8]>, S>,
+) -> Result<(), StoreError> {
+    for message in messages.iter_mut() {
+        for attachment in message.attachments_mut().into_iter().flatten() {
+            let MediaSource::Stored { sha256 } = &attachment.source else {
+                continue;
+            };
+            let data = blobs.get(sha256).ok_or_else(|| {
+                StoreError::corrupt(format!(
+                    "conversation `{name}` refers to the attachment {sha256}, which the store does not hold"
+                ))
+            })?;
+            attachment.source = MediaSource::Inline { data: Arc::clone(data) };
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `data` read back for `sha256` has that hash.
+///
+/// # Errors
+///
+/// [`StoreError::Corrupt`](agent_core::StoreError) when it does not.
+pub fn verified(sha256: &str, data: Vec<u8>) -> Result<Arc<[u8]>, StoreError> {
+    if content_hash(&data) == sha256 {
+        Ok(data.into())
+    } else {
+        Err(StoreError::corrupt(format!(
+            "the stored attachment {sha256} does not match its hash"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_core::Attachment;
+
+    use super::*;
+
+    const PNG_HEADER: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+
+    fn image() -> Attachment {
+        Attachment::from_bytes(PNG_HEADER.to_vec(), None, None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn inline_media_go_out_once_by_hash_and_come_back() {
+        let message = Message::user_with("twice", vec![image(), image()]);
+        let (stored, blobs) = externalise(&message).unwrap_or_else(|| panic!("inline media"));
+        assert_eq!(blobs.len(), 1);
+        assert!(!serde_json::to_string(&stored).unwrap_or_default().contains("iVBOR"));
+        let hashes = stored_hashes(std::slice::from_ref(&stored));
+        assert_eq!(hashes.into_iter().collect::<Vec<_>>(), [blobs[0].sha256.clone()]);
+        let mut loaded = vec![stored];
+        let held = HashMap::from([(blobs[0].sha256.clone(), Arc::clone(&blobs[0].data))]);
+        restore_media("chat", &mut loaded, &held).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(loaded[0], message);
+        assert!(externalise(&Message::user("no media")).is_none());
+    }
+
+    #[test]
+    fn a_reference_without_its_bytes_or_with_other_bytes_is_a_corrupt_store() {
+        let (stored, blobs) = externalise(&Message::user_with("x", vec![image()])).unwrap_or_else(|| panic!("media"));
+        let error = restore_media("chat", &mut [stored], &HashMap::new()).expect_err("missing");
+        assert!(error.to_string().contains(&blobs[0].sha256), "{error}");
+        assert!(verified(&blobs[0].sha256, b"other".to_vec()).is_err());
+        assert!(verified(&blobs[0].sha256, PNG_HEADER.to_vec()).is_ok());
+    }
+}
