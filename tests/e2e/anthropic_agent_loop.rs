@@ -1,13 +1,17 @@
 //! End to end: the agent loop (agent-runner + agent-tools registry) driving
-//! `AnthropicClient` against a scripted mock server, plain and streamed.
+//! `AnthropicClient` against a scripted mock server, plain and streamed,
+//! and with media: a question about an attached image, and a tool that
+//! returns an image the model then describes.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, RunEnd, Usage};
+use agent_core::{AgentEvent, Attachment, Message, RunEnd, ToolOutput, Usage, encode_base64};
 use agent_provider_anthropic::{AnthropicClient, AnthropicConfig};
-use agent_runner::Agent;
+use agent_runner::{Agent, RunState};
+use agent_testing::{TestTool, TestTools, ToolBehaviour};
+use agent_tools::ToolBox;
 use agentry_tests::{request_bodies, scripted_server, weather_tools};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -177,4 +181,99 @@ async fn the_same_run_streamed() {
     assert_eq!(bodies[0]["stream"], true);
     assert_eq!(bodies[1]["stream"], true);
     assert_second_request(&bodies[1]);
+}
+
+/// A run whose question carries `attachments`. The runner starts a run from
+/// the prompt's text only (`Agent::start` appends `Message::user(text)`), so
+/// the new state's request is rebuilt with the question as
+/// `Message::user_with`, then driven with `Agent::resume`.
+fn start_with(agent: &Agent, question: &str, attachments: Vec<Attachment>) -> RunState {
+    let state = agent.start(Vec::new(), question);
+    let mut request = state.request().clone();
+    if let Some(last) = request.messages.last_mut() {
+        *last = Message::user_with(question, attachments);
+    }
+    RunState::new(state.identity().clone(), agent.config().clone(), request, None)
+}
+
+fn png_block() -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+           "data": encode_base64(agent_testing::media::PNG)}})
+}
+
+#[tokio::test]
+async fn a_question_about_an_attached_image() {
+    let server = scripted_server(vec![message(
+        &json!([{"type": "text", "text": "A single transparent pixel."}]),
+        "end_turn",
+        (90, 8),
+    )])
+    .await;
+    let (agent, runs) = agent(&server);
+    let state = start_with(&agent, "What is in this picture?", vec![agent_testing::media::png()]);
+    let result = agent.resume(state).await.unwrap();
+
+    assert_eq!(result.stop_reason, RunEnd::Completed);
+    assert_eq!(result.response, "A single transparent pixel.");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(
+        bodies[0]["messages"],
+        json!([{"role": "user", "content": [
+            png_block(),
+            {"type": "text", "text": "What is in this picture?", "cache_control": {"type": "ephemeral"}}
+        ]}]),
+        "the image first, then the question carrying the cache breakpoint"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_returns_an_image_that_the_model_then_describes() {
+    let chart = TestTool::new(
+        "render_chart",
+        ToolBehaviour::Reply(ToolOutput::Media {
+            text: "Rendered the sales chart (1 image).".into(),
+            attachments: vec![agent_testing::media::png()],
+        }),
+    );
+    let renders = chart.call_counter();
+    let registry = ToolBox::new();
+    registry
+        .register(Arc::new(TestTools::new("charts").with(chart)), true)
+        .unwrap();
+    let server = scripted_server(vec![
+        message(
+            &json!([{"type": "tool_use", "id": "toolu_c1", "name": "render_chart", "input": {"metric": "sales"}}]),
+            "tool_use",
+            (100, 20),
+        ),
+        message(
+            &json!([{"type": "text", "text": "The chart is a single transparent pixel."}]),
+            "end_turn",
+            (180, 10),
+        ),
+    ])
+    .await;
+    let mut config = AnthropicConfig::new("claude-sonnet-4-5").with_api_key("sk-ant-test");
+    config.base_url = server.uri();
+    let agent = Agent::builder(Arc::new(AnthropicClient::new(config).unwrap()))
+        .tools(Arc::new(registry))
+        .prompt_caching(true)
+        .build();
+    let result = agent.run("Show me the sales chart and describe it.").await.unwrap();
+
+    assert_eq!(result.stop_reason, RunEnd::Completed);
+    assert_eq!(result.response, "The chart is a single transparent pixel.");
+    assert_eq!(renders.load(Ordering::SeqCst), 1);
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(
+        bodies[1]["messages"][2],
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_c1", "content": [
+            {"type": "text", "text": "Rendered the sales chart (1 image)."},
+            png_block()
+        ], "cache_control": {"type": "ephemeral"}}]}),
+        "the image inside the tool result, the breakpoint on the result"
+    );
 }

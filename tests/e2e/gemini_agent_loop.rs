@@ -1,14 +1,18 @@
 //! End to end: the agent loop (agent-runner + agent-tools registry) driving
 //! `GeminiClient` against a scripted mock server, plain and streamed: a
-//! signed function call without id, the tool result, the final answer.
+//! signed function call without id, the tool result, the final answer; and
+//! with media: a question about an attached image, and a tool that returns
+//! an image the model then describes.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, RunEnd};
+use agent_core::{AgentEvent, Attachment, Message, RunEnd, ToolOutput, encode_base64};
 use agent_provider_gemini::{GeminiClient, GeminiConfig};
-use agent_runner::Agent;
+use agent_runner::{Agent, RunState};
+use agent_testing::{TestTool, TestTools, ToolBehaviour};
+use agent_tools::ToolBox;
 use agentry_tests::{scripted_server, weather_tools};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -177,4 +181,99 @@ async fn the_same_run_streamed() {
             .ends_with("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
     );
     assert_tool_round_went_back(&requests[1].1);
+}
+
+/// A run whose question carries `attachments`. The runner starts a run from
+/// the prompt's text only (`Agent::start` appends `Message::user(text)`), so
+/// the new state's request is rebuilt with the question as
+/// `Message::user_with`, then driven with `Agent::resume`.
+fn start_with(agent: &Agent, question: &str, attachments: Vec<Attachment>) -> RunState {
+    let state = agent.start(Vec::new(), question);
+    let mut request = state.request().clone();
+    if let Some(last) = request.messages.last_mut() {
+        *last = Message::user_with(question, attachments);
+    }
+    RunState::new(state.identity().clone(), agent.config().clone(), request, None)
+}
+
+fn png_part() -> Value {
+    json!({"inlineData": {"mimeType": "image/png", "data": encode_base64(agent_testing::media::PNG)}})
+}
+
+fn answer(text: &str, response_id: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(chunk(&json!([{"text": text}]), Some("STOP"), (90, 8), response_id))
+}
+
+#[tokio::test]
+async fn a_question_about_an_attached_image() {
+    let server = scripted_server(vec![answer("A single transparent pixel.", "resp-i1")]).await;
+    let (agent, runs) = agent(&server);
+    let state = start_with(&agent, "What is in this picture?", vec![agent_testing::media::png()]);
+    let result = agent.resume(state).await.unwrap();
+
+    assert_eq!(result.stop_reason, RunEnd::Completed);
+    assert_eq!(result.response, "A single transparent pixel.");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let requests = requests(&server).await;
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].1["contents"],
+        json!([{"role": "user", "parts": [png_part(), {"text": "What is in this picture?"}]}]),
+        "the image first, then the question"
+    );
+}
+
+/// A tool returns a chart image and the model describes it: on Gemini 2.5
+/// the image follows the function response in the same user content; on
+/// Gemini 3 it goes inside the function response.
+#[tokio::test]
+async fn a_tool_returns_an_image_that_the_model_then_describes() {
+    for model in ["gemini-2.5-flash", "gemini-3-flash-preview"] {
+        let chart = TestTool::new(
+            "render_chart",
+            ToolBehaviour::Reply(ToolOutput::Media {
+                text: "Rendered the sales chart (1 image).".into(),
+                attachments: vec![agent_testing::media::png()],
+            }),
+        );
+        let renders = chart.call_counter();
+        let registry = ToolBox::new();
+        registry
+            .register(Arc::new(TestTools::new("charts").with(chart)), true)
+            .unwrap();
+        let call = json!([{"functionCall": {"name": "render_chart", "args": {"metric": "sales"}},
+                           "thoughtSignature": "SIG_C1"}]);
+        let server = scripted_server(vec![
+            ResponseTemplate::new(200).set_body_json(chunk(&call, Some("STOP"), (100, 20), "resp-c1")),
+            answer("The chart is a single transparent pixel.", "resp-c2"),
+        ])
+        .await;
+        let config = GeminiConfig::new(model)
+            .with_api_key("AIza-test")
+            .with_base_url(server.uri());
+        let agent = Agent::builder(Arc::new(GeminiClient::new(config).unwrap()))
+            .tools(Arc::new(registry))
+            .build();
+        let result = agent.run("Show me the sales chart and describe it.").await.unwrap();
+
+        assert_eq!(result.stop_reason, RunEnd::Completed, "{model}");
+        assert_eq!(result.response, "The chart is a single transparent pixel.");
+        assert_eq!(renders.load(Ordering::SeqCst), 1);
+        let requests = requests(&server).await;
+        assert_eq!(requests.len(), 2);
+        assert!(
+            requests[1].0.contains(&format!("/models/{model}:")),
+            "{}",
+            requests[1].0
+        );
+        let response = json!({"name": "render_chart", "response": {"result": "Rendered the sales chart (1 image)."}});
+        let expected = if model.starts_with("gemini-3") {
+            let mut inside = response;
+            inside["parts"] = json!([png_part()]);
+            json!({"role": "user", "parts": [{"functionResponse": inside}]})
+        } else {
+            json!({"role": "user", "parts": [{"functionResponse": response}, png_part()]})
+        };
+        assert_eq!(requests[1].1["contents"][2], expected, "{model}");
+    }
 }

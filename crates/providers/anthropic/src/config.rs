@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use agent_core::{Capabilities, LlmError};
+use agent_core::{Capabilities, LlmError, MediaLimits};
 use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
-use crate::mapper::{BodyOptions, DEFAULT_MAX_TOKENS};
+use crate::mapper::{BodyOptions, DEFAULT_MAX_TOKENS, DEFAULT_MEDIA_LIMITS};
 
 /// The default base URL (`/v1/messages` is appended).
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -33,11 +33,14 @@ pub const PROVIDER_NAME: &str = "anthropic";
 ///     "base_url": "https://proxy.example/",
 ///     "beta": ["context-management-2025-06-27"],
 ///     "thinking": {"budget_tokens": 2048},
-///     "max_retries": 5
+///     "max_retries": 5,
+///     "max_image_bytes": 1_000_000
 /// })).unwrap();
 /// assert_eq!(config.messages_url(), "https://proxy.example/v1/messages");
 /// assert_eq!(config.http.max_retries, 5);
 /// assert_eq!(config.request_options().thinking_budget, Some(2048));
+/// assert_eq!(config.media_limits().max_image_bytes, 1_000_000);
+/// assert_eq!(config.media_limits().max_document_bytes, 25_165_824, "Anthropic's limit by default");
 /// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -64,6 +67,15 @@ pub struct AnthropicConfig {
     pub default_max_tokens: u32,
     /// Extended thinking; off unless set.
     pub thinking: Option<ThinkingConfig>,
+    /// The largest image sent, in bytes (default 3.75 MiB: Anthropic takes
+    /// 5 MB of base64 per image). A larger one is refused before sending.
+    pub max_image_bytes: u64,
+    /// The largest document (PDF or text file) sent, in bytes (default
+    /// 24 MiB: a whole request is at most 32 MB, base64 included).
+    pub max_document_bytes: u64,
+    /// The largest recording sent, in bytes. Anthropic reads no audio, so
+    /// an audio attachment is refused whatever this says (default 0).
+    pub max_audio_bytes: u64,
     /// Timeouts and retries (`timeout_secs`, `max_retries`, … in the same table).
     #[serde(flatten)]
     pub http: HttpConfig,
@@ -93,6 +105,9 @@ impl Default for AnthropicConfig {
             headers: BTreeMap::new(),
             default_max_tokens: DEFAULT_MAX_TOKENS,
             thinking: None,
+            max_image_bytes: DEFAULT_MEDIA_LIMITS.max_image_bytes,
+            max_document_bytes: DEFAULT_MEDIA_LIMITS.max_document_bytes,
+            max_audio_bytes: DEFAULT_MEDIA_LIMITS.max_audio_bytes,
             http: HttpConfig::default(),
         }
     }
@@ -178,6 +193,16 @@ impl AnthropicConfig {
         }
     }
 
+    /// The largest attachment of each kind this configuration sends
+    /// (`max_image_bytes`, `max_document_bytes`, `max_audio_bytes`).
+    pub fn media_limits(&self) -> MediaLimits {
+        MediaLimits {
+            max_image_bytes: self.max_image_bytes,
+            max_document_bytes: self.max_document_bytes,
+            max_audio_bytes: self.max_audio_bytes,
+        }
+    }
+
     /// The mapper options this configuration implies (for non-streamed requests).
     pub fn request_options(&self) -> BodyOptions {
         BodyOptions {
@@ -189,6 +214,7 @@ impl AnthropicConfig {
             },
             thinking_budget: self.thinking.map(|thinking| thinking.budget_tokens),
             stream: false,
+            media_limits: self.media_limits(),
         }
     }
 }
@@ -216,6 +242,7 @@ mod tests {
         );
         let options = config.request_options();
         assert_eq!((options.default_max_tokens, options.thinking_budget), (4096, None));
+        assert_eq!(options.media_limits, DEFAULT_MEDIA_LIMITS);
         assert_eq!(config.http, HttpConfig::default());
     }
 
@@ -231,8 +258,19 @@ mod tests {
             "default_max_tokens": 8000,
             "thinking": {"budget_tokens": 2048},
             "timeout_secs": 30,
+            "max_image_bytes": 1000,
+            "max_document_bytes": 2000,
+            "max_audio_bytes": 3000,
         }))
         .unwrap();
+        assert_eq!(
+            config.request_options().media_limits,
+            MediaLimits {
+                max_image_bytes: 1000,
+                max_document_bytes: 2000,
+                max_audio_bytes: 3000
+            }
+        );
         assert!((config.http.timeout_secs - 30.0).abs() < f64::EPSILON);
         assert_eq!(
             config.request_headers(),
@@ -255,6 +293,7 @@ mod tests {
             serde_json::json!({"modle": "x"}),
             serde_json::json!({"max_retrys": 2}),
             serde_json::json!({"thinking": {"budget": 1}}),
+            serde_json::json!({"max_image_byte": 1}),
         ] {
             let error = serde_json::from_value::<AnthropicConfig>(bad.clone()).unwrap_err();
             assert!(error.to_string().contains("unknown field"), "{bad}: {error}");

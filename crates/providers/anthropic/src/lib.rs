@@ -2,7 +2,9 @@
 //!
 //! Agentry's provider for Anthropic's **Messages API**: tool use (parallel
 //! calls, forced and disabled tool choice), prompt caching, extended
-//! thinking that round-trips unchanged, structured outputs, and streaming.
+//! thinking that round-trips unchanged, structured outputs, streaming, and
+//! images and documents in user messages and tool results
+//! ([`mapper::media`]: what is sent, what is refused, the size limits).
 //!
 //! The crate is split like every Agentry provider:
 //!
@@ -69,9 +71,9 @@ pub use config::{
     AnthropicConfig, DEFAULT_ANTHROPIC_VERSION, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL, PROVIDER_NAME,
     ThinkingConfig,
 };
-pub use mapper::BodyOptions;
 #[allow(deprecated)]
 pub use mapper::RequestOptions;
+pub use mapper::{BodyOptions, DEFAULT_MEDIA_LIMITS};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

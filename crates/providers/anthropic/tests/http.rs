@@ -363,3 +363,78 @@ async fn cancelling_a_stream_mid_body_returns_within_100_ms() {
         "returned {latency:?} after the cancel"
     );
 }
+
+/// Attachments Anthropic cannot take are refused by the client before any
+/// request leaves: audio, and a file over the configured limit (streamed
+/// or not), each an unsupported-input error naming the provider.
+#[tokio::test]
+async fn audio_and_oversized_attachments_are_refused_before_sending() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500))
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    config.max_image_bytes = 50;
+    let client = AnthropicClient::new(config).unwrap();
+    let cancel = CancellationToken::new();
+
+    let audio = agent_testing::canonical::multimodal_conversation("audio_in_user_message").unwrap();
+    let error = client.complete(&audio, &cancel).await.unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    assert_eq!(
+        error.to_string(),
+        "anthropic: unsupported input: anthropic cannot take an audio file (audio/wav) in a user message: it reads \
+         no audio"
+    );
+
+    let image = agent_testing::canonical::multimodal_conversation("image_in_user_message").unwrap();
+    let error = client.complete(&image, &cancel).await.unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    assert_eq!(
+        error.message,
+        "the image attachment is 67 bytes; anthropic takes at most 50 bytes"
+    );
+    let Err(error) = client.stream(&image, &cancel).await else {
+        panic!("a stream was opened for an oversized image");
+    };
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+
+    let received = server.received_requests().await.unwrap();
+    assert!(received.is_empty(), "{} requests were sent", received.len());
+}
+
+/// A completion with an image: the body the server received carries the
+/// image block (its bytes as base64) before the question, and the reply
+/// maps as any other.
+#[tokio::test]
+async fn an_image_question_is_sent_as_an_image_block_then_the_text() {
+    let anthropic = require_wire!("anthropic");
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(body_partial_json(json!({"messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png"}}
+        ]}]})))
+        .respond_with(ok(&anthropic))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let request = ChatRequest::new(vec![Message::user_with(
+        "What is in this picture?",
+        vec![agent_testing::media::png()],
+    )]);
+    let reply = client(&server)
+        .complete(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(reply.stop_reason, StopReason::EndTurn);
+    let received = server.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&received[0].body).unwrap();
+    let content = &body["messages"][0]["content"];
+    assert_eq!(
+        content[0]["source"]["data"],
+        agent_core::encode_base64(agent_testing::media::PNG)
+    );
+    assert_eq!(content[1], json!({"type": "text", "text": "What is in this picture?"}));
+}

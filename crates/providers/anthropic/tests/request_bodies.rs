@@ -1,13 +1,14 @@
-//! Request bodies of the canonical conversations: snapshotted, and checked
-//! field by field where it matters (caching breakpoints, turn merging,
-//! thinking round-trips, the follow-up turn of a recorded exchange).
+//! Request bodies of the canonical conversations (and of those with
+//! media): snapshotted, and checked field by field where it matters
+//! (caching breakpoints, turn merging, thinking round-trips, the follow-up
+//! turn of a recorded exchange, image and document blocks, refusals).
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
-use agent_core::{ChatRequest, Message, ResponseFormat, ToolResult};
+use agent_core::{ChatRequest, LlmErrorKind, MediaLimits, Message, ResponseFormat, ToolResult, encode_base64};
 use agent_provider_anthropic::BodyOptions;
-use agent_provider_anthropic::mapper::parse_response;
+use agent_provider_anthropic::mapper::{DEFAULT_MEDIA_LIMITS, build_request_body, parse_response};
 use agent_testing::require_wire;
 use common::{MODEL, body_json, canonical_requests};
 use serde_json::{Value, json};
@@ -262,4 +263,123 @@ fn the_request_model_overrides_the_configured_one_and_max_tokens_is_always_sent(
         ..BodyOptions::new(MODEL)
     };
     assert_eq!(body_json(&request, &options)["max_tokens"], 333);
+}
+
+/// The canonical conversations with media: each body snapshotted, and a
+/// refusal (audio: Anthropic reads none) snapshotted as its error message.
+#[test]
+fn multimodal_request_bodies_match_their_snapshots() {
+    let conversations = agent_testing::canonical::multimodal_conversations();
+    assert_eq!(conversations.len(), agent_testing::canonical::MULTIMODAL_NAMES.len());
+    for (name, request) in conversations {
+        match build_request_body(&request, &BodyOptions::new(MODEL)) {
+            Ok(bytes) => {
+                let body: Value = serde_json::from_slice(&bytes).unwrap();
+                insta::assert_json_snapshot!(format!("request_{name}"), body);
+            }
+            Err(error) => {
+                assert_eq!(error.kind, LlmErrorKind::UnsupportedInput, "{name}");
+                insta::assert_snapshot!(format!("request_{name}"), error.to_string());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_question_about_two_images_sends_both_before_the_text() {
+    let request = agent_testing::canonical::multimodal_conversation("image_in_user_message").unwrap();
+    let body = body_json(&request, &BodyOptions::new(MODEL));
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": encode_base64(agent_testing::media::PNG)}},
+            {"type": "image", "source": {"type": "url", "url": "https://images.example.com/cat.png"}},
+            {"type": "text", "text": "What is the difference between these two pictures?"}
+        ]}])
+    );
+    let pdf = agent_testing::canonical::multimodal_conversation("pdf_in_user_message").unwrap();
+    assert_eq!(
+        body_json(&pdf, &BodyOptions::new(MODEL))["messages"][0]["content"][0],
+        json!({"type": "document", "title": "report.pdf",
+               "source": {"type": "base64", "media_type": "application/pdf",
+                          "data": encode_base64(agent_testing::media::PDF)}})
+    );
+}
+
+#[test]
+fn an_image_returned_by_a_tool_goes_inside_its_tool_result() {
+    let request = agent_testing::canonical::multimodal_conversation("image_from_tool").unwrap();
+    let body = body_json(&request, &BodyOptions::new(MODEL));
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_chart", "content": [
+            {"type": "text", "text": "Rendered the sales chart (1 image)."},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": encode_base64(agent_testing::media::PNG)}}
+        ]}]})
+    );
+}
+
+/// Prompt caching with media: the breakpoint stays on the last block of
+/// the last message (the question's text, or the `tool_result` holding the
+/// image), never inside a tool result's content; at most three.
+#[test]
+fn prompt_caching_marks_the_last_block_when_there_is_media() {
+    let cached = |name: &str| {
+        let request = ChatRequest {
+            prompt_caching: true,
+            ..agent_testing::canonical::multimodal_conversation(name).unwrap()
+        };
+        breakpoints_of(&body_json(&request, &BodyOptions::new(MODEL)))
+    };
+    assert_eq!(cached("image_in_user_message"), ["/messages/0/content/2"]);
+    assert_eq!(cached("pdf_in_user_message"), ["/messages/0/content/1"]);
+    assert_eq!(cached("image_from_tool"), ["/messages/2/content/0", "/tools/0"]);
+    // A question that is only an image: the image itself is the breakpoint.
+    let request = ChatRequest {
+        prompt_caching: true,
+        ..ChatRequest::new(vec![Message::user_with(" ", vec![agent_testing::media::png()])])
+    };
+    let body = body_json(&request, &BodyOptions::new(MODEL));
+    assert_eq!(breakpoints_of(&body), ["/messages/0/content/0"]);
+    assert_eq!(body["messages"][0]["content"][0]["type"], "image");
+}
+
+#[test]
+fn an_oversized_attachment_is_refused_before_any_body_is_built() {
+    let request = agent_testing::canonical::multimodal_conversation("pdf_in_user_message").unwrap();
+    let options = BodyOptions {
+        media_limits: MediaLimits {
+            max_document_bytes: 100,
+            ..DEFAULT_MEDIA_LIMITS
+        },
+        ..BodyOptions::new(MODEL)
+    };
+    let error = build_request_body(&request, &options).unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    let size = agent_testing::media::PDF.len();
+    assert_eq!(
+        error.message,
+        format!("the document attachment is {size} bytes; anthropic takes at most 100 bytes")
+    );
+    // The same in a tool result, against the default image limit.
+    let big = agent_core::Attachment {
+        source: agent_core::MediaSource::Inline {
+            data: vec![0; 4 * 1024 * 1024].into(),
+        },
+        size: 4 * 1024 * 1024,
+        ..agent_testing::media::png()
+    };
+    let mut request = agent_testing::canonical::multimodal_conversation("image_from_tool").unwrap();
+    if let Some(Message::Tool(result)) = request.messages.last_mut() {
+        result.attachments = vec![big];
+    }
+    let error = build_request_body(&request, &BodyOptions::new(MODEL)).unwrap_err();
+    assert!(
+        error
+            .message
+            .contains("is 4194304 bytes; anthropic takes at most 3932160 bytes"),
+        "{error}"
+    );
 }

@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use agent_core::{Capabilities, LlmError};
+use agent_core::{Capabilities, LlmError, MediaLimits};
 use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
-use crate::mapper::{BodyOptions, endpoint_path};
+use crate::mapper::{BodyOptions, DEFAULT_MEDIA_LIMITS, endpoint_path};
 
 /// The default base URL (`/{api_version}/models/{model}:generateContent` is appended).
 pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -36,9 +36,12 @@ pub const PROVIDER_NAME: &str = "gcp.gemini";
 ///     "base_url": "https://generativelanguage.googleapis.com/",
 ///     "thinking_budget": 1024,
 ///     "include_thoughts": true,
-///     "max_retries": 5
+///     "max_retries": 5,
+///     "max_document_bytes": 20_000_000
 /// })).unwrap();
 /// assert_eq!(config.http.max_retries, 5);
+/// assert_eq!(config.media_limits().max_document_bytes, 20_000_000);
+/// assert_eq!(config.media_limits().max_image_bytes, 75_000_000, "Gemini's limit by default");
 /// assert_eq!(
 ///     config.url("gemini-2.5-pro", false).unwrap(),
 ///     "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent"
@@ -72,6 +75,15 @@ pub struct GeminiConfig {
     /// Extra request headers. Not treated as secrets: put keys in
     /// `api_key`/`api_key_env`.
     pub headers: BTreeMap<String, String>,
+    /// The largest image sent, in bytes (default 75 MB: Gemini takes
+    /// 100 MB of base64 inline data per request). A larger one is refused
+    /// before sending.
+    pub max_image_bytes: u64,
+    /// The largest document (PDF or text file) sent, in bytes (default
+    /// 50 MB, Gemini's PDF limit).
+    pub max_document_bytes: u64,
+    /// The largest recording sent, in bytes (default 75 MB, as images).
+    pub max_audio_bytes: u64,
     /// Timeouts and retries (`timeout_secs`, `max_retries`, … in the same table).
     #[serde(flatten)]
     pub http: HttpConfig,
@@ -88,6 +100,9 @@ impl Default for GeminiConfig {
             thinking_level: None,
             include_thoughts: None,
             headers: BTreeMap::new(),
+            max_image_bytes: DEFAULT_MEDIA_LIMITS.max_image_bytes,
+            max_document_bytes: DEFAULT_MEDIA_LIMITS.max_document_bytes,
+            max_audio_bytes: DEFAULT_MEDIA_LIMITS.max_audio_bytes,
             http: HttpConfig::default(),
         }
     }
@@ -172,6 +187,16 @@ impl GeminiConfig {
         }
     }
 
+    /// The largest attachment of each kind this configuration sends
+    /// (`max_image_bytes`, `max_document_bytes`, `max_audio_bytes`).
+    pub fn media_limits(&self) -> MediaLimits {
+        MediaLimits {
+            max_image_bytes: self.max_image_bytes,
+            max_document_bytes: self.max_document_bytes,
+            max_audio_bytes: self.max_audio_bytes,
+        }
+    }
+
     /// The mapper options this configuration implies.
     pub fn request_options(&self) -> BodyOptions {
         BodyOptions {
@@ -179,6 +204,7 @@ impl GeminiConfig {
             thinking_budget: self.thinking_budget,
             thinking_level: self.thinking_level.clone(),
             include_thoughts: self.include_thoughts,
+            media_limits: self.media_limits(),
         }
     }
 }
@@ -201,6 +227,25 @@ mod tests {
             "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
         );
         assert_eq!(config.api_key_env_names(), ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
+        assert_eq!(config.request_options().media_limits, DEFAULT_MEDIA_LIMITS);
+    }
+
+    #[test]
+    fn media_limits_are_read_from_the_table() {
+        let config: GeminiConfig = serde_json::from_value(serde_json::json!({
+            "max_image_bytes": 1, "max_document_bytes": 2, "max_audio_bytes": 3
+        }))
+        .unwrap();
+        assert_eq!(
+            config.request_options().media_limits,
+            MediaLimits {
+                max_image_bytes: 1,
+                max_document_bytes: 2,
+                max_audio_bytes: 3
+            }
+        );
+        let error = serde_json::from_value::<GeminiConfig>(serde_json::json!({"max_video_bytes": 1})).unwrap_err();
+        assert!(error.to_string().contains("max_video_bytes"), "{error}");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! Agentry's provider for the Google **Gemini API** (`generateContent` and
 //! `streamGenerateContent?alt=sse` at `generativelanguage.googleapis.com`),
-//! with function calling, JSON-schema output, thinking and streaming.
+//! with function calling, JSON-schema output, thinking, streaming, and
+//! images, documents and audio in user messages and tool results
+//! ([`mapper::media`]: the parts sent, the size limits).
 //!
 //! The crate is split like every Agentry provider:
 //!
@@ -75,9 +77,9 @@ pub use config::{
     DEFAULT_API_VERSION, DEFAULT_GEMINI_BASE_URL, DEFAULT_MODEL, GEMINI_API_KEY_ENV, GOOGLE_API_KEY_ENV, GeminiConfig,
     PROVIDER_NAME,
 };
-pub use mapper::BodyOptions;
 #[allow(deprecated)]
 pub use mapper::RequestOptions;
+pub use mapper::{BodyOptions, DEFAULT_MEDIA_LIMITS};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

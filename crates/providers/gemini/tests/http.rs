@@ -360,3 +360,60 @@ async fn a_reply_without_model_version_reports_the_requested_model() {
     assert!(error.is_none(), "{error:?}");
     assert_eq!(assemble(&events).unwrap().model, "gemini-2.5-flash");
 }
+
+/// An attachment over the configured limit is refused by the client before
+/// any request leaves, streamed or not, naming the provider.
+#[tokio::test]
+async fn an_oversized_attachment_is_refused_before_sending() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500))
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    config.max_document_bytes = 64;
+    let client = GeminiClient::new(config).unwrap();
+    let cancel = CancellationToken::new();
+    let pdf = agent_testing::canonical::multimodal_conversation("pdf_in_user_message").unwrap();
+    let error = client.complete(&pdf, &cancel).await.unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "gcp.gemini: unsupported input: the document attachment is {} bytes; gcp.gemini takes at most 64 bytes",
+            agent_testing::media::PDF.len()
+        )
+    );
+    let Err(error) = client.stream(&pdf, &cancel).await else {
+        panic!("a stream was opened for an oversized PDF");
+    };
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+/// A question about a recording: the server receives the WAV as an
+/// `inlineData` part before the text (Gemini reads audio).
+#[tokio::test]
+async fn an_audio_question_is_sent_as_inline_data_then_the_text() {
+    let gemini = require_wire!("gemini");
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1beta/models/gemini-2.5-flash:generateContent"))
+        .and(body_partial_json(json!({"contents": [{"role": "user", "parts": [
+            {"inlineData": {"mimeType": "audio/wav", "data": agent_core::encode_base64(agent_testing::media::WAV)}},
+            {"text": "What is said in this recording?"}
+        ]}]})))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&gemini), "application/json"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let audio = agent_testing::canonical::multimodal_conversation("audio_in_user_message").unwrap();
+    let reply = client(&server)
+        .complete(&audio, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(
+        !reply.message.content.is_empty(),
+        "the recorded reply maps as any other"
+    );
+}

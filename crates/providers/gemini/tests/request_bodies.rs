@@ -1,13 +1,16 @@
-//! Request bodies of the canonical conversations (snapshotted and checked
-//! where it matters) and the round trip of thought signatures and call ids
-//! against Google's own recorded follow-up requests.
+//! Request bodies of the canonical conversations, with and without media
+//! (snapshotted and checked where it matters), and the round trip of
+//! thought signatures and call ids against Google's own recorded follow-up
+//! requests.
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
-use agent_core::{AssistantMessage, ChatRequest, Message, ToolDefinition, ToolResult};
+use agent_core::{
+    AssistantMessage, ChatRequest, LlmErrorKind, MediaLimits, Message, ToolDefinition, ToolResult, encode_base64,
+};
 use agent_provider_gemini::BodyOptions;
-use agent_provider_gemini::mapper::parse_response;
+use agent_provider_gemini::mapper::{DEFAULT_MEDIA_LIMITS, build_request_json, parse_response};
 use agent_testing::require_wire;
 use common::{assemble, body_json, canonical_requests, decode_sse, interaction};
 use serde_json::{Value, json};
@@ -237,5 +240,94 @@ fn a_signature_on_a_text_part_and_signed_thoughts_go_back_on_their_parts() {
     assert_eq!(
         body_json(&request, &options())["contents"][1]["parts"],
         json!([{"text": "Plan the division.", "thought": true, "thoughtSignature": "SIG_T"}, {"text": "5"}])
+    );
+}
+
+/// The canonical conversations with media, each body snapshotted (Gemini
+/// takes them all), plus the tool image on Gemini 3, where it goes inside
+/// the function response.
+#[test]
+fn multimodal_request_bodies_match_their_snapshots() {
+    let conversations = agent_testing::canonical::multimodal_conversations();
+    assert_eq!(conversations.len(), agent_testing::canonical::MULTIMODAL_NAMES.len());
+    for (name, request) in conversations {
+        insta::assert_json_snapshot!(format!("request_{name}"), body_json(&request, &options()));
+    }
+    let request = agent_testing::canonical::multimodal_conversation("image_from_tool").unwrap();
+    insta::assert_json_snapshot!(
+        "request_image_from_tool_gemini_3",
+        body_json(&request, &BodyOptions::new("gemini-3-pro-preview"))
+    );
+}
+
+fn png_part() -> Value {
+    json!({"inlineData": {"mimeType": "image/png", "data": encode_base64(agent_testing::media::PNG)}})
+}
+
+#[test]
+fn user_attachments_are_inline_data_or_file_data_parts_before_the_text() {
+    let request = agent_testing::canonical::multimodal_conversation("image_in_user_message").unwrap();
+    assert_eq!(
+        body_json(&request, &options())["contents"],
+        json!([{"role": "user", "parts": [
+            png_part(),
+            {"fileData": {"mimeType": "image/png", "fileUri": "https://images.example.com/cat.png"}},
+            {"text": "What is the difference between these two pictures?"}
+        ]}])
+    );
+    for (name, mime, bytes) in [
+        ("pdf_in_user_message", "application/pdf", agent_testing::media::PDF),
+        ("audio_in_user_message", "audio/wav", agent_testing::media::WAV),
+    ] {
+        let request = agent_testing::canonical::multimodal_conversation(name).unwrap();
+        assert_eq!(
+            body_json(&request, &options())["contents"][0]["parts"][0],
+            json!({"inlineData": {"mimeType": mime, "data": encode_base64(bytes)}}),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_tools_image_follows_the_function_responses_before_gemini_3_and_goes_inside_from_it() {
+    let request = agent_testing::canonical::multimodal_conversation("image_from_tool").unwrap();
+    let response = json!({"functionResponse": {"id": "call_chart", "name": "render_chart",
+                          "response": {"result": "Rendered the sales chart (1 image)."}}});
+    assert_eq!(
+        body_json(&request, &options())["contents"][2],
+        json!({"role": "user", "parts": [response, png_part()]})
+    );
+    let body = body_json(&request, &BodyOptions::new("gemini-3-pro-preview"));
+    assert_eq!(
+        body["contents"][2],
+        json!({"role": "user", "parts": [{"functionResponse": {"id": "call_chart", "name": "render_chart",
+            "response": {"result": "Rendered the sales chart (1 image)."}, "parts": [png_part()]}}]})
+    );
+    // The request's own model decides, as it decides the URL.
+    let override_model = ChatRequest {
+        model: Some("gemini-3-flash-preview".into()),
+        ..request
+    };
+    assert_eq!(body_json(&override_model, &options())["contents"], body["contents"]);
+}
+
+#[test]
+fn an_oversized_attachment_is_refused_before_any_body_is_built() {
+    let request = agent_testing::canonical::multimodal_conversation("audio_in_user_message").unwrap();
+    let options = BodyOptions {
+        media_limits: MediaLimits {
+            max_audio_bytes: 16,
+            ..DEFAULT_MEDIA_LIMITS
+        },
+        ..options()
+    };
+    let error = build_request_json(&request, &options).unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    assert_eq!(
+        error.message,
+        format!(
+            "the audio attachment is {} bytes; gcp.gemini takes at most 16 bytes",
+            agent_testing::media::WAV.len()
+        )
     );
 }

@@ -6,14 +6,18 @@
 //! The request is serialised from borrowing structs straight into bytes;
 //! stream events are read into typed structs that borrow from the input.
 
+pub mod media;
 mod request;
 mod response;
 mod stream;
 mod turns;
 mod wire;
 
+use agent_core::MediaLimits;
+
 /// The trait [`StreamMapper`] is driven through (`push`, `finish`, ...).
 pub use agent_http::EventMapper;
+pub use media::DEFAULT_MEDIA_LIMITS;
 pub use request::{RAW_ARGUMENTS_KEY, build_request_body};
 pub use response::parse_response;
 pub use stream::StreamMapper;
@@ -32,17 +36,22 @@ pub struct BodyOptions {
     pub thinking_budget: Option<u32>,
     /// Ask for a streamed reply (`stream: true`).
     pub stream: bool,
+    /// The largest attachment of each kind sent; a larger one is refused
+    /// before sending ([`MediaError::TooLarge`](agent_core::MediaError::TooLarge)).
+    pub media_limits: MediaLimits,
 }
 
 impl BodyOptions {
     /// Options for `model`: `max_tokens` 4096 by default, no extended
-    /// thinking, not streamed.
+    /// thinking, not streamed, Anthropic's documented media limits
+    /// ([`DEFAULT_MEDIA_LIMITS`]).
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
             default_max_tokens: DEFAULT_MAX_TOKENS,
             thinking_budget: None,
             stream: false,
+            media_limits: DEFAULT_MEDIA_LIMITS,
         }
     }
 

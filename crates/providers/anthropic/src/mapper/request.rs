@@ -39,6 +39,9 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 /// - A tool call's input is its arguments object; malformed argument text is
 ///   sent as `{"_raw_arguments": "<text>"}` (see [`RAW_ARGUMENTS_KEY`]), and
 ///   `null` arguments as `{}`.
+/// - A user message's attachments become `image` and `document` blocks
+///   before its text; a tool result's come after its text, inside the
+///   `tool_result` content (see the [`media`](super::media) table).
 /// - `tools` carry `input_schema`; `tool_choice` (`auto`, `any`, `tool`,
 ///   `none`, with `disable_parallel_tool_use` when parallel calls are off)
 ///   is sent only with tools.
@@ -55,13 +58,17 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 /// anyway, with a message saying what to change: a temperature outside
 /// 0–1 or not finite, a thinking budget under 1024 tokens or not below
 /// `max_tokens`, a forced tool choice together with extended thinking.
+/// Fails with an unsupported-input error for an attachment Anthropic
+/// cannot take (audio, an image type it does not read, a text file by URL,
+/// bytes a session store did not load) or one larger than
+/// [`BodyOptions::media_limits`] allow.
 pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Result<Vec<u8>, LlmError> {
     let max_tokens = request.max_tokens.unwrap_or(options.default_max_tokens);
     let has_tools = !request.tools.is_empty();
     validate(request, options, max_tokens, has_tools)?;
     let caching = request.prompt_caching;
     let (system, rest) = system_prompt(request);
-    let mut turns = group_turns(rest);
+    let mut turns = group_turns(rest, &options.media_limits)?;
     if caching && let Some(block) = turns.last_mut().and_then(Turn::cache_target) {
         block.cache = true;
     }
@@ -173,7 +180,8 @@ fn estimate_size(request: &ChatRequest) -> usize {
         .messages
         .iter()
         .map(|message| match message {
-            Message::System { content } | Message::User { content, .. } => content.len() + 48,
+            Message::System { content } => content.len() + 48,
+            Message::User { content, attachments } => content.len() + 48 + media_len(attachments),
             Message::Assistant(assistant) => {
                 assistant.content.len()
                     + 64
@@ -188,13 +196,21 @@ fn estimate_size(request: &ChatRequest) -> usize {
                         .map(|call| call.id.len() + call.name.len() + 160)
                         .sum::<usize>()
             }
-            Message::Tool(result) => result.content.len() + result.call_id.len() + 64,
+            Message::Tool(result) => result.content.len() + result.call_id.len() + 64 + media_len(&result.attachments),
         })
         .sum();
     let tools = request.tools.len() * 512;
     let system = request.system.as_ref().map_or(0, String::len);
     let total = 256 + text + tools + system;
     total + total / 8
+}
+
+/// Roughly what attachments add to a body: their base64 text.
+fn media_len(attachments: &[agent_core::Attachment]) -> usize {
+    attachments
+        .iter()
+        .map(|attachment| attachment.bytes().map_or(0, <[u8]>::len) / 3 * 4 + 160)
+        .sum()
 }
 
 #[derive(Serialize)]

@@ -4,12 +4,13 @@
 
 use std::borrow::Cow;
 
-use agent_core::{AssistantMessage, Message, ToolCall, ToolResult};
+use agent_core::{AssistantMessage, Attachment, LlmError, MediaLimits, Message, ToolCall, ToolResult};
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use super::RAW_ARGUMENTS_KEY;
+use super::media::{MediaBlock, Place, media_block};
 
 /// Whether `text` is empty or only whitespace (Anthropic rejects such text blocks).
 pub(super) fn is_blank(text: &str) -> bool {
@@ -60,10 +61,20 @@ pub(super) struct Block<'a> {
 
 pub(super) enum BlockKind<'a> {
     Text(Cow<'a, str>),
-    Thinking { thinking: &'a str, signature: &'a str },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
     RedactedThinking(&'a str),
     ToolUse(&'a ToolCall),
-    ToolResult(&'a ToolResult),
+    /// A tool result and the attachments it returned (its content is then
+    /// an array: the text, then the attachments' blocks).
+    ToolResult {
+        result: &'a ToolResult,
+        media: Vec<MediaBlock<'a>>,
+    },
+    /// An image or a document of a user message.
+    Media(MediaBlock<'a>),
 }
 
 impl BlockKind<'_> {
@@ -74,7 +85,11 @@ impl BlockKind<'_> {
 
 /// Groups the history (after the leading system messages) into turns,
 /// merging consecutive messages of the same role and dropping empty ones.
-pub(super) fn group_turns(messages: &[Message]) -> Vec<Turn<'_>> {
+/// A user message's attachments come before its text (Anthropic reads
+/// images best placed before the question); a tool result's after its text.
+///
+/// Fails for an attachment Anthropic cannot take (see [`media_block`]).
+pub(super) fn group_turns<'a>(messages: &'a [Message], limits: &MediaLimits) -> Result<Vec<Turn<'a>>, LlmError> {
     let mut turns: Vec<Turn<'_>> = Vec::with_capacity(messages.len());
     for message in messages {
         let (role, results, blocks) = match message {
@@ -83,15 +98,28 @@ pub(super) fn group_turns(messages: &[Message]) -> Vec<Turn<'_>> {
                 Vec::new(),
                 vec![text(Cow::Owned(format!("<system>{content}</system>")))],
             ),
-            Message::User { content, .. } if !is_blank(content) => {
-                (Role::User, Vec::new(), vec![text(Cow::Borrowed(content))])
+            Message::System { .. } => continue,
+            Message::User { content, attachments } => {
+                let mut blocks = Vec::with_capacity(attachments.len() + 1);
+                for block in media_blocks(attachments, Place::UserMessage, limits)? {
+                    blocks.push(Block {
+                        kind: BlockKind::Media(block),
+                        cache: false,
+                    });
+                }
+                if !is_blank(content) {
+                    blocks.push(text(Cow::Borrowed(content)));
+                }
+                (Role::User, Vec::new(), blocks)
             }
-            Message::System { .. } | Message::User { .. } => continue,
             Message::Assistant(assistant) => (Role::Assistant, Vec::new(), assistant_blocks(assistant)),
             Message::Tool(result) => (
                 Role::User,
                 vec![Block {
-                    kind: BlockKind::ToolResult(result),
+                    kind: BlockKind::ToolResult {
+                        result,
+                        media: media_blocks(&result.attachments, Place::ToolResult, limits)?,
+                    },
                     cache: false,
                 }],
                 Vec::new(),
@@ -108,7 +136,18 @@ pub(super) fn group_turns(messages: &[Message]) -> Vec<Turn<'_>> {
             _ => turns.push(Turn { role, results, blocks }),
         }
     }
-    turns
+    Ok(turns)
+}
+
+fn media_blocks<'a>(
+    attachments: &'a [Attachment],
+    place: Place,
+    limits: &MediaLimits,
+) -> Result<Vec<MediaBlock<'a>>, LlmError> {
+    attachments
+        .iter()
+        .map(|attachment| media_block(attachment, place, limits))
+        .collect()
 }
 
 fn text(text: Cow<'_, str>) -> Block<'_> {
@@ -220,20 +259,59 @@ impl Serialize for Block<'_> {
                 map.serialize_entry("name", &call.name)?;
                 map.serialize_entry("input", &Input(call))?;
             }
-            BlockKind::ToolResult(result) => {
+            BlockKind::ToolResult { result, media } => {
                 map.serialize_entry("type", "tool_result")?;
                 map.serialize_entry("tool_use_id", &result.call_id)?;
-                if !result.content.is_empty() {
+                if !media.is_empty() {
+                    map.serialize_entry("content", &ResultContent { result, media })?;
+                } else if !result.content.is_empty() {
                     map.serialize_entry("content", &result.content)?;
                 }
                 if result.is_error {
                     map.serialize_entry("is_error", &true)?;
                 }
             }
+            BlockKind::Media(block) => block.write(&mut map)?,
         }
         if self.cache {
             map.serialize_entry("cache_control", &EPHEMERAL)?;
         }
+        map.end()
+    }
+}
+
+/// A tool result's content with attachments: its text as a text block
+/// (unless blank: Anthropic rejects empty text blocks), then one block per
+/// attachment.
+struct ResultContent<'a> {
+    result: &'a ToolResult,
+    media: &'a [MediaBlock<'a>],
+}
+
+impl Serialize for ResultContent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        if !is_blank(&self.result.content) {
+            seq.serialize_element(&Block {
+                kind: BlockKind::Text(Cow::Borrowed(&self.result.content)),
+                cache: false,
+            })?;
+        }
+        for block in self.media {
+            seq.serialize_element(&MediaElement(block))?;
+        }
+        seq.end()
+    }
+}
+
+/// One attachment's block inside a tool result (never a cache breakpoint:
+/// the breakpoint goes on the `tool_result` itself).
+struct MediaElement<'a>(&'a MediaBlock<'a>);
+
+impl Serialize for MediaElement<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        self.0.write(&mut map)?;
         map.end()
     }
 }
@@ -272,6 +350,45 @@ mod tests {
 
     fn body(request: &ChatRequest) -> Value {
         serde_json::from_slice(&build_request_body(request, &BodyOptions::new("claude-sonnet-4-5")).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn attachments_go_before_a_questions_text_and_after_a_results_text() {
+        let png = agent_testing::media::png();
+        let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                           "data": png.base64().unwrap()}});
+        let result = ToolResult {
+            attachments: vec![png.clone()],
+            ..ToolResult::success("a", "t", "chart")
+        };
+        let bare = ToolResult {
+            attachments: vec![png.clone()],
+            ..ToolResult::error("b", "t", " ")
+        };
+        let request = ChatRequest::new(vec![
+            Message::user_with("What is it?", vec![png.clone()]),
+            Message::Assistant(AssistantMessage::with_tool_calls(
+                "",
+                vec![ToolCall::new("a", "t", json!({})), ToolCall::new("b", "t", json!({}))],
+            )),
+            Message::tool(result),
+            Message::tool(bare),
+            Message::user_with("", vec![png]),
+        ]);
+        let body = body(&request);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": [image, {"type": "text", "text": "What is it?"}]})
+        );
+        assert_eq!(
+            body["messages"][2]["content"],
+            json!([
+                {"type": "tool_result", "tool_use_id": "a", "content": [{"type": "text", "text": "chart"}, image]},
+                {"type": "tool_result", "tool_use_id": "b", "content": [image], "is_error": true},
+                image
+            ]),
+            "a blank text sends no text block; a message with only an attachment keeps it"
+        );
     }
 
     #[test]

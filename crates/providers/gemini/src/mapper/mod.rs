@@ -4,16 +4,18 @@
 //! [`StreamEvent`](agent_core::StreamEvent)s, and JSON Schema to Gemini's
 //! schema subset. No I/O happens here.
 
+pub mod media;
 mod request;
 mod response;
 pub mod schema;
 mod stream;
 mod wire;
 
-use agent_core::LlmError;
+use agent_core::{LlmError, MediaLimits};
 
 /// The trait [`StreamMapper`] is driven through (`push`, `finish`, ...).
 pub use agent_http::EventMapper;
+pub use media::DEFAULT_MEDIA_LIMITS;
 pub use request::{
     MID_CONVERSATION_SYSTEM_MARKER, PLACEHOLDER_THOUGHT_SIGNATURE, build_request_body, build_request_json,
 };
@@ -22,7 +24,7 @@ pub use stream::StreamMapper;
 pub use wire::SYNTHETIC_ID_PREFIX;
 
 /// How [`build_request_body`] shapes the body, beyond what the request says.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BodyOptions {
     /// The model, unless [`ChatRequest::model`](agent_core::ChatRequest::model) overrides it
     /// (Gemini takes it in the URL, see [`endpoint_path`]).
@@ -35,10 +37,27 @@ pub struct BodyOptions {
     /// `generationConfig.thinkingConfig.includeThoughts`: return thought
     /// summaries (they become reasoning blocks, never visible text).
     pub include_thoughts: Option<bool>,
+    /// The largest attachment of each kind sent; a larger one is refused
+    /// before sending ([`MediaError::TooLarge`](agent_core::MediaError::TooLarge)).
+    pub media_limits: MediaLimits,
+}
+
+impl Default for BodyOptions {
+    /// No model, no thinking settings, Gemini's documented media limits.
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            thinking_budget: None,
+            thinking_level: None,
+            include_thoughts: None,
+            media_limits: DEFAULT_MEDIA_LIMITS,
+        }
+    }
 }
 
 impl BodyOptions {
-    /// Options for `model` with no thinking settings.
+    /// Options for `model` with no thinking settings and Gemini's
+    /// documented media limits ([`DEFAULT_MEDIA_LIMITS`]).
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),

@@ -6,6 +6,7 @@ use agent_core::{AssistantMessage, ChatRequest, LlmError, Message, ToolChoice, T
 use serde_json::{Map, Value, json};
 
 use super::BodyOptions;
+use super::media::{Place, media_parts, takes_multimodal_function_responses, tool_media};
 use super::schema::{SchemaOptions, to_gemini_schema};
 use super::wire::is_synthetic;
 
@@ -41,6 +42,11 @@ pub const PLACEHOLDER_THOUGHT_SIGNATURE: &str = "context_engineering_is_the_way_
 ///   object, `{"result": ...}` for anything else, or `{"error": ...}` for a
 ///   failed call; `id` is sent only when Gemini issued it (made-up ids
 ///   start with [`SYNTHETIC_ID_PREFIX`](super::SYNTHETIC_ID_PREFIX));
+/// - attachments become `inlineData` (bytes) and `fileData` (URL) parts
+///   (see [`media`](super::media)): a user message's come before its text;
+///   a tool result's go inside its `functionResponse` (`parts`) on Gemini 3
+///   and later when they are bytes of a type Gemini takes there, otherwise
+///   right after the turn's function responses in the same user content;
 /// - thought signatures kept in [`ReasoningBlock`](agent_core::ReasoningBlock)s
 ///   go back on the part they came with (see the crate docs); unsigned
 ///   thought text is not sent back (Gemini does not need it); an assistant
@@ -58,7 +64,9 @@ pub const PLACEHOLDER_THOUGHT_SIGNATURE: &str = "context_engineering_is_the_way_
 ///
 /// Fails (invalid request) for a schema Gemini's subset cannot express, a
 /// non-finite temperature, a forced tool that is not defined, or a request
-/// with no message to send.
+/// with no message to send; (unsupported input) for an attachment larger
+/// than [`BodyOptions::media_limits`] allow or whose bytes a session store
+/// did not load.
 pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Result<Vec<u8>, LlmError> {
     let body = build_request_json(request, options)?;
     serde_json::to_vec(&body)
@@ -68,7 +76,7 @@ pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Resul
 /// [`build_request_body`] as a JSON value (what the tests snapshot).
 pub fn build_request_json(request: &ChatRequest, options: &BodyOptions) -> Result<Value, LlmError> {
     let mut body = Map::new();
-    let (system, contents) = conversation(request)?;
+    let (system, contents) = conversation(request, options)?;
     if !system.is_empty() {
         body.insert("systemInstruction".into(), json!({"parts": system}));
     }
@@ -91,7 +99,10 @@ pub fn build_request_json(request: &ChatRequest, options: &BodyOptions) -> Resul
 }
 
 /// The system parts and the contents.
-fn conversation(request: &ChatRequest) -> Result<(Vec<Value>, Vec<Value>), LlmError> {
+fn conversation(request: &ChatRequest, options: &BodyOptions) -> Result<(Vec<Value>, Vec<Value>), LlmError> {
+    let limits = &options.media_limits;
+    let model = request.model.as_deref().unwrap_or(&options.model);
+    let multimodal_responses = takes_multimodal_function_responses(model);
     let mut system = Vec::new();
     if let Some(prompt) = request.system.as_deref().filter(|prompt| !prompt.is_empty()) {
         system.push(json!({"text": prompt}));
@@ -108,9 +119,14 @@ fn conversation(request: &ChatRequest) -> Result<(Vec<Value>, Vec<Value>), LlmEr
                     json!({"text": format!("{MID_CONVERSATION_SYSTEM_MARKER}{content}")}),
                 );
             }
-            Message::User { content, .. } => {
+            Message::User { content, attachments } => {
                 opening = false;
-                contents.push("user", json!({"text": content}));
+                for part in media_parts(attachments, Place::UserMessage, limits)? {
+                    contents.push("user", part);
+                }
+                if attachments.is_empty() || !content.is_empty() {
+                    contents.push("user", json!({"text": content}));
+                }
             }
             Message::Assistant(assistant) => {
                 opening = false;
@@ -123,17 +139,19 @@ fn conversation(request: &ChatRequest) -> Result<(Vec<Value>, Vec<Value>), LlmEr
             }
             Message::Tool(result) => {
                 opening = false;
-                contents.push("user", function_response(result, &names));
+                let (inside, after) = tool_media(&result.attachments, limits, multimodal_responses)?;
+                contents.push_response(function_response(result, &names, inside));
+                contents.after_responses.extend(after);
             }
         }
     }
-    if contents.0.is_empty() {
+    let contents = contents.finish();
+    if contents.is_empty() {
         return Err(LlmError::invalid_request(
             "Gemini needs at least one user or assistant message in `contents`; the request has none",
         ));
     }
     let contents = contents
-        .0
         .into_iter()
         .map(|(role, parts)| json!({"role": role, "parts": parts}))
         .collect();
@@ -142,14 +160,41 @@ fn conversation(request: &ChatRequest) -> Result<(Vec<Value>, Vec<Value>), LlmEr
 
 /// Contents being built; a part of the same role as the last content joins it.
 #[derive(Default)]
-struct Contents(Vec<(&'static str, Vec<Value>)>);
+struct Contents {
+    contents: Vec<(&'static str, Vec<Value>)>,
+    /// Media of tool results that go after the turn's function responses.
+    after_responses: Vec<Value>,
+}
 
 impl Contents {
+    /// Adds a part of anything but a function response: the media waiting
+    /// after the function responses go first.
     fn push(&mut self, role: &'static str, part: Value) {
-        match self.0.last_mut() {
-            Some((last, parts)) if *last == role => parts.push(part),
-            _ => self.0.push((role, vec![part])),
+        self.flush_media();
+        self.append(role, part);
+    }
+
+    /// Adds a `functionResponse` part (the media stay waiting).
+    fn push_response(&mut self, part: Value) {
+        self.append("user", part);
+    }
+
+    fn flush_media(&mut self) {
+        for part in std::mem::take(&mut self.after_responses) {
+            self.append("user", part);
         }
+    }
+
+    fn append(&mut self, role: &'static str, part: Value) {
+        match self.contents.last_mut() {
+            Some((last, parts)) if *last == role => parts.push(part),
+            _ => self.contents.push((role, vec![part])),
+        }
+    }
+
+    fn finish(mut self) -> Vec<(&'static str, Vec<Value>)> {
+        self.flush_media();
+        self.contents
     }
 }
 
@@ -213,8 +258,9 @@ fn model_parts(assistant: &AssistantMessage) -> Vec<Value> {
     parts
 }
 
-/// A tool result as a `functionResponse` part.
-fn function_response(result: &ToolResult, names: &HashMap<&str, &str>) -> Value {
+/// A tool result as a `functionResponse` part, with `parts` when it
+/// carries media (`inside`, Gemini 3's multimodal function responses).
+fn function_response(result: &ToolResult, names: &HashMap<&str, &str>, inside: Vec<Value>) -> Value {
     let parsed: Value = serde_json::from_str(&result.content).unwrap_or_else(|_| Value::String(result.content.clone()));
     let response = match parsed {
         value if result.is_error => json!({"error": value}),
@@ -232,6 +278,9 @@ fn function_response(result: &ToolResult, names: &HashMap<&str, &str>) -> Value 
     }
     function_response.insert("name".into(), json!(name));
     function_response.insert("response".into(), response);
+    if !inside.is_empty() {
+        function_response.insert("parts".into(), Value::Array(inside));
+    }
     json!({"functionResponse": function_response})
 }
 
@@ -334,258 +383,4 @@ fn generation_config(request: &ChatRequest, options: &BodyOptions) -> Result<Map
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use agent_core::{LlmErrorKind, ReasoningBlock, ToolCall};
-
-    use super::*;
-
-    fn body(request: &ChatRequest) -> Value {
-        build_request_json(request, &BodyOptions::new("gemini-2.5-flash")).unwrap()
-    }
-
-    #[test]
-    fn consecutive_turns_of_one_role_are_merged() {
-        let request = ChatRequest::new(vec![
-            Message::user("a"),
-            Message::user("b"),
-            Message::assistant("c"),
-            Message::system("be brief"),
-            Message::user("d"),
-        ]);
-        assert_eq!(
-            body(&request)["contents"],
-            json!([
-                {"role": "user", "parts": [{"text": "a"}, {"text": "b"}]},
-                {"role": "model", "parts": [{"text": "c"}]},
-                {"role": "user", "parts": [{"text": "[System instruction] be brief"}, {"text": "d"}]}
-            ])
-        );
-    }
-
-    #[test]
-    fn opening_system_messages_join_the_system_instruction() {
-        let request = ChatRequest::new(vec![Message::system("second"), Message::user("hi")]).with_system("first");
-        let body = body(&request);
-        assert_eq!(
-            body["systemInstruction"],
-            json!({"parts": [{"text": "first"}, {"text": "second"}]})
-        );
-        assert_eq!(body["contents"], json!([{"role": "user", "parts": [{"text": "hi"}]}]));
-    }
-
-    #[test]
-    fn results_are_wrapped_unless_they_are_objects() {
-        let names = HashMap::from([("c1", "lookup")]);
-        let wrap = |content: &str, is_error: bool| {
-            let result = ToolResult {
-                call_id: "c1".into(),
-                name: String::new(),
-                content: content.into(),
-                is_error,
-                attachments: Vec::new(),
-            };
-            function_response(&result, &names)["functionResponse"].clone()
-        };
-        assert_eq!(
-            wrap(r#"{"temp":18}"#, false),
-            json!({"id": "c1", "name": "lookup", "response": {"temp": 18}})
-        );
-        assert_eq!(wrap("42", false)["response"], json!({"result": 42}));
-        assert_eq!(wrap("sunny", false)["response"], json!({"result": "sunny"}));
-        assert_eq!(wrap("[1,2]", false)["response"], json!({"result": [1, 2]}));
-        assert_eq!(wrap("boom", true)["response"], json!({"error": "boom"}));
-        assert_eq!(wrap(r#"{"code":7}"#, true)["response"], json!({"error": {"code": 7}}));
-    }
-
-    #[test]
-    fn synthetic_ids_are_not_sent_and_signatures_go_back_on_their_parts() {
-        let call_id = "gemini_synth_r1_0";
-        let assistant = AssistantMessage {
-            content: "Let me divide.".into(),
-            tool_calls: vec![
-                ToolCall::new(call_id, "divide", json!({"a": 10, "b": 2})),
-                ToolCall::new("given-7", "beep", json!({})),
-            ],
-            reasoning: vec![
-                ReasoningBlock {
-                    text: "unsigned thoughts".into(),
-                    ..ReasoningBlock::default()
-                },
-                super::super::wire::signature_block("function_call", Some(call_id), "", "SIG_CALL"),
-                super::super::wire::signature_block("text", None, "", "SIG_TEXT"),
-                super::super::wire::signature_block("thought", None, "signed thought", "SIG_THOUGHT"),
-                ReasoningBlock {
-                    provider: Some("anthropic".into()),
-                    ..super::super::wire::signature_block("thought", None, "Claude's thinking", "ANTHROPIC_SIG")
-                },
-            ],
-        };
-        let request = ChatRequest::new(vec![
-            Message::user("go"),
-            Message::Assistant(assistant),
-            Message::tool(ToolResult::success(call_id, "divide", "5")),
-            Message::tool(ToolResult::success("given-7", "beep", "{}")),
-        ]);
-        let body = body(&request);
-        assert_eq!(
-            body["contents"][1]["parts"],
-            json!([
-                {"text": "signed thought", "thought": true, "thoughtSignature": "SIG_THOUGHT"},
-                {"text": "Let me divide.", "thoughtSignature": "SIG_TEXT"},
-                {"functionCall": {"name": "divide", "args": {"a": 10, "b": 2}}, "thoughtSignature": "SIG_CALL"},
-                {"functionCall": {"id": "given-7", "name": "beep", "args": {}}}
-            ])
-        );
-        assert_eq!(
-            body["contents"][2]["parts"],
-            json!([
-                {"functionResponse": {"name": "divide", "response": {"result": 5}}},
-                {"functionResponse": {"id": "given-7", "name": "beep", "response": {}}}
-            ])
-        );
-    }
-
-    #[test]
-    fn calls_without_a_gemini_signature_get_the_placeholder_on_their_first_part() {
-        let placeholder = json!("context_engineering_is_the_way_to_go");
-        // A turn of another provider: its own signed thinking, two parallel calls.
-        let foreign = AssistantMessage {
-            reasoning: vec![ReasoningBlock {
-                text: "Both cities.".into(),
-                signature: Some("CLAUDE_SIG".into()),
-                data: None,
-                provider: Some("anthropic".into()),
-            }],
-            ..AssistantMessage::with_tool_calls(
-                "Checking both.",
-                vec![
-                    ToolCall::new("toolu_1", "weather", json!({"city": "Paris"})),
-                    ToolCall::new("toolu_2", "weather", json!({"city": "Rome"})),
-                ],
-            )
-        };
-        // Gemini's own parallel calls: the first signed, as Gemini signs them.
-        let own = AssistantMessage {
-            reasoning: vec![ReasoningBlock {
-                provider: Some("gcp.gemini".into()),
-                ..super::super::wire::signature_block("function_call", Some("gemini_synth_r2_0"), "", "SIG_OWN")
-            }],
-            ..AssistantMessage::with_tool_calls(
-                "",
-                vec![
-                    ToolCall::new("gemini_synth_r2_0", "beep", json!({})),
-                    ToolCall::new("gemini_synth_r2_1", "beep", json!({})),
-                ],
-            )
-        };
-        // A call with no reasoning at all (injected, or from an unsigned model).
-        let bare = AssistantMessage::with_tool_calls("", vec![ToolCall::new("c3", "beep", json!({}))]);
-        let request = ChatRequest::new(vec![
-            Message::user("Weather in Paris and Rome?"),
-            Message::Assistant(foreign),
-            Message::tool(ToolResult::success("toolu_1", "weather", "18")),
-            Message::tool(ToolResult::success("toolu_2", "weather", "24")),
-            Message::Assistant(own),
-            Message::tool(ToolResult::success("gemini_synth_r2_0", "beep", "{}")),
-            Message::tool(ToolResult::success("gemini_synth_r2_1", "beep", "{}")),
-            Message::Assistant(bare),
-            Message::tool(ToolResult::success("c3", "beep", "{}")),
-        ]);
-        let sent = body(&request);
-        assert_eq!(
-            sent["contents"][1]["parts"],
-            json!([
-                {"text": "Checking both."},
-                {"functionCall": {"id": "toolu_1", "name": "weather", "args": {"city": "Paris"}},
-                 "thoughtSignature": placeholder},
-                {"functionCall": {"id": "toolu_2", "name": "weather", "args": {"city": "Rome"}}}
-            ])
-        );
-        assert_eq!(
-            sent["contents"][3]["parts"],
-            json!([
-                {"functionCall": {"name": "beep", "args": {}}, "thoughtSignature": "SIG_OWN"},
-                {"functionCall": {"name": "beep", "args": {}}}
-            ])
-        );
-        assert_eq!(
-            sent["contents"][5]["parts"],
-            json!([{"functionCall": {"id": "c3", "name": "beep", "args": {}}, "thoughtSignature": placeholder}])
-        );
-        assert!(!sent.to_string().contains("CLAUDE_SIG"));
-        // The same for every model: Gemini 3 requires it, older models skip it.
-        let gemini_3 = build_request_json(&request, &BodyOptions::new("gemini-3-pro-preview")).unwrap();
-        assert_eq!(gemini_3, sent);
-        // A text-only turn gets no signature.
-        let text = ChatRequest::new(vec![Message::user("hi"), Message::assistant("hello")]);
-        assert_eq!(
-            body(&text)["contents"][1],
-            json!({"role": "model", "parts": [{"text": "hello"}]})
-        );
-    }
-
-    #[test]
-    fn malformed_and_non_object_arguments_are_wrapped() {
-        let assistant = AssistantMessage::with_tool_calls(
-            "",
-            vec![
-                ToolCall::from_argument_text("a", "f", "{oops"),
-                ToolCall::new("b", "f", json!([1])),
-                ToolCall::new("c", "f", Value::Null),
-            ],
-        );
-        let request = ChatRequest::new(vec![Message::user("x"), Message::Assistant(assistant)]);
-        let parts = &body(&request)["contents"][1]["parts"];
-        assert_eq!(parts[0]["functionCall"]["args"], json!({"_raw_arguments": "{oops"}));
-        assert_eq!(parts[1]["functionCall"]["args"], json!({"value": [1]}));
-        assert_eq!(parts[2]["functionCall"]["args"], json!({}));
-    }
-
-    #[test]
-    fn invalid_requests_are_refused_with_a_reason() {
-        let options = BodyOptions::new("m");
-        let empty = ChatRequest::new(vec![Message::system("only instructions")]);
-        let error = build_request_json(&empty, &options).unwrap_err();
-        assert_eq!(error.kind, LlmErrorKind::InvalidRequest);
-        assert!(error.message.contains("at least one user or assistant message"));
-
-        let nan = ChatRequest {
-            temperature: Some(f32::NAN),
-            ..ChatRequest::new(vec![Message::user("x")])
-        };
-        assert!(build_request_json(&nan, &options).is_err());
-
-        let forced = ChatRequest {
-            tool_choice: ToolChoice::Tool { name: "ghost".into() },
-            ..ChatRequest::new(vec![Message::user("x")]).with_tools(vec![ToolDefinition::new(
-                "real",
-                "",
-                json!({"type": "object", "properties": {"a": {"type": "string"}}}),
-            )])
-        };
-        let error = build_request_json(&forced, &options).unwrap_err();
-        assert!(error.message.contains("`ghost`"), "{}", error.message);
-
-        let recursive = ChatRequest::new(vec![Message::user("x")]).with_tools(vec![ToolDefinition::new(
-            "tree",
-            "",
-            json!({"$defs": {"N": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/N"}}}}},
-                   "$ref": "#/$defs/N"}),
-        )]);
-        let error = build_request_json(&recursive, &options).unwrap_err();
-        assert!(error.message.starts_with("tool `tree`"), "{}", error.message);
-        assert!(error.message.contains("recursive"), "{}", error.message);
-    }
-
-    #[test]
-    fn parameterless_tools_have_no_parameters() {
-        let request = ChatRequest::new(vec![Message::user("x")]).with_tools(vec![
-            ToolDefinition::new("now", "The time.", json!({"type": "object", "properties": {}})),
-            ToolDefinition::new("beep", "", Value::Null),
-        ]);
-        assert_eq!(
-            body(&request)["tools"],
-            json!([{"functionDeclarations": [{"name": "now", "description": "The time."}, {"name": "beep"}]}])
-        );
-    }
-}
+mod tests;
