@@ -55,7 +55,7 @@ pub use grounding::{GroundingAction, GroundingFault, GroundingRecord};
 pub use guardrail::{GuardrailStage, GuardrailTrip};
 pub use media::{
     Attachment, ImageDetail, MediaError, MediaKind, MediaLimits, MediaSource, decode_base64, encode_base64,
-    normalise_mime, sniff, unsupported_attachment,
+    mime_of_name, normalise_mime, sniff, unsupported_attachment,
 };
 pub use message::{AssistantMessage, Message, ReasoningBlock, Role, ToolCall, ToolResult};
 pub use request::{ChatRequest, ChatResponse, ResponseFormat, StopReason, ToolChoice};

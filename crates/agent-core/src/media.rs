@@ -390,6 +390,33 @@ pub fn normalise_mime(mime_type: &str) -> String {
     }
 }
 
+/// The MIME type a file name's (or URL path's) extension declares, for the
+/// kinds a model reads: `photo.JPG` is `image/jpeg`; `None` for others.
+pub fn mime_of_name(name: &str) -> Option<&'static str> {
+    let path = name.split(['?', '#']).next().unwrap_or_default();
+    let extension = path.rsplit_once('.')?.1.to_ascii_lowercase();
+    if extension.contains('/') {
+        return None;
+    }
+    Some(match extension.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        "txt" | "text" | "log" => "text/plain",
+        "md" | "markdown" => "text/markdown",
+        "csv" => "text/csv",
+        "html" | "htm" => "text/html",
+        "wav" => "audio/wav",
+        "mp3" => "audio/mpeg",
+        "m4a" => "audio/m4a",
+        "flac" => "audio/flac",
+        "ogg" | "oga" => "audio/ogg",
+        _ => return None,
+    })
+}
+
 /// The MIME type the bytes have, by their signature (the `infer` crate),
 /// in [`normalise_mime`]'s names.
 pub fn sniff(bytes: &[u8]) -> Option<&'static str> {

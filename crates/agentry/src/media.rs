@@ -47,26 +47,10 @@ pub enum AttachError {
     },
 }
 
-/// The MIME type a file's extension declares, for the kinds a model reads.
+/// The MIME type a file's extension declares, for the kinds a model reads
+/// ([`mime_of_name`](crate::core::mime_of_name)).
 pub fn mime_of_extension(path: &Path) -> Option<&'static str> {
-    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match extension.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "pdf" => "application/pdf",
-        "txt" | "text" | "log" => "text/plain",
-        "md" | "markdown" => "text/markdown",
-        "csv" => "text/csv",
-        "html" | "htm" => "text/html",
-        "wav" => "audio/wav",
-        "mp3" => "audio/mpeg",
-        "m4a" => "audio/m4a",
-        "flac" => "audio/flac",
-        "ogg" | "oga" => "audio/ogg",
-        _ => return None,
-    })
+    crate::core::mime_of_name(path.file_name()?.to_str()?)
 }
 
 /// The file at `path` as an attachment named after it.
