@@ -70,6 +70,7 @@
 mod auth;
 mod body_deadline;
 mod connections;
+mod content;
 mod error;
 mod limits;
 mod openai;

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::DropGuard;
 
+use crate::content::Content;
 use crate::error::ApiError;
 use crate::runs::{RunOptions, RunStart, completed};
 use crate::state::{Caller, Shared};
@@ -47,50 +48,20 @@ struct ChatMessage {
     content: Option<Content>,
 }
 
-/// A message's content: a string, or parts of which the text ones count.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Content {
-    Text(String),
-    Parts(Vec<ContentPart>),
-}
-
-#[derive(Debug, Deserialize)]
-struct ContentPart {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    text: Option<String>,
-}
-
-impl Content {
-    fn text(self) -> Result<String, ApiError> {
-        match self {
-            Self::Text(text) => Ok(text),
-            Self::Parts(parts) => parts
-                .into_iter()
-                .map(|part| match (part.kind.as_str(), part.text) {
-                    ("text", Some(text)) => Ok(text),
-                    (kind, _) => Err(ApiError::InvalidRequest(format!(
-                        "content parts of type `{kind}` are not supported; send text"
-                    ))),
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(|texts| texts.join("\n")),
-        }
-    }
-}
-
 /// The history and the prompt of a request: the last message is the user's
 /// prompt, the ones before it the history.
-fn conversation(messages: Vec<ChatMessage>) -> Result<(Vec<Message>, String), ApiError> {
+fn conversation(messages: Vec<ChatMessage>) -> Result<(Vec<Message>, Message), ApiError> {
     let mut history = Vec::with_capacity(messages.len());
     for (index, message) in messages.into_iter().enumerate() {
-        let text = message.content.map(Content::text).transpose()?.unwrap_or_default();
+        let at = format!("messages[{index}].content");
+        let content = message.content.unwrap_or(Content::Text(String::new()));
         history.push(match message.role.as_str() {
-            "system" | "developer" => Message::system(text),
-            "user" => Message::user(text),
-            "assistant" => Message::assistant(text),
+            "system" | "developer" => Message::system(content.into_text(&at)?),
+            "user" => {
+                let (text, attachments) = content.into_parts(&at)?;
+                Message::user_with(text, attachments)
+            }
+            "assistant" => Message::assistant(content.into_text(&at)?),
             "tool" | "function" => {
                 return Err(ApiError::InvalidRequest(format!(
                     "messages[{index}]: tool results are not accepted: the agent calls its own tools"
@@ -104,7 +75,7 @@ fn conversation(messages: Vec<ChatMessage>) -> Result<(Vec<Message>, String), Ap
         });
     }
     match history.pop() {
-        Some(Message::User { content, .. }) => Ok((history, content)),
+        Some(prompt @ Message::User { .. }) => Ok((history, prompt)),
         _ => Err(ApiError::InvalidRequest(
             "the last message must be the user's: it is the prompt".to_owned(),
         )),
@@ -119,6 +90,7 @@ pub(crate) async fn chat_completions(
 ) -> Result<Response, ApiError> {
     let request = shared.body(body)?;
     let (history, prompt) = conversation(request.messages)?;
+    crate::runs::refuse_media_for_scenes(&shared, prompt.attachments())?;
     let reply = Reply::new(request.model.unwrap_or_else(|| shared.agent.name().to_owned()));
     let start = RunStart::History {
         prompt,
@@ -279,7 +251,7 @@ mod tests {
             {"role": "user", "content": [{"type": "text", "text": "Weather"}, {"type": "text", "text": "in Rome?"}]},
         ])))
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(prompt, "Weather\nin Rome?");
+        assert_eq!(prompt, Message::user("Weather\nin Rome?"));
         assert_eq!(
             history,
             [
@@ -305,7 +277,11 @@ mod tests {
             (json!([{"role": "robot", "content": "x"}]), "unknown role `robot`"),
             (
                 json!([{"role": "user", "content": [{"type": "image_url"}]}]),
-                "type `image_url`",
+                "messages[0].content[0]: an image_url part needs `image_url`",
+            ),
+            (
+                json!([{"role": "user", "content": [{"type": "video_url"}]}]),
+                "type `video_url` are not supported",
             ),
         ] {
             let error = conversation(messages(value))

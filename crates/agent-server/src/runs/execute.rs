@@ -25,7 +25,8 @@ pub(crate) enum RunStart {
     /// A prompt continuing a history the request brought (none for a new
     /// conversation).
     History {
-        prompt: String,
+        /// The user's message: its text and attachments.
+        prompt: Message,
         history: Vec<Message>,
         options: RunOptions,
         /// Whether a pause for approval keeps the run's state, so that it
@@ -35,7 +36,8 @@ pub(crate) enum RunStart {
     },
     /// A prompt continuing a session of the caller.
     Session {
-        prompt: String,
+        /// The user's message: its text and attachments.
+        prompt: Message,
         session: SessionRef,
         options: RunOptions,
     },
@@ -130,7 +132,7 @@ fn run_context(caller: Caller, entry: &RunEntry) -> ToolContext {
 /// Where a run starts from.
 enum First {
     /// A new user message.
-    Prompt(String, RunOptions),
+    Prompt(Message, RunOptions),
     /// The state an interrupted run saved.
     Saved(Box<RunState>),
 }
@@ -224,9 +226,16 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
     let ids = (entry.id.as_str(), session.as_ref().map(|session| session.id.as_str()));
     let mut events: Pin<Box<dyn Stream<Item = AgentEvent> + Send>> = match (first, &shared.scenes) {
         // The scene router picks the agent; its runs are not checkpointed.
-        (First::Prompt(prompt, _), Some(scenes)) => Box::pin(scenes.run_stream(history, prompt, context)),
+        // (A prompt with attachments never gets here: `POST /v1/runs` refuses it.)
+        (First::Prompt(prompt, _), Some(scenes)) => {
+            let text = match prompt {
+                Message::User { content, .. } => content,
+                _ => String::new(),
+            };
+            Box::pin(scenes.run_stream(history, text, context))
+        }
         (First::Prompt(prompt, options), None) => {
-            let state = options.apply(shared.agent.start(history, prompt));
+            let state = options.apply(shared.agent.start_message(history, prompt));
             Box::pin(resumed(&shared.agent, state, context, checkpoints, ids).stream())
         }
         (First::Saved(state), _) => Box::pin(resumed(&shared.agent, *state, context, checkpoints, ids).stream()),

@@ -84,6 +84,7 @@ pub(crate) use self::approvals::decide_run;
 pub(crate) use self::execute::RunStart;
 pub(crate) use self::options::RunOptions;
 use self::registry::{RunEntry, RunOutcome, RunStatus};
+use crate::content::Content;
 use crate::error::ApiError;
 use crate::state::{Caller, Shared};
 
@@ -91,7 +92,9 @@ use crate::state::{Caller, Shared};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RunRequest {
-    prompt: String,
+    /// The prompt: a string, or OpenAI content parts (`text`, `image_url`,
+    /// `input_audio`, `file`).
+    prompt: Content,
     /// The caller's session to continue and store the turn in.
     #[serde(default)]
     session: Option<String>,
@@ -119,10 +122,12 @@ pub(crate) async fn create_run(
     body: Result<Json<RunRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let request = shared.body(body)?;
-    if request.prompt.trim().is_empty() {
+    let (text, attachments) = request.prompt.into_parts("prompt")?;
+    if text.trim().is_empty() && attachments.is_empty() {
         return Err(ApiError::InvalidRequest("`prompt` is empty".to_owned()));
     }
-    let prompt = request.prompt;
+    refuse_media_for_scenes(&shared, &attachments)?;
+    let prompt = Message::user_with(text, attachments);
     let options = request.options.checked(shared.agent.agent_config())?;
     if shared.scenes.is_some() && options != RunOptions::default() {
         return Err(ApiError::InvalidRequest(
@@ -148,6 +153,19 @@ pub(crate) async fn create_run(
         },
     };
     answer(&shared, caller, start, request.wait).await
+}
+
+/// A 400 for a prompt with attachments to a server that routes prompts to
+/// scenes (the router reads text only).
+pub(crate) fn refuse_media_for_scenes(shared: &Shared, attachments: &[agent_core::Attachment]) -> Result<(), ApiError> {
+    if shared.scenes.is_some() && !attachments.is_empty() {
+        return Err(ApiError::InvalidRequest(
+            "this server routes each prompt to a scene's agent, which takes text only: send the prompt without \
+             images, audio or files"
+                .to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// What `POST /v1/sessions/{id}/resume` takes: whether to wait.
