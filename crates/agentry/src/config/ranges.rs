@@ -140,6 +140,10 @@ pub const NUMERIC_RANGES: &[KeyRange] = &[
     http("max_response_bytes", 1.0, GIB, true, "bytes"),
     http("max_event_bytes", 1.0, GIB, true, "bytes"),
     http("max_stream_bytes", 1.0, GIB, true, "bytes"),
+    // The largest attachment of each kind a provider is sent (0: none).
+    http("max_image_bytes", 0.0, GIB, true, "bytes"),
+    http("max_document_bytes", 0.0, GIB, true, "bytes"),
+    http("max_audio_bytes", 0.0, GIB, true, "bytes"),
     // [providers.NAME.circuit_breaker] and [providers.NAME.rate_limit].
     http(
         "circuit_breaker.consecutive_failures",
