@@ -5,10 +5,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, AgentRunResult, RunEnd};
+use agent_core::{AgentEvent, AgentRunResult, Message, RunEnd, ToolOutput};
 use agent_provider_ollama::{OllamaClient, OllamaConfig};
 use agent_runner::Agent;
-use agentry_tests::weather_tools;
+use agent_testing::{TestTool, TestTools, ToolBehaviour, media};
+use agent_tools::ToolBox;
+use agentry_tests::{request_bodies, weather_tools};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
@@ -60,18 +62,27 @@ fn answer_reply() -> Value {
     })
 }
 
-async fn run(streamed: bool) {
+/// A mock Ollama answering with `bodies` in order.
+async fn server(bodies: Vec<Value>) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(Script {
-            bodies: vec![tool_call_reply(), answer_reply()],
+            bodies,
             next: AtomicUsize::new(0),
         })
         .mount(&server)
         .await;
+    server
+}
+
+fn client(server: &MockServer) -> Arc<OllamaClient> {
+    Arc::new(OllamaClient::with_env(OllamaConfig::new("llama3.2").with_base_url(server.uri()), |_| None).unwrap())
+}
+
+async fn run(streamed: bool) {
+    let server = server(vec![tool_call_reply(), answer_reply()]).await;
     let (registry, runs) = weather_tools();
-    let client = OllamaClient::with_env(OllamaConfig::new("llama3.2").with_base_url(server.uri()), |_| None).unwrap();
-    let agent = Agent::builder(Arc::new(client))
+    let agent = Agent::builder(client(&server))
         .system_prompt("You are a weather assistant.")
         .tools(registry)
         .build();
@@ -128,4 +139,76 @@ async fn the_agent_calls_the_tool_and_answers() {
 #[tokio::test]
 async fn the_streamed_agent_calls_the_tool_and_answers() {
     run(true).await;
+}
+
+fn text_reply(text: &str) -> Value {
+    json!({
+        "model": "llama3.2", "created_at": "2025-07-07T20:33:00.0Z",
+        "message": {"role": "assistant", "content": text},
+        "done_reason": "stop", "done": true, "prompt_eval_count": 90, "eval_count": 6
+    })
+}
+
+#[tokio::test]
+async fn a_question_about_an_attached_image() {
+    let server = server(vec![text_reply("A single transparent pixel.")]).await;
+    let agent = Agent::builder(client(&server)).build();
+    // `run` takes the new turn's text; the picture comes with the turn before.
+    let history = vec![Message::user_with("Here is a picture.", vec![media::png()])];
+    let result = agent
+        .run("What is in the picture I sent?")
+        .history(history)
+        .await
+        .unwrap();
+    assert_eq!(result.stop_reason, RunEnd::Completed);
+    assert_eq!(result.response, "A single transparent pixel.");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(
+        bodies[0]["messages"],
+        json!([
+            {"role": "user", "content": "Here is a picture.", "images": [agent_core::encode_base64(media::PNG)]},
+            {"role": "user", "content": "What is in the picture I sent?"}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_tool_returns_an_image_which_the_model_then_describes() {
+    let chart_call = json!({
+        "model": "llama3.2", "created_at": "2025-07-07T20:33:01.0Z",
+        "message": {"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "render_chart", "arguments": {}}}
+        ]},
+        "done_reason": "stop", "done": true, "prompt_eval_count": 80, "eval_count": 10
+    });
+    let server = server(vec![chart_call, text_reply("The chart is a single transparent pixel.")]).await;
+    let chart = TestTool::new(
+        "render_chart",
+        ToolBehaviour::Reply(ToolOutput::Media {
+            text: "Rendered the sales chart.".into(),
+            attachments: vec![media::png()],
+        }),
+    );
+    let registry = ToolBox::new();
+    registry
+        .register(Arc::new(TestTools::new("charts").with(chart)), true)
+        .unwrap();
+    let agent = Agent::builder(client(&server)).tools(Arc::new(registry)).build();
+    let result = agent.run("Show me the sales chart and describe it.").await.unwrap();
+    assert_eq!(result.stop_reason, RunEnd::Completed);
+    assert_eq!(result.response, "The chart is a single transparent pixel.");
+
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap(),
+        &json!({
+            "role": "tool",
+            "content": "Rendered the sales chart.",
+            "images": [agent_core::encode_base64(media::PNG)],
+            "tool_name": "render_chart"
+        }),
+        "the tool message carries its image"
+    );
 }

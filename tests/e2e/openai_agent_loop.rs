@@ -5,9 +5,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, RunEnd};
+use agent_core::{AgentEvent, Message, RunEnd, ToolOutput};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::Agent;
+use agent_testing::{TestTool, TestTools, ToolBehaviour, media};
+use agent_tools::ToolBox;
 use agentry_tests::{request_bodies, scripted_server, weather_tools};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -42,12 +44,15 @@ fn final_answer() -> ResponseTemplate {
     )
 }
 
-fn agent(server: &MockServer) -> (Agent, Arc<AtomicUsize>) {
-    let (registry, runs) = weather_tools();
+fn client(server: &MockServer) -> Arc<OpenAiClient> {
     let mut config = OpenAiConfig::openai("gpt-4o-mini").with_api_key("sk-test");
     config.base_url = Some(format!("{}/v1", server.uri()));
-    let client = OpenAiClient::new(config).unwrap();
-    let agent = Agent::builder(Arc::new(client))
+    Arc::new(OpenAiClient::new(config).unwrap())
+}
+
+fn agent(server: &MockServer) -> (Agent, Arc<AtomicUsize>) {
+    let (registry, runs) = weather_tools();
+    let agent = Agent::builder(client(server))
         .system_prompt("You are a travel assistant.")
         .tools(registry)
         .build();
@@ -192,4 +197,91 @@ async fn the_same_run_streamed() {
     assert_eq!(bodies[1]["stream"], true);
     let messages = bodies[1]["messages"].as_array().unwrap();
     assert_eq!(messages[messages.len() - 1]["tool_call_id"], "call_w1");
+}
+
+/// The data URL of the test PNG, as the request carries it.
+fn png_data_url() -> String {
+    format!("data:image/png;base64,{}", agent_core::encode_base64(media::PNG))
+}
+
+#[tokio::test]
+async fn a_question_about_an_attached_image() {
+    let server = scripted_server(vec![completion(
+        &json!({"role": "assistant", "content": "A single transparent pixel."}),
+        "stop",
+        (90, 6),
+    )])
+    .await;
+    let agent = Agent::builder(client(&server)).build();
+    // `run` takes the new turn's text; the picture comes with the turn before.
+    let history = vec![Message::user_with("Here is a picture.", vec![media::png()])];
+    let result = agent
+        .run("What is in the picture I sent?")
+        .history(history)
+        .await
+        .unwrap();
+    assert_eq!(result.stop_reason, RunEnd::Completed);
+    assert_eq!(result.response, "A single transparent pixel.");
+
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(
+        bodies[0]["messages"],
+        json!([
+            {"role": "user", "content": [
+                {"type": "text", "text": "Here is a picture."},
+                {"type": "image_url", "image_url": {"url": png_data_url()}}
+            ]},
+            {"role": "user", "content": "What is in the picture I sent?"}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_tool_returns_an_image_which_the_model_then_describes() {
+    let chart_call = completion(
+        &json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_chart", "type": "function", "function": {"name": "render_chart", "arguments": "{}"}}
+        ]}),
+        "tool_calls",
+        (80, 10),
+    );
+    let description = completion(
+        &json!({"role": "assistant", "content": "The chart is a single transparent pixel."}),
+        "stop",
+        (150, 9),
+    );
+    let server = scripted_server(vec![chart_call, description]).await;
+    let chart = TestTool::new(
+        "render_chart",
+        ToolBehaviour::Reply(ToolOutput::Media {
+            text: "Rendered the sales chart.".into(),
+            attachments: vec![media::png()],
+        }),
+    );
+    let registry = ToolBox::new();
+    registry
+        .register(Arc::new(TestTools::new("charts").with(chart)), true)
+        .unwrap();
+    let agent = Agent::builder(client(&server)).tools(Arc::new(registry)).build();
+    let result = agent.run("Show me the sales chart and describe it.").await.unwrap();
+    assert_eq!(result.stop_reason, RunEnd::Completed);
+    assert_eq!(result.response, "The chart is a single transparent pixel.");
+    assert_eq!(result.tool_calls[0].result, "Rendered the sales chart.");
+
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let tail = &messages[messages.len() - 2..];
+    assert_eq!(
+        tail,
+        [
+            json!({"role": "tool", "tool_call_id": "call_chart", "content": "Rendered the sales chart."}),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "The result of the tool call call_chart (render_chart) came with these files:"},
+                {"type": "image_url", "image_url": {"url": png_data_url()}}
+            ]}),
+        ],
+        "the tool message takes text; its image follows in a user message"
+    );
 }

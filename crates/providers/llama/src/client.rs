@@ -333,8 +333,10 @@ impl LlmClient for LlamaClient {
             parallel_tool_calls: true,
             streaming: true,
             prompt_caching: true,
-            // Through a grammar from the schema (see `stream`).
+            // Through a grammar from the schema (see `stream`), which admits
+            // a tool call or the answer: the format goes with tools too.
             json_schema: true,
+            format_with_tools: true,
         }
     }
 

@@ -8,7 +8,10 @@
 //!   inference runs on a dedicated thread, never on the async runtime, one
 //!   request at a time, cancellable between tokens.
 //! - The prompt is the model's own chat template (Jinja, from its GGUF
-//!   metadata) rendered with the request's messages and tools.
+//!   metadata) rendered with the request's messages and tools. It is text
+//!   only: a text file attached to a message is inlined after its text; an
+//!   image, a PDF or a recording is refused with an `UnsupportedInput`
+//!   error naming the part (nothing is dropped silently).
 //! - Tool calls are parsed from the generated text by `agent-parse`'s
 //!   lenient parser (tags, code fences, bare JSON naming a known tool) and
 //!   returned as structured calls with stable ids. `tool_choice` is
@@ -45,6 +48,7 @@ mod config;
 mod echo;
 mod engine;
 mod grammar;
+mod media;
 mod prompt_cache;
 #[cfg(test)]
 mod prompt_cache_model_tests;

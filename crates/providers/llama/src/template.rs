@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 
 use agent_core::{ChatRequest, LlmError, Message};
+
+use crate::media::{Place, with_text_files};
 use minijinja::{Environment, Error, ErrorKind, Value};
 use serde::Serialize;
 use serde_json::{Value as Json, json};
@@ -70,7 +72,7 @@ impl ChatTemplate {
                 }})
             })
             .collect();
-        let mut messages = messages(request);
+        let mut messages = messages(request)?;
         for value in messages.iter_mut().chain(tools.iter_mut()) {
             self.controls.fence_json(value);
         }
@@ -98,8 +100,10 @@ struct Context<'a> {
 }
 
 /// The messages in the Hugging Face chat format: tool-call arguments as
-/// objects, tool results as `tool` messages.
-fn messages(request: &ChatRequest) -> Vec<Json> {
+/// objects, tool results as `tool` messages, text files inlined after the
+/// text of their message (see [`crate::media`]; any other attachment is
+/// refused).
+fn messages(request: &ChatRequest) -> Result<Vec<Json>, LlmError> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         out.push(json!({"role": "system", "content": system}));
@@ -107,7 +111,9 @@ fn messages(request: &ChatRequest) -> Vec<Json> {
     for message in &request.messages {
         out.push(match message {
             Message::System { content } => json!({"role": "system", "content": content}),
-            Message::User { content, .. } => json!({"role": "user", "content": content}),
+            Message::User { content, attachments } => {
+                json!({"role": "user", "content": with_text_files(content, attachments, Place::UserMessage)?})
+            }
             Message::Assistant(assistant) if assistant.tool_calls.is_empty() => {
                 json!({"role": "assistant", "content": assistant.content})
             }
@@ -127,11 +133,12 @@ fn messages(request: &ChatRequest) -> Vec<Json> {
                 json!({"role": "assistant", "content": content, "tool_calls": calls})
             }
             Message::Tool(result) => {
-                json!({"role": "tool", "tool_call_id": result.call_id, "name": result.name, "content": result.content})
+                let content = with_text_files(&result.content, &result.attachments, Place::ToolResult)?;
+                json!({"role": "tool", "tool_call_id": result.call_id, "name": result.name, "content": content})
             }
         });
     }
-    out
+    Ok(out)
 }
 
 /// Python's `json.dumps` as used by Hugging Face templates: `", "` and

@@ -302,3 +302,51 @@ fn the_prompt_is_the_models_own_template_with_tools_calls_and_results() {
     );
     assert_eq!(prompt, expected);
 }
+
+/// The local model reads text only: an image is refused with a typed error
+/// naming the part, before anything is generated (complete and stream
+/// alike); a text file is read inline.
+#[test]
+fn an_image_is_refused_and_a_text_file_is_read() {
+    let _serial = serial();
+    let Some(client) = client(2048) else {
+        return;
+    };
+    let runtime = runtime();
+    let image = ChatRequest::new(vec![Message::user_with(
+        "What is in this picture?",
+        vec![agent_testing::media::png()],
+    )]);
+    let error = runtime
+        .block_on(client.complete(&image, &CancellationToken::new()))
+        .expect_err("refused");
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    assert!(
+        error
+            .message
+            .starts_with("llama cannot take an image (image/png) in a user message"),
+        "{error}"
+    );
+    let streamed = runtime.block_on(client.stream(&image, &CancellationToken::new()));
+    assert!(streamed.is_err_and(|error| error.kind == LlmErrorKind::UnsupportedInput));
+
+    let notes = agent_core::Attachment::from_bytes(
+        b"The meeting is on Tuesday.".to_vec(),
+        Some("text/plain"),
+        Some("notes.txt".into()),
+    )
+    .expect("a text file");
+    let request = ChatRequest {
+        max_tokens: Some(24),
+        ..ChatRequest::new(vec![Message::user_with("Which day is the meeting?", vec![notes])])
+    };
+    let prompt = client.render_prompt(&request).expect("renders");
+    assert!(
+        prompt.contains("Attached file notes.txt (text/plain):\n\nThe meeting is on Tuesday."),
+        "{prompt}"
+    );
+    let reply = runtime
+        .block_on(client.complete(&request, &CancellationToken::new()))
+        .expect("reply");
+    assert!(reply.message.content.contains("Tuesday"), "{}", reply.message.content);
+}

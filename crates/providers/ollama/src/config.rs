@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use agent_core::{Capabilities, LlmError};
+use agent_core::{Capabilities, LlmError, MediaLimits};
 use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::mapper::{BodyOptions, KeepAlive, Think};
+use crate::mapper::{BodyOptions, DEFAULT_MEDIA_LIMITS, KeepAlive, Think};
 
 /// Where Ollama listens unless `base_url` or `OLLAMA_HOST` says otherwise.
 pub const DEFAULT_OLLAMA_URL: &str = "http://localhost:11434";
@@ -71,6 +71,12 @@ pub struct OllamaConfig {
     /// Extra request headers. Not treated as secrets: put keys in
     /// `api_key`/`api_key_env`.
     pub headers: BTreeMap<String, String>,
+    /// The largest image, document and recording sent, in bytes
+    /// (`max_image_bytes`, `max_document_bytes`, `max_audio_bytes` in the
+    /// same table; each defaults to [`DEFAULT_MEDIA_LIMITS`]). A larger
+    /// attachment is refused before the request is sent.
+    #[serde(flatten, deserialize_with = "crate::mapper::deserialize_media_limits")]
+    pub media: MediaLimits,
     /// Timeouts and retries (`timeout_secs`, `max_retries`, … in the same table).
     #[serde(flatten)]
     pub http: HttpConfig,
@@ -87,6 +93,7 @@ impl Default for OllamaConfig {
             think: None,
             options: BTreeMap::new(),
             headers: BTreeMap::new(),
+            media: DEFAULT_MEDIA_LIMITS,
             http: HttpConfig::default(),
         }
     }
@@ -149,6 +156,7 @@ impl OllamaConfig {
             keep_alive: self.keep_alive.clone(),
             think: self.think.clone(),
             extra_options: self.options.clone(),
+            media_limits: self.media,
         }
     }
 
@@ -162,6 +170,7 @@ impl OllamaConfig {
             streaming: true,
             prompt_caching: false,
             json_schema: true,
+            format_with_tools: false,
         }
     }
 }
@@ -235,6 +244,21 @@ mod tests {
             config.chat_url(|_| Some("elsewhere".into())).unwrap(),
             "http://127.0.0.1:5000/api/chat"
         );
+    }
+
+    #[test]
+    fn media_limits_have_defaults_and_are_read_from_the_table() {
+        assert_eq!(OllamaConfig::default().media, DEFAULT_MEDIA_LIMITS);
+        let config: OllamaConfig =
+            serde_json::from_value(serde_json::json!({"max_image_bytes": 2048, "max_audio_bytes": 1, "num_ctx": 8192}))
+                .unwrap();
+        assert_eq!(config.media.max_image_bytes, 2048);
+        assert_eq!(config.media.max_audio_bytes, 1);
+        assert_eq!(config.media.max_document_bytes, DEFAULT_MEDIA_LIMITS.max_document_bytes);
+        assert_eq!(config.num_ctx, Some(8192));
+        assert_eq!(config.request_options().media_limits, config.media);
+        let error = serde_json::from_value::<OllamaConfig>(serde_json::json!({"max_images_bytes": 4})).unwrap_err();
+        assert!(error.to_string().contains("max_images_bytes"), "{error}");
     }
 
     #[test]

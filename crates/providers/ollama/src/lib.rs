@@ -70,7 +70,7 @@ pub use client::OllamaClient;
 pub use config::{DEFAULT_MODEL, DEFAULT_OLLAMA_PORT, DEFAULT_OLLAMA_URL, OLLAMA_HOST_ENV, OllamaConfig};
 #[allow(deprecated)]
 pub use mapper::RequestOptions;
-pub use mapper::{BodyOptions, KeepAlive, Think};
+pub use mapper::{BodyOptions, DEFAULT_MEDIA_LIMITS, KeepAlive, Think};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

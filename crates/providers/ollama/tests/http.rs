@@ -158,3 +158,32 @@ async fn a_configured_key_is_sent_as_a_bearer_token_and_a_rejected_one_names_the
     assert!(error.message.contains("OLLAMA_API_KEY"), "{error}");
     assert!(!error.to_string().contains("bad-key"));
 }
+
+#[tokio::test]
+async fn an_oversized_attachment_is_refused_before_any_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500))
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    // As `max_image_bytes = 64` in [providers.ollama] sets it.
+    config.media = serde_json::from_value::<OllamaConfig>(json!({"max_image_bytes": 64}))
+        .unwrap()
+        .media;
+    let client = OllamaClient::with_env(config, |_| None).unwrap();
+    let request = ChatRequest::new(vec![Message::user_with(
+        "What is this?",
+        vec![agent_testing::media::png()],
+    )]);
+    let error = client.complete(&request, &CancellationToken::new()).await.unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    assert_eq!(error.provider.as_deref(), Some("ollama"));
+    assert!(
+        error.message.contains("67 bytes; ollama takes at most 64 bytes"),
+        "{error}"
+    );
+    let error = client.stream(&request, &CancellationToken::new()).await.err().unwrap();
+    assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+    assert!(server.received_requests().await.unwrap().is_empty(), "nothing was sent");
+}

@@ -25,6 +25,53 @@ fn canonical_request_bodies_match_their_snapshots() {
     }
 }
 
+#[test]
+fn multimodal_request_bodies_match_their_snapshots() {
+    let options = BodyOptions::new("llama3.2");
+    for (name, request) in canonical::multimodal_conversations() {
+        let name = format!("request_{name}");
+        match build_request_body(&request, &options) {
+            Ok(bytes) => {
+                let body: Value = serde_json::from_slice(&bytes).unwrap();
+                insta::assert_json_snapshot!(name, body);
+            }
+            Err(error) => {
+                assert_eq!(error.kind, LlmErrorKind::UnsupportedInput, "{name}: {error}");
+                insta::assert_snapshot!(name, error.to_string());
+            }
+        }
+    }
+}
+
+/// The body of the documented `/api/chat` request called `label` in
+/// Ollama's OpenAPI spec (a curl example inside the YAML).
+fn documented_chat_request(ollama: &agent_testing::wire::Wire, label: &str) -> Value {
+    let spec = ollama.text("openapi.yaml");
+    let chat = &spec[spec.find("  /api/chat:").unwrap()..];
+    let example = &chat[chat.find(&format!("label: {label}\n")).unwrap()..];
+    let start = example.find("-d '").unwrap() + 4;
+    let end = start + example[start..].find("}'").unwrap() + 1;
+    serde_json::from_str(&example[start..end]).unwrap()
+}
+
+#[test]
+fn the_documented_image_request_is_rebuilt_exactly() {
+    let mut example = documented_chat_request(&require_wire!("ollama"), "Images");
+    let message = &example["messages"][0];
+    let png = agent_core::decode_base64(message["images"][0].as_str().unwrap()).unwrap();
+    let image = agent_core::Attachment::from_bytes(png, Some("image/png"), None).unwrap();
+    let request = ChatRequest::new(vec![Message::user_with(
+        message["content"].as_str().unwrap(),
+        vec![image],
+    )]);
+    let mut body = body_json(&request, &BodyOptions::new(example["model"].as_str().unwrap()));
+    // We always write `stream`; the example leaves Ollama's default.
+    assert_eq!(body["stream"], false);
+    body.as_object_mut().unwrap().remove("stream");
+    example.as_object_mut().unwrap().remove("stream");
+    assert_eq!(body, example);
+}
+
 /// A tool definition taken from a documented request.
 fn tool_from(example: &Value, index: usize) -> ToolDefinition {
     let function = &example["tools"][index]["function"];

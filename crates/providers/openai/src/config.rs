@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use agent_core::{Capabilities, LlmError};
+use agent_core::{Capabilities, LlmError, MediaLimits};
 use agent_http::{ApiKeyConfig, HttpConfig, KeyRule, SecretString};
 use serde::Deserialize;
 
-use crate::mapper::{BodyOptions, MaxTokensField, SystemRole};
+use crate::mapper::{BodyOptions, DEFAULT_MEDIA_LIMITS, MaxTokensField, SystemRole};
 
 /// The default OpenAI base URL (`/chat/completions` is appended).
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -153,6 +153,12 @@ pub struct OpenAiConfig {
     pub parallel_tool_calls: Option<bool>,
     /// Overrides the advertised JSON-schema structured output.
     pub json_schema: Option<bool>,
+    /// The largest image, document and recording sent, in bytes
+    /// (`max_image_bytes`, `max_document_bytes`, `max_audio_bytes` in the
+    /// same table; each defaults to [`DEFAULT_MEDIA_LIMITS`]). A larger
+    /// attachment is refused before the request is sent.
+    #[serde(flatten, deserialize_with = "crate::mapper::deserialize_media_limits")]
+    pub media: MediaLimits,
     /// Timeouts and retries (`timeout_secs`, `max_retries`, … in the same table).
     #[serde(flatten)]
     pub http: HttpConfig,
@@ -177,6 +183,7 @@ impl Default for OpenAiConfig {
             native_tools: None,
             parallel_tool_calls: None,
             json_schema: None,
+            media: DEFAULT_MEDIA_LIMITS,
             http: HttpConfig::default(),
         }
     }
@@ -350,6 +357,7 @@ impl OpenAiConfig {
             streaming: true,
             prompt_caching: false,
             json_schema: self.json_schema.unwrap_or(hosted),
+            format_with_tools: false,
         }
     }
 
@@ -365,6 +373,8 @@ impl OpenAiConfig {
             stream: false,
             stream_usage: self.stream_usage,
             send_reasoning_content: self.send_reasoning_content,
+            media_limits: self.media,
+            provider: self.provider_name().to_owned(),
         }
     }
 }
@@ -422,6 +432,25 @@ mod tests {
         assert_eq!(
             key.ok().flatten().map(|k| k.expose().to_owned()),
             Some("sk-x".to_owned())
+        );
+    }
+
+    #[test]
+    fn media_limits_default_to_openais_and_are_read_from_the_table() {
+        assert_eq!(OpenAiConfig::default().media, DEFAULT_MEDIA_LIMITS);
+        let config: Result<OpenAiConfig, _> =
+            serde_json::from_value(serde_json::json!({"max_image_bytes": 1024, "max_retries": 1}));
+        let config = config.unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(config.media.max_image_bytes, 1024);
+        assert_eq!(config.media.max_document_bytes, DEFAULT_MEDIA_LIMITS.max_document_bytes);
+        assert_eq!(config.http.max_retries, 1);
+        assert_eq!(config.request_options().media_limits, config.media);
+        let azure = OpenAiConfig::azure("https://r", "d").request_options();
+        assert_eq!(azure.provider, "azure.ai.openai");
+        let misspelt = serde_json::from_value::<OpenAiConfig>(serde_json::json!({"max_image_byte": 5}));
+        assert!(
+            misspelt.is_err_and(|error| error.to_string().contains("max_image_byte")),
+            "a misspelt key is refused"
         );
     }
 

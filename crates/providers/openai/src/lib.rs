@@ -63,7 +63,7 @@ pub use client::OpenAiClient;
 pub use config::{DEFAULT_AZURE_API_VERSION, DEFAULT_MODEL, DEFAULT_OPENAI_BASE_URL, OpenAiConfig, Variant};
 #[allow(deprecated)]
 pub use mapper::RequestOptions;
-pub use mapper::{BodyOptions, MaxTokensField, SystemRole};
+pub use mapper::{BodyOptions, DEFAULT_MEDIA_LIMITS, MaxTokensField, SystemRole};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

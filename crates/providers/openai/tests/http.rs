@@ -147,3 +147,60 @@ async fn a_context_length_error_is_classified() {
     assert_eq!(error.kind, LlmErrorKind::ContextLength);
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn an_oversized_attachment_is_refused_before_any_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500))
+        .mount(&server)
+        .await;
+    let mut config = config(&server);
+    // As `max_image_bytes = 64` in [providers.openai] sets it.
+    config.media = serde_json::from_value::<OpenAiConfig>(json!({"max_image_bytes": 64}))
+        .unwrap()
+        .media;
+    let client = OpenAiClient::new(config).unwrap();
+    let request = ChatRequest::new(vec![Message::user_with(
+        "What is this?",
+        vec![agent_testing::media::png()],
+    )]);
+    for streamed in [false, true] {
+        let error = if streamed {
+            client.stream(&request, &CancellationToken::new()).await.err().unwrap()
+        } else {
+            client.complete(&request, &CancellationToken::new()).await.unwrap_err()
+        };
+        assert_eq!(error.kind, LlmErrorKind::UnsupportedInput);
+        assert_eq!(error.provider.as_deref(), Some("openai"));
+        assert!(
+            error.message.contains("67 bytes; openai takes at most 64 bytes"),
+            "{error}"
+        );
+    }
+    assert!(server.received_requests().await.unwrap().is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn the_media_bodies_the_server_receives_validate_against_the_official_schema() {
+    let openai = require_wire!("openai");
+    let validator = common::request_validator(&openai);
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok_body(&openai), "application/json"))
+        .mount(&server)
+        .await;
+    let client = client(&server);
+    let conversations = agent_testing::canonical::multimodal_conversations();
+    for (_, request) in &conversations {
+        client.complete(request, &CancellationToken::new()).await.unwrap();
+    }
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), conversations.len());
+    for ((name, _), request) in conversations.iter().zip(&received) {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+        let errors = common::schema_errors(&validator, &body);
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
+}

@@ -9,8 +9,7 @@ use agent_core::{ChatRequest, Message, ToolChoice};
 use agent_provider_openai::BodyOptions;
 use agent_provider_openai::mapper::build_request_body;
 use agent_testing::require_wire;
-use agent_testing::wire::Wire;
-use common::{body_json, canonical_requests, parallel_calls_request, weather_tool};
+use common::{body_json, canonical_requests, parallel_calls_request, request_validator, schema_errors, weather_tool};
 use serde_json::{Value, json};
 
 #[test]
@@ -111,23 +110,6 @@ fn a_non_finite_temperature_is_refused() {
     assert_eq!(error.kind, agent_core::LlmErrorKind::InvalidRequest);
 }
 
-/// The official schema, with the root pointing at the request schema.
-fn request_validator(openai: &Wire) -> jsonschema::Validator {
-    let mut document = openai.json("chat_completions_subset.openapi.json");
-    document["$ref"] = json!("#/components/schemas/CreateChatCompletionRequest");
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .build(&document)
-        .unwrap_or_else(|error| panic!("the OpenAPI document does not compile as a JSON Schema: {error}"))
-}
-
-fn schema_errors(validator: &jsonschema::Validator, body: &Value) -> Vec<String> {
-    validator
-        .iter_errors(body)
-        .map(|error| format!("{} at {}", error, error.instance_path()))
-        .collect()
-}
-
 #[test]
 fn every_canonical_body_validates_against_the_official_schema() {
     let validator = request_validator(&require_wire!("openai"));
@@ -148,6 +130,10 @@ fn the_schema_check_does_reject_invalid_bodies() {
         json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "sometimes"}),
         json!({"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": {}}}]}]}),
         json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}),
+        // Content parts: audio only as wav or mp3, tool messages text only, no empty arrays.
+        json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AA==", "format": "flac"}}]}]}),
+        json!({"model": "m", "messages": [{"role": "tool", "tool_call_id": "c", "content": [{"type": "image_url", "image_url": {"url": "https://a/b.png"}}]}]}),
+        json!({"model": "m", "messages": [{"role": "user", "content": []}]}),
     ];
     for body in bad_bodies {
         assert!(!schema_errors(&validator, &body).is_empty(), "accepted {body}");
@@ -164,4 +150,56 @@ fn the_official_reference_requests_validate_too() {
         let errors = schema_errors(&validator, &body);
         assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
     }
+}
+
+/// The multimodal conversations as OpenAI sends them: snapshot name
+/// (`request_` and the conversation's), and the body or the refusal.
+fn multimodal_bodies() -> Vec<(String, Result<Value, agent_core::LlmError>)> {
+    let options = BodyOptions::new("gpt-4o-mini");
+    agent_testing::canonical::multimodal_conversations()
+        .into_iter()
+        .map(|(name, request)| {
+            let body = build_request_body(&request, &options).map(|bytes| serde_json::from_slice(&bytes).unwrap());
+            (format!("request_{name}"), body)
+        })
+        .collect()
+}
+
+#[test]
+fn multimodal_request_bodies_match_their_snapshots() {
+    let bodies = multimodal_bodies();
+    assert_eq!(bodies.len(), agent_testing::canonical::MULTIMODAL_NAMES.len());
+    for (name, body) in bodies {
+        match body {
+            Ok(body) => insta::assert_json_snapshot!(name, body),
+            Err(error) => insta::assert_snapshot!(name, error.to_string()),
+        }
+    }
+}
+
+#[test]
+fn every_multimodal_body_validates_against_the_official_schema() {
+    let validator = request_validator(&require_wire!("openai"));
+    for (name, body) in multimodal_bodies() {
+        let body = body.unwrap_or_else(|error| panic!("{name}: {error}"));
+        let errors = schema_errors(&validator, &body);
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
+}
+
+#[test]
+fn the_official_image_input_example_is_rebuilt_exactly() {
+    let openai = require_wire!("openai");
+    let example = openai.json("reference_examples/image_input.request.json");
+    let part = &example["messages"][0]["content"];
+    let image = agent_core::Attachment::from_url(part[1]["image_url"]["url"].as_str().unwrap(), "image/jpeg").unwrap();
+    let request = ChatRequest {
+        max_tokens: Some(300),
+        ..ChatRequest::new(vec![Message::user_with(part[0]["text"].as_str().unwrap(), vec![image])])
+    };
+    let options = BodyOptions {
+        max_tokens_field: agent_provider_openai::MaxTokensField::MaxTokens,
+        ..BodyOptions::new(example["model"].as_str().unwrap())
+    };
+    assert_eq!(body_json(&request, &options), example);
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+use super::media::{ContentWithFiles, Images, Place, check_attachments};
 use super::{BodyOptions, KeepAlive, Think};
 
 /// The key under which arguments that are not a JSON object are sent back
@@ -29,10 +30,18 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 ///   cannot force a call);
 /// - `max_tokens`, `temperature`, `stop` and `num_ctx` go in `options`;
 ///   `response_format` becomes `format` (the JSON schema);
-/// - `stream` is always written, because Ollama streams when it is absent.
+/// - `stream` is always written, because Ollama streams when it is absent;
+/// - images of a user message or a tool result go in its `images`
+///   (base64), text files into its `content` after the text, each headed
+///   by its name; a message without attachments is written as before.
 ///
-/// Fails for values JSON cannot carry (a non-finite temperature) and for a
-/// named tool choice that names no offered tool.
+/// Fails for values JSON cannot carry (a non-finite temperature), for a
+/// named tool choice that names no offered tool and, with an
+/// [`UnsupportedInput`](agent_core::LlmErrorKind::UnsupportedInput) error,
+/// for an attachment that cannot be sent: an image by URL (Agentry does not
+/// fetch URLs), a PDF or audio, one larger than
+/// [`BodyOptions::media_limits`], or one whose bytes a session store did
+/// not load.
 pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Result<Vec<u8>, LlmError> {
     if let Some(temperature) = request.temperature
         && !temperature.is_finite()
@@ -41,6 +50,7 @@ pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Resul
             "temperature must be a finite number, got {temperature}"
         )));
     }
+    check_attachments(&request.messages, &options.media_limits)?;
     // Ollama has no tool_choice: the choice narrows the tools sent.
     let tools = request.callable_tools()?;
     let body = Body {
@@ -159,15 +169,37 @@ impl Serialize for Messages<'_> {
                     role: "system",
                     content,
                 })?,
-                Message::User { content, .. } => seq.serialize_element(&Text { role: "user", content })?,
+                Message::User { content, attachments } if attachments.is_empty() => {
+                    seq.serialize_element(&Text { role: "user", content })?;
+                }
+                Message::User { content, attachments } => seq.serialize_element(&WithMedia {
+                    role: "user",
+                    content: ContentWithFiles {
+                        error_prefix: false,
+                        text: content,
+                        attachments,
+                        place: Place::UserMessage,
+                    },
+                    tool_name: None,
+                })?,
                 Message::Assistant(assistant) => seq.serialize_element(&Assistant(assistant))?,
-                Message::Tool(result) => seq.serialize_element(&ToolMessage {
+                Message::Tool(result) if result.attachments.is_empty() => seq.serialize_element(&ToolMessage {
                     role: "tool",
                     content: ErrorPrefixed {
                         is_error: result.is_error,
                         text: &result.content,
                     },
                     tool_name: &result.name,
+                })?,
+                Message::Tool(result) => seq.serialize_element(&WithMedia {
+                    role: "tool",
+                    content: ContentWithFiles {
+                        error_prefix: needs_error_prefix(result.is_error, &result.content),
+                        text: &result.content,
+                        attachments: &result.attachments,
+                        place: Place::ToolResult,
+                    },
+                    tool_name: Some(&result.name),
                 })?,
             }
         }
@@ -188,6 +220,51 @@ struct ToolMessage<'a> {
     tool_name: &'a str,
 }
 
+/// A user message or tool result with attachments: `content` with its text
+/// files, `images` with its images.
+struct WithMedia<'a> {
+    role: &'static str,
+    content: ContentWithFiles<'a>,
+    tool_name: Option<&'a str>,
+}
+
+impl Serialize for WithMedia<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let attachments = self.content.attachments;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("role", self.role)?;
+        if ContentWithFiles::has_files(attachments) {
+            map.serialize_entry("content", &self.content)?;
+        } else {
+            map.serialize_entry(
+                "content",
+                &ErrorPrefixed {
+                    is_error: self.content.error_prefix,
+                    text: self.content.text,
+                },
+            )?;
+        }
+        if ContentWithFiles::has_images(attachments) {
+            map.serialize_entry(
+                "images",
+                &Images {
+                    attachments,
+                    place: self.content.place,
+                },
+            )?;
+        }
+        if let Some(tool_name) = self.tool_name {
+            map.serialize_entry("tool_name", tool_name)?;
+        }
+        map.end()
+    }
+}
+
+/// Whether a result's text needs `Error: ` in front so the model sees it failed.
+fn needs_error_prefix(is_error: bool, text: &str) -> bool {
+    is_error && !text.starts_with("Error")
+}
+
 /// A failed result's text, starting with `Error: ` so the model sees it failed.
 struct ErrorPrefixed<'a> {
     is_error: bool,
@@ -196,7 +273,7 @@ struct ErrorPrefixed<'a> {
 
 impl Serialize for ErrorPrefixed<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        if self.is_error && !self.text.starts_with("Error") {
+        if needs_error_prefix(self.is_error, self.text) {
             serializer.collect_str(&format_args!("Error: {}", self.text))
         } else {
             serializer.serialize_str(self.text)

@@ -7,12 +7,50 @@
 //! responses are read into typed structs that borrow from the input where
 //! they can, so the per-turn cost stays a handful of allocations.
 
+mod media;
 mod request;
 mod response;
 mod stream;
 mod wire;
 
-use serde::Deserialize;
+use agent_core::MediaLimits;
+use serde::{Deserialize, Deserializer};
+
+/// One mebibyte.
+const MIB: u64 = 1024 * 1024;
+
+/// The largest attachments sent by default, from OpenAI's documentation:
+/// 20 MB an image (the images and vision guide, which also caps a request's
+/// images at 50 MB together), 32 MB of PDF content a request (the file
+/// inputs guide), and, for recordings, 25 MB: Chat Completions documents
+/// no limit of its own for `input_audio`, so this is the Audio API's upload
+/// limit (the figures read as MiB). Each can be changed in the config
+/// table (`max_image_bytes`, ...).
+pub const DEFAULT_MEDIA_LIMITS: MediaLimits = MediaLimits {
+    max_image_bytes: 20 * MIB,
+    max_document_bytes: 32 * MIB,
+    max_audio_bytes: 25 * MIB,
+};
+
+/// The media limit keys of a config table (`max_image_bytes`, ...), each
+/// defaulting to [`DEFAULT_MEDIA_LIMITS`].
+pub(crate) fn deserialize_media_limits<'de, D: Deserializer<'de>>(deserializer: D) -> Result<MediaLimits, D::Error> {
+    #[derive(Deserialize)]
+    struct Keys {
+        #[serde(rename = "max_image_bytes")]
+        image: Option<u64>,
+        #[serde(rename = "max_document_bytes")]
+        document: Option<u64>,
+        #[serde(rename = "max_audio_bytes")]
+        audio: Option<u64>,
+    }
+    let keys = Keys::deserialize(deserializer)?;
+    Ok(MediaLimits {
+        max_image_bytes: keys.image.unwrap_or(DEFAULT_MEDIA_LIMITS.max_image_bytes),
+        max_document_bytes: keys.document.unwrap_or(DEFAULT_MEDIA_LIMITS.max_document_bytes),
+        max_audio_bytes: keys.audio.unwrap_or(DEFAULT_MEDIA_LIMITS.max_audio_bytes),
+    })
+}
 
 /// The trait [`StreamMapper`] is driven through (`push`, `finish`, ...).
 pub use agent_http::EventMapper;
@@ -66,11 +104,18 @@ pub struct BodyOptions {
     pub stream_usage: bool,
     /// Echo assistant reasoning text back as `reasoning_content`.
     pub send_reasoning_content: bool,
+    /// The largest attachment of each kind sent; a larger one is refused
+    /// before anything is sent.
+    pub media_limits: MediaLimits,
+    /// The provider named in the refusal of an attachment (`openai`,
+    /// `azure.ai.openai`, ...).
+    pub provider: String,
 }
 
 impl BodyOptions {
     /// Options for `model` with the defaults: `system` role,
-    /// `max_completion_tokens`, not streamed.
+    /// `max_completion_tokens`, not streamed, [`DEFAULT_MEDIA_LIMITS`],
+    /// refusals naming `openai`.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
@@ -79,6 +124,8 @@ impl BodyOptions {
             stream: false,
             stream_usage: true,
             send_reasoning_content: false,
+            media_limits: DEFAULT_MEDIA_LIMITS,
+            provider: "openai".to_owned(),
         }
     }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+use super::media::{ToolMedia, UserWithMedia, check_attachments};
 use super::{BodyOptions, MaxTokensField, SystemRole};
 
 /// Serialises `request` as a Chat Completions body (JSON bytes).
@@ -20,9 +21,20 @@ use super::{BodyOptions, MaxTokensField, SystemRole};
 /// - failed tool results are prefixed with `Error: ` so the model sees that
 ///   the call failed;
 /// - `tool_choice` and `parallel_tool_calls` are sent only with tools;
-/// - the token limit goes in `max_completion_tokens` or `max_tokens`, as configured.
+/// - the token limit goes in `max_completion_tokens` or `max_tokens`, as configured;
+/// - a user message with attachments has `content` as an array of parts
+///   (its text, then an `image_url`, `file`, `input_audio` or `text` part
+///   per attachment); the media of tool results go in a user message right
+///   after that round's tool messages, which take text only (see the
+///   `media` module of this mapper). A message without attachments is
+///   written as before, its `content` a string.
 ///
-/// Fails only for values JSON cannot carry (a non-finite temperature).
+/// Fails for values JSON cannot carry (a non-finite temperature) and, with
+/// an [`UnsupportedInput`](agent_core::LlmErrorKind::UnsupportedInput)
+/// error, for an attachment that cannot be sent: larger than
+/// [`BodyOptions::media_limits`], of a kind or form Chat Completions does
+/// not take (audio other than WAV or MP3, a document or recording by URL),
+/// or whose bytes a session store did not load.
 pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Result<Vec<u8>, LlmError> {
     if let Some(temperature) = request.temperature
         && !temperature.is_finite()
@@ -31,6 +43,7 @@ pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Resul
             "temperature must be a finite number, got {temperature}"
         )));
     }
+    check_attachments(&request.messages, &options.media_limits, &options.provider)?;
     let has_tools = !request.tools.is_empty();
     let (max_completion_tokens, max_tokens) = match options.max_tokens_field {
         MaxTokensField::MaxCompletionTokens => (request.max_tokens, None),
@@ -43,6 +56,7 @@ pub fn build_request_body(request: &ChatRequest, options: &BodyOptions) -> Resul
             system_role: options.system_role,
             history: &request.messages,
             send_reasoning_content: options.send_reasoning_content,
+            provider: &options.provider,
         },
         tools: has_tools.then_some(Tools(&request.tools)),
         tool_choice: has_tools.then_some(WireToolChoice(&request.tool_choice)),
@@ -80,9 +94,16 @@ fn estimate_size(request: &ChatRequest) -> usize {
             Message::Tool(result) => result.content.len() + result.call_id.len() + 64,
         })
         .sum();
+    // Inline bytes go as base64 (4 characters for 3 bytes).
+    let media: usize = request
+        .messages
+        .iter()
+        .flat_map(Message::attachments)
+        .map(|attachment| attachment.bytes().map_or(256, |bytes| bytes.len() / 3 * 4 + 256))
+        .sum();
     let tools = request.tools.len() * 512;
     let system = request.system.as_ref().map_or(0, String::len);
-    let total = 256 + text + tools + system;
+    let total = 256 + text + tools + system + media;
     // Escapes make JSON a little longer than its text.
     total + total / 8
 }
@@ -129,36 +150,71 @@ struct Messages<'a> {
     system_role: SystemRole,
     history: &'a [Message],
     send_reasoning_content: bool,
+    /// The provider named in errors.
+    provider: &'a str,
 }
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.history.len() + usize::from(self.system.is_some())))?;
+        let has_media = self.history.iter().any(|message| !message.attachments().is_empty());
+        // One more message per round of tool results (a run of tool
+        // messages) whose results carry media.
+        let media_messages = if has_media {
+            self.history
+                .split(|message| !matches!(message, Message::Tool(_)))
+                .filter(|round| ToolMedia::has_media(round))
+                .count()
+        } else {
+            0
+        };
+        let len = self.history.len() + usize::from(self.system.is_some()) + media_messages;
+        let mut seq = serializer.serialize_seq(Some(len))?;
         if let Some(system) = self.system {
             seq.serialize_element(&TextMessage {
                 role: self.system_role.as_str(),
                 content: system,
             })?;
         }
-        for message in self.history {
+        let mut round_start = 0;
+        for (index, message) in self.history.iter().enumerate() {
             match message {
                 Message::System { content } => seq.serialize_element(&TextMessage {
                     role: self.system_role.as_str(),
                     content,
                 })?,
-                Message::User { content, .. } => seq.serialize_element(&TextMessage { role: "user", content })?,
+                Message::User { content, attachments } if attachments.is_empty() => {
+                    seq.serialize_element(&TextMessage { role: "user", content })?;
+                }
+                Message::User { content, attachments } => seq.serialize_element(&UserWithMedia {
+                    content,
+                    attachments,
+                    provider: self.provider,
+                })?,
                 Message::Assistant(assistant) => seq.serialize_element(&WireAssistant {
                     message: assistant,
                     send_reasoning_content: self.send_reasoning_content,
                 })?,
-                Message::Tool(result) => seq.serialize_element(&WireToolMessage {
-                    role: "tool",
-                    tool_call_id: &result.call_id,
-                    content: ToolContent {
-                        content: &result.content,
-                        is_error: result.is_error,
-                    },
-                })?,
+                Message::Tool(result) => {
+                    seq.serialize_element(&WireToolMessage {
+                        role: "tool",
+                        tool_call_id: &result.call_id,
+                        content: ToolContent {
+                            content: &result.content,
+                            is_error: result.is_error,
+                        },
+                    })?;
+                    if index == 0 || !matches!(self.history[index - 1], Message::Tool(_)) {
+                        round_start = index;
+                    }
+                    let round_ends = !matches!(self.history.get(index + 1), Some(Message::Tool(_)));
+                    let round = &self.history[round_start..=index];
+                    if has_media && round_ends && ToolMedia::has_media(round) {
+                        seq.serialize_element(&ToolMedia {
+                            round,
+                            provider: self.provider,
+                        })?;
+                    }
+                }
             }
         }
         seq.end()

@@ -11,7 +11,27 @@ use agent_provider_openai::{BodyOptions, MaxTokensField, SystemRole};
 use serde_json::Value;
 
 pub use agent_testing::canonical::{multi_turn_request, parallel_calls_request, weather_tool};
+use agent_testing::wire::Wire;
 pub use agent_testing::wire::stem;
+use serde_json::json;
+
+/// The official schema, with the root pointing at the request schema.
+pub fn request_validator(openai: &Wire) -> jsonschema::Validator {
+    let mut document = openai.json("chat_completions_subset.openapi.json");
+    document["$ref"] = json!("#/components/schemas/CreateChatCompletionRequest");
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&document)
+        .unwrap_or_else(|error| panic!("the OpenAPI document does not compile as a JSON Schema: {error}"))
+}
+
+/// Where `body` breaks the schema, one line each.
+pub fn schema_errors(validator: &jsonschema::Validator, body: &Value) -> Vec<String> {
+    validator
+        .iter_errors(body)
+        .map(|error| format!("{} at {}", error, error.instance_path()))
+        .collect()
+}
 
 /// The shared canonical conversations with the options OpenAI sends them
 /// with, plus OpenAI-only variants: snapshot name, request, options.
