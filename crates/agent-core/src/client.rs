@@ -27,6 +27,13 @@ pub struct Capabilities {
     pub prompt_caching: bool,
     /// Replies can be constrained to a JSON schema.
     pub json_schema: bool,
+    /// A response format applies to the answer without keeping the model
+    /// from calling the tools offered with it (the local model's grammar
+    /// admits a tool call or the answer). Without it, a run sends its
+    /// answer format only with calls that cannot call tools: strict
+    /// OpenAI-compatible servers such as vLLM stop calling tools when a
+    /// format comes with them.
+    pub format_with_tools: bool,
 }
 
 /// A chat model behind some provider. Object safe: use it as `Arc<dyn LlmClient>`.

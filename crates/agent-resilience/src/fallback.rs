@@ -263,6 +263,7 @@ fn common(a: Capabilities, b: Capabilities) -> Capabilities {
         streaming: a.streaming && b.streaming,
         prompt_caching: a.prompt_caching && b.prompt_caching,
         json_schema: a.json_schema && b.json_schema,
+        format_with_tools: a.format_with_tools && b.format_with_tools,
     }
 }
 

@@ -224,6 +224,7 @@ impl Agent {
         }
         RunState::new(identity, config, request, pricing)
             .with_accepted_inputs(info.and_then(|info| info.inputs.clone()))
+            .with_format_with_tools(inner.client.capabilities().format_with_tools)
             .with_protocol(protocol)
             .with_forced_answer(inner.forced_answer_instruction.clone())
             .with_calibration(f64::from_bits(inner.calibration.load(Ordering::Relaxed)))

@@ -77,6 +77,10 @@ pub struct RunState {
     pricing: Option<Pricing>,
     /// The instruction of a forced final answer; the built-in one when unset.
     forced_answer_instruction: Option<String>,
+    /// The client applies a response format without losing tool calls
+    /// ([`Capabilities::format_with_tools`](agent_core::Capabilities)).
+    #[serde(default)]
+    format_with_tools: bool,
     /// The media kinds the model reads (from the catalog); unset: not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     accepted_inputs: Option<Vec<agent_core::MediaKind>>,
@@ -221,6 +225,7 @@ impl RunState {
             pricing,
             forced_answer_instruction: None,
             accepted_inputs: None,
+            format_with_tools: false,
             answer_format,
             phase: Phase::NeedsModel { forced: None },
             iteration: 0,
@@ -277,6 +282,15 @@ impl RunState {
         self
     }
 
+    /// The client applies a response format without losing tool calls: the
+    /// answer format goes with every call, tools offered or not.
+    /// [`Agent`](crate::Agent) sets it from the client's capabilities.
+    pub fn with_format_with_tools(mut self, on: bool) -> Self {
+        self.format_with_tools = on;
+        self.sync_answer_format();
+        self
+    }
+
     /// The run's first call must answer: no tool can be called (tool choice
     /// `none`; the tools are left out unless the history needs their
     /// definitions), so the response format, if any, is sent with it.
@@ -296,7 +310,8 @@ impl RunState {
         if self.answer_format.is_none() {
             self.answer_format = self.request.response_format.take();
         }
-        let tools_callable = self.request.tool_choice != ToolChoice::None
+        let tools_callable = !self.format_with_tools
+            && self.request.tool_choice != ToolChoice::None
             && match &self.protocol {
                 Protocol::Native => !self.request.tools.is_empty(),
                 Protocol::Text { tool_names } => !tool_names.is_empty(),

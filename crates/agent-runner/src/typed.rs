@@ -9,7 +9,9 @@
 //! (strict OpenAI-compatible servers such as vLLM stop calling tools when
 //! it is), and the schema is written into the user message instead, as it
 //! is for a client that cannot enforce a format
-//! ([`Capabilities::json_schema`](agent_core::Capabilities)). The answer is then extracted (a bare JSON
+//! ([`Capabilities::json_schema`](agent_core::Capabilities)). A client
+//! whose format leaves tool calls possible (`format_with_tools`: the local
+//! model's grammar) gets it with every call. The answer is then extracted (a bare JSON
 //! value, or JSON inside prose or a code fence, see [`agent_parse`]) and
 //! validated with the `jsonschema` crate. When it does not match, the
 //! conversation goes on once with a user message listing every violation
@@ -339,7 +341,7 @@ impl Agent {
         let mut user_message = user_message.into();
         // The format goes only with calls that cannot call tools: while
         // tools are offered the model reads the schema here.
-        let offers_tools = !self.registry().shared_definitions().is_empty();
+        let offers_tools = !capabilities.format_with_tools && !self.registry().shared_definitions().is_empty();
         if !capabilities.json_schema || offers_tools {
             user_message = with_schema_instruction(&user_message, &schema.schema);
         }

@@ -77,3 +77,29 @@ async fn the_format_goes_only_with_calls_that_must_answer() {
         "agent without tools": calls(&bare.requests()),
     }));
 }
+
+#[tokio::test]
+async fn a_client_whose_format_keeps_tool_calls_gets_it_with_every_call() {
+    let client = ScriptedClient::new()
+        .with_capabilities(agent_core::Capabilities {
+            native_tools: true,
+            json_schema: true,
+            format_with_tools: true,
+            ..agent_core::Capabilities::default()
+        })
+        .respond(response::tool_calls([("echo", json!({"city": "Oslo"}))]))
+        .respond(response::text(r#"{"city": "Oslo"}"#));
+    let agent = common::agent(&client).build();
+    let run = agent
+        .run_json(vec![], "Which city?", format().schema, &ToolContext::new())
+        .await
+        .expect("a valid answer");
+    assert_eq!(run.attempts, 1);
+    let requests = client.requests();
+    assert!(requests.iter().all(|request| !request.tools.is_empty() && request.response_format.is_some()));
+    // The format says it: the question goes as it is.
+    let Some(agent_core::Message::User { content, .. }) = requests[0].messages.last() else {
+        panic!("no user message");
+    };
+    assert_eq!(content, "Which city?");
+}

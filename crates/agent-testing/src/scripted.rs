@@ -63,6 +63,7 @@ impl ScriptedClient {
                 streaming: true,
                 prompt_caching: false,
                 json_schema: false,
+                format_with_tools: false,
             },
             provider: "scripted".into(),
             model: "scripted-model".into(),

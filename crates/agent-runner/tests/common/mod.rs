@@ -74,5 +74,6 @@ pub fn json_schema_client() -> ScriptedClient {
         streaming: true,
         prompt_caching: false,
         json_schema: true,
+        format_with_tools: false,
     })
 }

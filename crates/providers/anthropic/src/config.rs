@@ -190,6 +190,7 @@ impl AnthropicConfig {
             streaming: true,
             prompt_caching: true,
             json_schema: true,
+            format_with_tools: false,
         }
     }
 

@@ -184,6 +184,7 @@ impl GeminiConfig {
             streaming: true,
             prompt_caching: false,
             json_schema: true,
+            format_with_tools: false,
         }
     }
 
