@@ -4,7 +4,7 @@
 //! An [`Attachment`] is given by URL (the provider fetches it) or by its
 //! bytes, with a MIME type and a size. Bytes are checked when the
 //! attachment is made ([`Attachment::from_bytes`]): the type is sniffed from
-//! them and must match the declared one. They never show in `Debug` (only
+//! them ([`sniff`]) and must match the declared one. They never show in `Debug` (only
 //! the type and size do), and serialise as base64; a session store keeps
 //! each distinct file once, by its SHA-256 ([`MediaSource::Stored`]).
 //!
@@ -258,7 +258,7 @@ pub fn unsupported_attachment(attachment: &Attachment, where_: &str, provider: &
 }
 
 impl Attachment {
-    /// An attachment of `bytes`: its type is sniffed from them and must
+    /// An attachment of `bytes`: its type is sniffed from them ([`sniff`]) and must
     /// match `declared_mime` when one is given; a text file (which has no
     /// signature to sniff) must be declared `text/...` and be UTF-8.
     ///
@@ -417,16 +417,42 @@ pub fn mime_of_name(name: &str) -> Option<&'static str> {
     })
 }
 
-/// The MIME type the bytes have, by their signature (the `infer` crate),
-/// in [`normalise_mime`]'s names.
+/// The MIME type the bytes have, by their signature, for the kinds a model
+/// reads (and a few it does not, so that they are named when refused); in
+/// [`normalise_mime`]'s names. Written here rather than taken from a crate:
+/// the dozen signatures Agentry needs are shorter than a dependency.
 pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
-    let found = infer::get(bytes)?.mime_type();
-    Some(match found {
-        "audio/x-wav" => "audio/wav",
-        "audio/x-flac" => "audio/flac",
-        "audio/x-m4a" => "audio/m4a",
-        other => other,
-    })
+    let at = |offset: usize, signature: &[u8]| bytes.get(offset..offset + signature.len()) == Some(signature);
+    let found = if at(0, b"\x89PNG\r\n\x1a\n") {
+        "image/png"
+    } else if at(0, &[0xFF, 0xD8, 0xFF]) {
+        "image/jpeg"
+    } else if at(0, b"GIF87a") || at(0, b"GIF89a") {
+        "image/gif"
+    } else if at(0, b"RIFF") && at(8, b"WEBP") {
+        "image/webp"
+    } else if at(0, b"RIFF") && at(8, b"WAVE") {
+        "audio/wav"
+    } else if at(0, b"%PDF-") {
+        "application/pdf"
+    } else if at(0, b"ID3") || (bytes.len() > 1 && bytes[0] == 0xFF && matches!(bytes[1], 0xFB | 0xF3 | 0xF2)) {
+        "audio/mpeg"
+    } else if at(0, b"OggS") {
+        "audio/ogg"
+    } else if at(0, b"fLaC") {
+        "audio/flac"
+    } else if at(4, b"ftypM4A") {
+        "audio/m4a"
+    } else if at(4, b"ftyp") {
+        "video/mp4"
+    } else if at(0, b"PK\x03\x04") {
+        "application/zip"
+    } else if at(0, b"\x7fELF") || at(0, b"MZ") {
+        "application/x-executable"
+    } else {
+        return None;
+    };
+    Some(found)
 }
 
 /// `bytes` in standard, padded base64.

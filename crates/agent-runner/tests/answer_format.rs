@@ -96,7 +96,11 @@ async fn a_client_whose_format_keeps_tool_calls_gets_it_with_every_call() {
         .expect("a valid answer");
     assert_eq!(run.attempts, 1);
     let requests = client.requests();
-    assert!(requests.iter().all(|request| !request.tools.is_empty() && request.response_format.is_some()));
+    assert!(
+        requests
+            .iter()
+            .all(|request| !request.tools.is_empty() && request.response_format.is_some())
+    );
     // The format says it: the question goes as it is.
     let Some(agent_core::Message::User { content, .. }) = requests[0].messages.last() else {
         panic!("no user message");

@@ -146,3 +146,25 @@ fn limits_refuse_what_is_larger_and_name_the_provider() {
         "ollama cannot take an image (image/png) in a tool result"
     );
 }
+
+#[test]
+fn the_signatures_of_every_kind_are_told_apart() {
+    let cases: [(&[u8], Option<&str>); 12] = [
+        (b"\x89PNG\r\n\x1a\n....", Some("image/png")),
+        (&[0xFF, 0xD8, 0xFF, 0xDB], Some("image/jpeg")),
+        (b"GIF89a..", Some("image/gif")),
+        (b"RIFF\0\0\0\0WEBPVP8 ", Some("image/webp")),
+        (b"RIFF\0\0\0\0WAVEfmt ", Some("audio/wav")),
+        (b"%PDF-1.7", Some("application/pdf")),
+        (b"ID3\x04\0\0", Some("audio/mpeg")),
+        (b"OggS\0\x02", Some("audio/ogg")),
+        (b"fLaC\0\0", Some("audio/flac")),
+        (b"\0\0\0\x20ftypM4A ", Some("audio/m4a")),
+        (b"\x7fELF\x02", Some("application/x-executable")),
+        (b"RIFF", None),
+    ];
+    for (bytes, expected) in cases {
+        assert_eq!(sniff(bytes), expected, "{bytes:?}");
+    }
+    assert_eq!(sniff(b""), None);
+}
