@@ -20,6 +20,7 @@
 //!     provider: "openai".into(),
 //!     context_window: Some(128_000),
 //!     pricing: Pricing { input_per_million: 0.15, output_per_million: 0.6, ..Pricing::default() },
+//!     inputs: None,
 //! });
 //! let cost = catalog.cost("gpt-4o-mini-2024-07-18", &Usage::new(1_000_000, 0));
 //! assert_eq!(cost, Some(0.15));
