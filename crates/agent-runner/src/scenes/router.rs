@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, CallPurpose, LlmClient, LlmError, LlmErrorKind, Message, ModelCallRecord, ModelCatalog,
-    RunEnd, ToolContext, ToolRegistry,
+    AgentEvent, AgentRunResult, Attachment, CallPurpose, LlmClient, LlmError, LlmErrorKind, Message, ModelCallRecord,
+    ModelCatalog, RunEnd, ToolContext, ToolRegistry,
 };
 use futures::{Stream, StreamExt};
 use tracing::Instrument;
@@ -16,6 +16,12 @@ use super::matching::{MatchKind, match_name};
 use super::routing::{RoutingSettings, requested_name, routing_request};
 use super::{Scene, SceneError, SceneRouterBuilder};
 use crate::{Agent, AgentBuilder, telemetry};
+
+/// The user's message of a streamed run: its text and what is attached.
+struct UserTurn {
+    text: String,
+    attachments: Vec<Attachment>,
+}
 
 /// Shared agent settings applied to every scene's agent.
 pub(super) type Configure = Arc<dyn Fn(AgentBuilder) -> AgentBuilder + Send + Sync>;
@@ -150,8 +156,27 @@ impl SceneRouter {
         user_message: &str,
         context: &ToolContext,
     ) -> Result<SceneChoice, SceneError> {
+        self.route_attached(history, user_message, &[], context).await
+    }
+
+    /// [`route`](Self::route) for a message with attachments: the routing
+    /// call reads their names and types, not their bytes.
+    pub async fn route_attached(
+        &self,
+        history: &[Message],
+        user_message: &str,
+        attachments: &[Attachment],
+        context: &ToolContext,
+    ) -> Result<SceneChoice, SceneError> {
         let inner = &self.inner;
-        let request = routing_request(&inner.scenes, history, user_message, inner.native, &inner.routing);
+        let request = routing_request(
+            &inner.scenes,
+            history,
+            user_message,
+            attachments,
+            inner.native,
+            &inner.routing,
+        );
         let client = inner.client.as_ref();
         let span = telemetry::chat_span(client.provider(), client.model(), &request, 0, telemetry::RunIds::NONE);
         let started = Instant::now();
@@ -294,12 +319,29 @@ impl SceneRouter {
         user_message: impl Into<String>,
         context: &ToolContext,
     ) -> Result<AgentRunResult, SceneError> {
+        self.run_attached(history, user_message, Vec::new(), context).await
+    }
+
+    /// [`run`](Self::run) of a message with images, documents or audio:
+    /// the routing call reads their names and types
+    /// ([`route_attached`](Self::route_attached)), the scene's agent the
+    /// media itself.
+    pub async fn run_attached(
+        &self,
+        history: Vec<Message>,
+        user_message: impl Into<String>,
+        attachments: Vec<Attachment>,
+        context: &ToolContext,
+    ) -> Result<AgentRunResult, SceneError> {
         let user_message = user_message.into();
-        let choice = self.route(&history, &user_message, context).await?;
+        let choice = self
+            .route_attached(&history, &user_message, &attachments, context)
+            .await?;
         let agent = self
             .scene_agent(&choice.scene, &history, &user_message, context)
             .await?;
-        match agent.run(user_message).history(history).context(context.clone()).await {
+        let request = agent.run(user_message).attach(attachments).history(history);
+        match request.context(context.clone()).await {
             Ok(result) => Ok(choice.apply(result)),
             Err(mut error) => {
                 *error.result = choice.apply(std::mem::replace(&mut *error.result, placeholder()));
@@ -325,13 +367,29 @@ impl SceneRouter {
         user_message: impl Into<String>,
         context: ToolContext,
     ) -> impl Stream<Item = AgentEvent> + Send + 'static {
+        self.run_stream_attached(history, user_message, Vec::new(), context)
+    }
+
+    /// [`run_stream`](Self::run_stream) of a message with attachments (as
+    /// [`run_attached`](Self::run_attached)).
+    pub fn run_stream_attached(
+        &self,
+        history: Vec<Message>,
+        user_message: impl Into<String>,
+        attachments: Vec<Attachment>,
+        context: ToolContext,
+    ) -> impl Stream<Item = AgentEvent> + Send + 'static {
         let router = self.clone();
         let user_message = user_message.into();
         let cancel = context.cancel.child_token();
         let (sender, events) = crate::agent::event_channel(cancel.clone().drop_guard());
         let context = ToolContext { cancel, ..context };
         tokio::spawn(async move {
-            router.stream_into(history, user_message, context, &sender).await;
+            let message = UserTurn {
+                text: user_message,
+                attachments,
+            };
+            router.stream_into(history, message, context, &sender).await;
         });
         events
     }
@@ -339,21 +397,24 @@ impl SceneRouter {
     async fn stream_into(
         &self,
         history: Vec<Message>,
-        user_message: String,
+        message: UserTurn,
         context: ToolContext,
         sender: &crate::agent::EventSender,
     ) {
-        let choice = match self.route(&history, &user_message, &context).await {
+        let routed = self
+            .route_attached(&history, &message.text, &message.attachments, &context)
+            .await;
+        let choice = match routed {
             Ok(choice) => choice,
             Err(error) => {
-                self.send_failure(sender, &error, None, history, user_message);
+                self.send_failure(sender, &error, None, history, message);
                 return;
             }
         };
-        let agent = match self.scene_agent(&choice.scene, &history, &user_message, &context).await {
+        let agent = match self.scene_agent(&choice.scene, &history, &message.text, &context).await {
             Ok(agent) => agent,
             Err(error) => {
-                self.send_failure(sender, &error, Some(&choice), history, user_message);
+                self.send_failure(sender, &error, Some(&choice), history, message);
                 return;
             }
         };
@@ -364,7 +425,8 @@ impl SceneRouter {
         if sender.send(entered).is_err() {
             return;
         }
-        let mut events = Box::pin(agent.run(user_message).history(history).context(context).stream());
+        let request = agent.run(message.text).attach(message.attachments).history(history);
+        let mut events = Box::pin(request.context(context).stream());
         while let Some(event) = events.next().await {
             let event = match event {
                 AgentEvent::RunFinished { result } => AgentEvent::RunFinished {
@@ -386,7 +448,7 @@ impl SceneRouter {
         error: &SceneError,
         choice: Option<&SceneChoice>,
         history: Vec<Message>,
-        user_message: String,
+        message: UserTurn,
     ) {
         let cancelled = matches!(
             error,
@@ -399,7 +461,8 @@ impl SceneRouter {
             message: error.to_string(),
         });
         let mut messages = history;
-        messages.push(Message::user(user_message));
+        // The message stays in the record, media and all: it can be sent again.
+        messages.push(Message::user_with(message.text, message.attachments));
         let mut result = placeholder();
         result.stop_reason = if cancelled { RunEnd::Cancelled } else { RunEnd::Error };
         result.stop_detail = Some(error.to_string());

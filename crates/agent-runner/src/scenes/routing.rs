@@ -1,9 +1,10 @@
 //! The routing call: the request that asks the model to choose a scene,
 //! and the name read back from its reply.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
-use agent_core::{ChatRequest, ChatResponse, Message, ToolChoice, ToolDefinition};
+use agent_core::{Attachment, ChatRequest, ChatResponse, Message, ToolChoice, ToolDefinition};
 use agent_parse::{CallFormat, ToolCallParser};
 use serde_json::{Value, json};
 
@@ -39,11 +40,12 @@ pub(super) fn routing_request(
     scenes: &[Scene],
     history: &[Message],
     user_message: &str,
+    attachments: &[Attachment],
     native: bool,
     settings: &RoutingSettings,
 ) -> ChatRequest {
     let mut messages = text_history(history);
-    messages.push(Message::user(user_message));
+    messages.push(Message::user(routing_text(user_message, attachments)));
     let (system, tools, tool_choice): (String, Arc<[ToolDefinition]>, ToolChoice) = if native {
         let tools = scenes
             .iter()
@@ -95,7 +97,8 @@ fn text_history(history: &[Message]) -> Vec<Message> {
     let texts: Vec<Message> = history
         .iter()
         .filter_map(|message| match message {
-            Message::User { .. } | Message::System { .. } => Some(message.clone()),
+            Message::User { content, attachments } => Some(Message::user(routing_text(content, attachments))),
+            Message::System { .. } => Some(message.clone()),
             Message::Assistant(assistant) if !assistant.content.trim().is_empty() => {
                 Some(Message::assistant(assistant.content.clone()))
             }
@@ -109,6 +112,23 @@ fn text_history(history: &[Message]) -> Vec<Message> {
         kept.remove(0);
     }
     kept
+}
+
+/// A user message as the routing call reads it: its text, with each
+/// attachment named rather than sent (the scene is chosen by words; the
+/// scene's agent gets the media), so that "what is in this picture?" can
+/// still go to the scene that reads images.
+pub(super) fn routing_text(content: &str, attachments: &[Attachment]) -> String {
+    let mut text = content.to_owned();
+    for attachment in attachments {
+        let name = attachment
+            .name
+            .as_deref()
+            .map(|name| format!(" `{name}`"))
+            .unwrap_or_default();
+        let _ = write!(text, "\n[attached:{name} {}]", attachment.describe());
+    }
+    text
 }
 
 /// The scene name the reply asks for: its first function call, else a
