@@ -5,14 +5,17 @@
 //! Ctrl-C, or Ctrl-C twice at the prompt, or Ctrl-D, exits. A call of a
 //! tool that requires approval is shown and asked about before the reply's
 //! tools run; anything but `y`/`yes` denies it, and the model reads that it
-//! was refused.
+//! was refused. `/attach FILE` sends a file (an image, a PDF, a text file,
+//! audio) with the next message.
 
 use std::fmt::Write as _;
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, Message, ToolApprover, ToolCall, ToolContext,
+    AgentEvent, AgentRunResult, ApprovalDecision, Attachment, CancellationToken, Message, ToolApprover, ToolCall,
+    ToolContext, mime_of_name,
 };
 use agent_runner::ChatSession;
 use futures::StreamExt;
@@ -59,6 +62,11 @@ pub enum Command {
     Cost,
     /// `/exit` or `/quit`.
     Exit,
+    /// `/attach FILE`: the file goes with the next message; `/attach`
+    /// alone lists what will.
+    Attach(String),
+    /// `/detach`: nothing goes with the next message after all.
+    Detach,
     /// Anything else starting with `/`.
     Unknown(String),
 }
@@ -66,8 +74,11 @@ pub enum Command {
 /// The command on `line`, if it is one.
 pub fn parse_command(line: &str) -> Option<Command> {
     let line = line.trim();
-    let word = line.strip_prefix('/')?.split_whitespace().next().unwrap_or_default();
+    let rest = line.strip_prefix('/')?;
+    let word = rest.split_whitespace().next().unwrap_or_default();
     Some(match word.to_ascii_lowercase().as_str() {
+        "attach" => Command::Attach(rest[word.len()..].trim().to_owned()),
+        "detach" => Command::Detach,
         "help" | "h" | "?" => Command::Help,
         "tools" => Command::Tools,
         "reset" | "clear" => Command::Reset,
@@ -83,6 +94,8 @@ pub const HELP: &str = "commands:
   /tools  the tools the assistant can use
   /reset  forget the conversation (and its cost)
   /cost   tokens used and estimated cost so far
+  /attach FILE  send an image, PDF, text or audio file with your next message
+  /detach       send nothing after all
   /exit   leave (also Ctrl-D, or Ctrl-C twice)
 Ctrl-C while the assistant works cancels that turn and keeps the conversation.";
 
@@ -177,6 +190,7 @@ pub async fn run_chat(
             .map_err(write)?;
     }
     let mut interrupted_at_prompt = false;
+    let mut attached: Vec<Attachment> = Vec::new();
     loop {
         let input = reader
             .read_line("you> ")
@@ -210,13 +224,23 @@ pub async fn run_chat(
                 }
                 Command::Cost => console.line(&cost_report(conversation, agent.client().model())),
                 Command::Exit => return Ok(ChatEnd::Exit),
+                Command::Attach(path) => console.line(&attach(&path, &mut attached)),
+                Command::Detach => {
+                    let dropped = std::mem::take(&mut attached).len();
+                    console.line(&format!("({} dropped)", count(dropped as u64, "attachment")))
+                }
                 Command::Unknown(text) => console.line(&format!("unknown command {text}; /help lists the commands")),
             }
             .map_err(write)?;
             continue;
         }
-        match turn(agent, line, reader, console, interrupts, conversation).await? {
-            TurnEnd::Finished { history, result } => {
+        match turn(agent, line, attached.clone(), reader, console, interrupts, conversation).await? {
+            TurnEnd::Finished { history, result, kept } => {
+                // A turn the conversation did not keep keeps them for the
+                // message sent again.
+                if kept {
+                    attached.clear();
+                }
                 sink.turn_finished(&history, &result).await.map_err(ChatError::Sink)?;
             }
             TurnEnd::NoResult => {}
@@ -229,6 +253,8 @@ enum TurnEnd {
     Finished {
         history: Vec<Message>,
         result: Box<AgentRunResult>,
+        /// Whether the conversation now holds the turn.
+        kept: bool,
     },
     NoResult,
     Quit,
@@ -275,10 +301,48 @@ fn ask_approval(call: &ToolCall, reader: &mut dyn LineReader, console: &mut Cons
     })
 }
 
+/// Reads the file `path` names (relative to the working directory) into
+/// `attached`; what to tell the user. Its type is declared by its
+/// extension and must be what its bytes are.
+fn attach(path: &str, attached: &mut Vec<Attachment>) -> String {
+    if path.is_empty() {
+        if attached.is_empty() {
+            return "nothing is attached; /attach FILE sends a file with your next message".to_owned();
+        }
+        let list: Vec<String> = attached.iter().map(describe).collect();
+        return format!("with your next message: {}", list.join(", "));
+    }
+    let file = Path::new(path);
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
+        Err(error) => return format!("cannot read {path}: {error}"),
+    };
+    let name = file.file_name().map(|name| name.to_string_lossy().into_owned());
+    let declared = name.as_deref().and_then(mime_of_name);
+    match Attachment::from_bytes(bytes, declared, name) {
+        Ok(attachment) => {
+            let said = format!("(attached {}; it goes with your next message)", describe(&attachment));
+            attached.push(attachment);
+            said
+        }
+        Err(error) => format!("{path} cannot be attached: {error}"),
+    }
+}
+
+/// `photo.png, an image (image/png), 12.5 KiB`.
+fn describe(attachment: &Attachment) -> String {
+    let name = attachment.name.as_deref().unwrap_or("(unnamed)");
+    // Sizes are shown to a tenth of a KiB: f64 is exact far beyond that.
+    #[allow(clippy::cast_precision_loss)]
+    let kib = attachment.size as f64 / 1024.0;
+    format!("{name}, {}, {kib:.1} KiB", attachment.describe())
+}
+
 /// One user turn, streamed; Ctrl-C cancels it, a second Ctrl-C quits.
 async fn turn(
     agent: &dyn TurnRunner,
     line: &str,
+    attachments: Vec<Attachment>,
     reader: &mut dyn LineReader,
     console: &mut Console,
     interrupts: &dyn Interrupts,
@@ -291,7 +355,7 @@ async fn turn(
         .with_cancel(cancel.clone())
         .with_approver(Arc::new(AskTheUser(questions)));
     let history = conversation.messages.clone();
-    let mut events = Box::pin(agent.run_stream(history.clone(), line, context));
+    let mut events = Box::pin(agent.run_stream(history.clone(), line, attachments, context));
     let mut interrupt = interrupts.next();
     let mut cancelling = false;
     console.begin();
@@ -332,7 +396,8 @@ async fn turn(
     if let Some(note) = stop_note(result.stop_reason, result.stop_detail.as_deref()) {
         console.note(&format!("  {note}")).map_err(write)?;
     }
-    if !conversation.record(&result) {
+    let kept = conversation.record(&result);
+    if !kept {
         // A failed turn leaves the conversation as it was: the message can
         // be sent again.
         console
@@ -342,6 +407,7 @@ async fn turn(
     Ok(TurnEnd::Finished {
         history,
         result: Box::new(result),
+        kept,
     })
 }
 
@@ -358,282 +424,4 @@ fn tool_list(agent: &dyn TurnRunner) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::VecDeque;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
-
-    use agent_core::{ModelCatalog, ModelInfo, Pricing, Usage};
-    use agent_runner::Agent;
-    use agent_testing::{ScriptedClient, response};
-    use agent_tools::ToolBox;
-    use serde_json::json;
-
-    use super::*;
-    use crate::{NoInterrupts, PlainLines, SharedBuffer};
-    use futures::future::BoxFuture;
-
-    struct Script(VecDeque<Input>);
-
-    impl Script {
-        fn lines(lines: &[&str]) -> Self {
-            Self(lines.iter().map(|line| Input::Line((*line).to_owned())).collect())
-        }
-    }
-
-    impl LineReader for Script {
-        fn read_line(&mut self, _prompt: &str) -> io::Result<Input> {
-            Ok(self.0.pop_front().unwrap_or(Input::Eof))
-        }
-    }
-
-    /// Fires once, `after` the first wait starts; never again.
-    struct InterruptOnce {
-        after: Duration,
-        calls: AtomicUsize,
-    }
-
-    impl Interrupts for InterruptOnce {
-        fn next(&self) -> BoxFuture<'static, ()> {
-            let after = self.after;
-            if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
-                Box::pin(tokio::time::sleep(after))
-            } else {
-                Box::pin(std::future::pending())
-            }
-        }
-    }
-
-    fn agent(client: ScriptedClient) -> Agent {
-        Agent::builder(Arc::new(client.with_model("gpt-4o-mini")))
-            .tools_from(Arc::new(agent_tools_math::tool_set()))
-            .catalog(Arc::new(catalog()))
-            .build()
-    }
-
-    /// `gpt-4o-mini` at its price of 2026 (US dollars per million tokens).
-    fn catalog() -> ModelCatalog {
-        let mut catalog = ModelCatalog::new();
-        let pricing = Pricing {
-            input_per_million: 0.15,
-            output_per_million: 0.6,
-            cached_input_per_million: Some(0.075),
-            cache_write_per_million: None,
-        };
-        catalog.insert(
-            "gpt-4o-mini",
-            ModelInfo {
-                provider: "openai".to_owned(),
-                context_window: Some(128_000),
-                pricing,
-                inputs: None,
-            },
-        );
-        catalog
-    }
-
-    struct CountSaves(usize);
-
-    #[test]
-    fn plain_lines_prompt_then_read_each_line_until_the_end() {
-        let mut out = Vec::new();
-        let mut reader = PlainLines::new(&b"hello\r\n/exit\n"[..], &mut out);
-        assert_eq!(reader.read_line("you> ").ok(), Some(Input::Line("hello".to_owned())));
-        assert_eq!(reader.read_line("you> ").ok(), Some(Input::Line("/exit".to_owned())));
-        assert_eq!(reader.read_line("you> ").ok(), Some(Input::Eof));
-        assert_eq!(out, b"you> you> you> ");
-    }
-
-    #[async_trait::async_trait]
-    impl ChatSink for CountSaves {
-        async fn turn_finished(&mut self, _: &[Message], _: &AgentRunResult) -> Result<(), SinkError> {
-            self.0 += 1;
-            Ok(())
-        }
-
-        async fn reset(&mut self) -> Result<(), SinkError> {
-            self.0 += 1;
-            Ok(())
-        }
-    }
-
-    async fn chat(
-        agent: &Agent,
-        reader: &mut dyn LineReader,
-        interrupts: &dyn Interrupts,
-    ) -> (String, ChatSession, ChatEnd, usize) {
-        let buffer = SharedBuffer::new();
-        let mut console = Console::new(buffer.clone());
-        let mut conversation = ChatSession::default();
-        let mut saves = CountSaves(0);
-        let end = run_chat(agent, reader, &mut console, interrupts, &mut conversation, &mut saves)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        (buffer.contents(), conversation, end, saves.0)
-    }
-
-    #[test]
-    fn slash_commands_parse_forgivingly() {
-        assert_eq!(parse_command("/help"), Some(Command::Help));
-        assert_eq!(parse_command("  /EXIT "), Some(Command::Exit));
-        assert_eq!(parse_command("/quit now"), Some(Command::Exit));
-        assert_eq!(parse_command("/cost"), Some(Command::Cost));
-        assert_eq!(parse_command("/reset"), Some(Command::Reset));
-        assert_eq!(parse_command("/tools"), Some(Command::Tools));
-        assert_eq!(
-            parse_command("/frobnicate"),
-            Some(Command::Unknown("/frobnicate".into()))
-        );
-        assert_eq!(parse_command("what is 2/3?"), None);
-    }
-
-    #[tokio::test]
-    async fn turns_keep_history_and_commands_report_tools_cost_and_reset() {
-        let client = ScriptedClient::new()
-            .respond(response::with_usage(
-                response::tool_calls([("calculator", json!({"expression": "6*7"}))]),
-                Usage::new(1_000, 10),
-            ))
-            .respond(response::with_usage(response::text("42."), Usage::new(1_100, 5)))
-            .respond(response::with_usage(
-                response::text("You asked 6*7."),
-                Usage::new(1_200, 6),
-            ));
-        let agent = agent(client);
-        let mut reader = Script::lines(&[
-            "What is 6*7?",
-            "/tools",
-            "/cost",
-            "What did I ask?",
-            "/help",
-            "/nope",
-            "/reset",
-            "/cost",
-            "/exit",
-        ]);
-        let (out, conversation, end, saves) = chat(&agent, &mut reader, &NoInterrupts).await;
-        assert_eq!(end, ChatEnd::Exit);
-        assert!(out.contains("  → calculator {\"expression\":\"6*7\"}"), "{out}");
-        assert!(out.contains("  ✓ calculator →"), "{out}");
-        assert!(out.contains("42."), "{out}");
-        assert!(out.contains("  calculator — "), "{out}");
-        assert!(
-            out.contains("1 run · 2100 tokens in (0 from cache) · 15 out · 2115 total"),
-            "{out}"
-        );
-        assert!(out.contains("You asked 6*7."), "{out}");
-        assert!(out.contains("/tools  the tools the assistant can use"), "{out}");
-        assert!(out.contains("unknown command /nope"), "{out}");
-        assert!(out.contains("(conversation cleared)"), "{out}");
-        assert!(out.contains("0 runs · 0 tokens in"), "{out}");
-        assert_eq!(conversation, ChatSession::default());
-        // Two turns and one reset were saved.
-        assert_eq!(saves, 3);
-    }
-
-    #[tokio::test]
-    async fn a_call_that_needs_approval_is_asked_about_and_runs_only_on_yes() {
-        for (answer, ran) in [("y", true), ("n", false)] {
-            let client = ScriptedClient::new()
-                .respond(response::tool_calls([("calculator", json!({"expression": "6*7"}))]))
-                .respond(response::text("Done."));
-            let client = Arc::new(client.with_model("m"));
-            let registry = ToolBox::builder()
-                .provider(Arc::new(agent_tools_math::tool_set()))
-                .require_approval(["calculator"])
-                .build()
-                .unwrap_or_else(|e| panic!("{e}"));
-            let agent = Agent::builder(client.clone()).tools(Arc::new(registry)).build();
-            let mut reader = Script::lines(&["What is 6*7?", answer]);
-            let (out, conversation, end, _) = chat(&agent, &mut reader, &NoInterrupts).await;
-            assert_eq!(end, ChatEnd::Exit);
-            assert!(
-                out.contains("? calculator {\"expression\":\"6*7\"} needs your approval"),
-                "{out}"
-            );
-            assert!(out.contains("Done."), "{out}");
-            let result = conversation
-                .messages
-                .iter()
-                .find_map(|message| match message {
-                    Message::Tool(result) => Some(result.clone()),
-                    _ => None,
-                })
-                .unwrap_or_else(|| panic!("no tool result in {:?}", conversation.messages));
-            if ran {
-                assert!(out.contains("(approved)"), "{out}");
-                assert!(!result.is_error && result.content.contains("42"), "{result:?}");
-            } else {
-                assert!(out.contains("(denied)"), "{out}");
-                assert!(
-                    result.is_error && result.content.contains("did not approve"),
-                    "{result:?}"
-                );
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn the_second_turn_sees_the_first() {
-        let client = ScriptedClient::new()
-            .respond(response::text("Hello Ada."))
-            .respond(response::text("Your name is Ada."));
-        let client = Arc::new(client.with_model("m"));
-        let agent = Agent::builder(client.clone()).build();
-        let mut reader = Script::lines(&["I am Ada", "Who am I?"]);
-        let (_, conversation, _, _) = chat(&agent, &mut reader, &NoInterrupts).await;
-        let requests = client.requests();
-        assert_eq!(requests[1].messages.len(), 3, "{:?}", requests[1].messages);
-        assert_eq!(conversation.messages.len(), 4);
-    }
-
-    #[tokio::test]
-    async fn ctrl_c_cancels_the_turn_and_keeps_the_session() {
-        let client = ScriptedClient::new()
-            .respond_after(Duration::from_secs(30), response::text("too late"))
-            .respond(response::text("Still here."));
-        let agent = agent(client);
-        let mut reader = Script::lines(&["slow question", "are you there?"]);
-        let interrupts = InterruptOnce {
-            after: Duration::from_millis(50),
-            calls: AtomicUsize::new(0),
-        };
-        let started = std::time::Instant::now();
-        let (out, conversation, end, _) = chat(&agent, &mut reader, &interrupts).await;
-        assert!(started.elapsed() < Duration::from_secs(10), "the cancel was not prompt");
-        assert_eq!(end, ChatEnd::Exit);
-        assert!(out.contains("(cancelling; Ctrl-C again to leave)"), "{out}");
-        assert!(out.contains("[stop: cancelled"), "{out}");
-        assert!(out.contains("Still here."), "{out}");
-        assert_eq!(conversation.runs, 2);
-        assert!(
-            conversation
-                .messages
-                .iter()
-                .any(|m| m == &Message::user("slow question")),
-            "the cancelled turn is kept"
-        );
-    }
-
-    #[tokio::test]
-    async fn ctrl_c_twice_at_the_prompt_leaves() {
-        let agent = agent(ScriptedClient::new());
-        let mut reader = Script(VecDeque::from([Input::Interrupted, Input::Interrupted]));
-        let (out, _, end, _) = chat(&agent, &mut reader, &NoInterrupts).await;
-        assert_eq!(end, ChatEnd::Interrupted);
-        assert!(out.contains("Ctrl-C again or Ctrl-D to leave"), "{out}");
-    }
-
-    #[tokio::test]
-    async fn a_failed_turn_leaves_the_conversation_unchanged() {
-        let client = ScriptedClient::new()
-            .fail(agent_core::LlmError::auth("set OPENAI_API_KEY"))
-            .respond(response::text("ok"));
-        let agent = agent(client);
-        let mut reader = Script::lines(&["first", "second"]);
-        let (out, conversation, _, _) = chat(&agent, &mut reader, &NoInterrupts).await;
-        assert!(out.contains("[stop: error"), "{out}");
-        assert!(out.contains("OPENAI_API_KEY"), "{out}");
-        assert_eq!(conversation.messages.first(), Some(&Message::user("second")));
-    }
-}
+mod tests;

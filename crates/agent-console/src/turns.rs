@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, LlmClient, Message, ToolContext, ToolRegistry};
+use agent_core::{AgentEvent, Attachment, LlmClient, Message, ToolContext, ToolRegistry};
 use agent_runner::Agent;
 use agent_runner::scenes::SceneRouter;
 use futures::stream::BoxStream;
@@ -16,11 +16,13 @@ pub trait TurnRunner: Send + Sync {
     /// The tools (for a router: every scene's).
     fn registry(&self) -> &Arc<dyn ToolRegistry>;
 
-    /// One turn as a stream of events ending with `RunFinished`.
+    /// One turn, the user's message with what they attached, as a stream
+    /// of events ending with `RunFinished`.
     fn run_stream(
         &self,
         history: Vec<Message>,
         user_message: &str,
+        attachments: Vec<Attachment>,
         context: ToolContext,
     ) -> BoxStream<'static, AgentEvent>;
 }
@@ -38,9 +40,11 @@ impl TurnRunner for Agent {
         &self,
         history: Vec<Message>,
         user_message: &str,
+        attachments: Vec<Attachment>,
         context: ToolContext,
     ) -> BoxStream<'static, AgentEvent> {
-        Box::pin(self.run(user_message).history(history).context(context).stream())
+        let request = self.run(user_message).attach(attachments).history(history);
+        Box::pin(request.context(context).stream())
     }
 }
 
@@ -57,8 +61,15 @@ impl TurnRunner for SceneRouter {
         &self,
         history: Vec<Message>,
         user_message: &str,
+        attachments: Vec<Attachment>,
         context: ToolContext,
     ) -> BoxStream<'static, AgentEvent> {
-        Box::pin(SceneRouter::run_stream(self, history, user_message, context))
+        Box::pin(SceneRouter::run_stream_attached(
+            self,
+            history,
+            user_message,
+            attachments,
+            context,
+        ))
     }
 }
