@@ -90,7 +90,6 @@ pub(crate) async fn chat_completions(
 ) -> Result<Response, ApiError> {
     let request = shared.body(body)?;
     let (history, prompt) = conversation(request.messages)?;
-    crate::runs::refuse_media_for_scenes(&shared, prompt.attachments())?;
     let reply = Reply::new(request.model.unwrap_or_else(|| shared.agent.name().to_owned()));
     let start = RunStart::History {
         prompt,

@@ -85,3 +85,33 @@ async fn a_part_whose_bytes_are_not_what_it_says_is_a_400_and_nothing_runs() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
     assert!(client.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_server_with_scenes_routes_an_image_prompt_and_the_scene_gets_the_image() {
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("Vision", serde_json::json!({}))]))
+        .respond(response::text("A transparent pixel."));
+    let router = agent_runner::SceneRouter::builder(Arc::new(client.clone()))
+        .scene(agent_runner::Scene::new("Vision", "Describes pictures."))
+        .scene(agent_runner::Scene::new("Calculator", "Arithmetic."))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = start(agent(&client), |server| server.scenes(router)).await;
+    let body = json!({"model": "agentry", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": png_data_url()}},
+    ]}]});
+    let (status, reply) = json_of(server.post("/v1/chat/completions", Some(KEY), &body)).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(reply["choices"][0]["message"]["content"], "A transparent pixel.");
+    let requests = client.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[0]
+            .messages
+            .iter()
+            .all(|message| message.attachments().is_empty()),
+        "the routing call gets no bytes"
+    );
+    assert_eq!(received(&client), [media::png()]);
+}

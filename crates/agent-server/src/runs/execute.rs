@@ -226,13 +226,12 @@ async fn execute(shared: Arc<Shared>, entry: Arc<RunEntry>, start: RunStart, con
     let ids = (entry.id.as_str(), session.as_ref().map(|session| session.id.as_str()));
     let mut events: Pin<Box<dyn Stream<Item = AgentEvent> + Send>> = match (first, &shared.scenes) {
         // The scene router picks the agent; its runs are not checkpointed.
-        // (A prompt with attachments never gets here: `POST /v1/runs` refuses it.)
         (First::Prompt(prompt, _), Some(scenes)) => {
-            let text = match prompt {
-                Message::User { content, .. } => content,
-                _ => String::new(),
+            let (text, attachments) = match prompt {
+                Message::User { content, attachments } => (content, attachments),
+                _ => (String::new(), Vec::new()),
             };
-            Box::pin(scenes.run_stream(history, text, context))
+            Box::pin(scenes.run_stream_attached(history, text, attachments, context))
         }
         (First::Prompt(prompt, options), None) => {
             let state = options.apply(shared.agent.start_message(history, prompt));

@@ -126,7 +126,6 @@ pub(crate) async fn create_run(
     if text.trim().is_empty() && attachments.is_empty() {
         return Err(ApiError::InvalidRequest("`prompt` is empty".to_owned()));
     }
-    refuse_media_for_scenes(&shared, &attachments)?;
     let prompt = Message::user_with(text, attachments);
     let options = request.options.checked(shared.agent.agent_config())?;
     if shared.scenes.is_some() && options != RunOptions::default() {
@@ -153,19 +152,6 @@ pub(crate) async fn create_run(
         },
     };
     answer(&shared, caller, start, request.wait).await
-}
-
-/// A 400 for a prompt with attachments to a server that routes prompts to
-/// scenes (the router reads text only).
-pub(crate) fn refuse_media_for_scenes(shared: &Shared, attachments: &[agent_core::Attachment]) -> Result<(), ApiError> {
-    if shared.scenes.is_some() && !attachments.is_empty() {
-        return Err(ApiError::InvalidRequest(
-            "this server routes each prompt to a scene's agent, which takes text only: send the prompt without \
-             images, audio or files"
-                .to_owned(),
-        ));
-    }
-    Ok(())
 }
 
 /// What `POST /v1/sessions/{id}/resume` takes: whether to wait.
