@@ -32,7 +32,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_core::{
-    AgentEvent, AgentRunResult, ApprovalDecision, CancellationToken, LlmErrorKind, Message, RunEnd, ToolContext,
+    AgentEvent, AgentRunResult, ApprovalDecision, Attachment, CancellationToken, LlmErrorKind, Message, RunEnd,
+    ToolContext,
 };
 use agent_runner::scenes::{SceneError, SceneRouter};
 use agent_runner::{
@@ -203,13 +204,12 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path, quiet: bool) -> Re
         progress: !quiet,
     };
     if let Some(router) = crate::scenes::router_for(&settings, &client, &tools)? {
-        if schema.is_some() || !attachments.is_empty() {
+        if schema.is_some() {
             return Err(AppError::Usage(
-                "--schema and --attach do not apply when [scenes] are configured; use another configuration file"
-                    .to_owned(),
+                "--schema does not apply when [scenes] are configured; use another configuration file".to_owned(),
             ));
         }
-        return scene_run(&settings, &router, prompt, session.as_ref(), output).await;
+        return scene_run(&settings, &router, (prompt, attachments), session.as_ref(), output).await;
     }
     let agent = build_agent(&settings, client, &tools);
     let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
@@ -633,16 +633,17 @@ pub(crate) fn cancel_on_ctrl_c() -> (ToolContext, tokio::task::JoinHandle<()>) {
 async fn scene_run(
     settings: &Settings,
     router: &SceneRouter,
-    prompt: String,
+    (text, attachments): (String, Vec<Attachment>),
     session: Option<&OpenSession>,
     output: Output,
 ) -> Result<u8, AppError> {
     let history = session.map(|open| open.messages.clone()).unwrap_or_default();
     let (context, on_ctrl_c) = cancel_on_ctrl_c();
     let outcome = if output.stream {
-        print_stream(router.run_stream(history.clone(), &prompt, context), output.console()).await
+        let events = router.run_stream_attached(history.clone(), text, attachments, context);
+        print_stream(events, output.console()).await
     } else {
-        match router.run(history.clone(), prompt, &context).await {
+        match router.run_attached(history.clone(), text, attachments, &context).await {
             Ok(result) => Ok(result),
             Err(SceneError::Run { source, .. }) => Ok(*source.result),
             // Interrupted while routing: no scene ran, no record to print.

@@ -367,3 +367,44 @@ async fn ctrl_c_while_the_request_is_routed_exits_130() {
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     assert!(stderr(&output).contains("cancelled"), "{}", stderr(&output));
 }
+
+#[tokio::test]
+async fn an_attached_image_is_named_to_the_router_and_sent_to_the_scene() {
+    let server = server("weather").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agentry.toml"), CONFIG).unwrap();
+    std::fs::write(dir.path().join("sky.png"), agent_testing::media::PNG).unwrap();
+    let mut command = agentry(dir.path());
+    command
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .args(["run", "--json", "--base-url", &format!("{}/v1", server.uri())])
+        .args(["--attach", "sky.png", "What's the weather like in this picture?"]);
+    let output = run_cmd(command).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout_json(&output)["scene"], "weather");
+
+    let requests = server.received_requests().await.unwrap();
+    let bodies: Vec<Value> = requests
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect();
+    // The router reads what is attached, in words; the bytes go to the scene.
+    let routing = bodies[0].to_string();
+    assert!(
+        routing.contains("[attached: `sky.png` an image (image/png)]") && !routing.contains("image_url"),
+        "{routing}"
+    );
+    let scene_user = bodies[1]["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().find(|message| message["role"] == "user"))
+        .cloned()
+        .unwrap();
+    let parts = scene_user["content"].as_array().expect("content parts");
+    assert!(
+        parts.iter().any(|part| part["type"] == "image_url"
+            && part["image_url"]["url"]
+                .as_str()
+                .is_some_and(|url| url.starts_with("data:image/png;base64,"))),
+        "{scene_user}"
+    );
+}

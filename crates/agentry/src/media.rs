@@ -1,5 +1,4 @@
-//! Attachments from files: what `agentry run --attach FILE` and chat's
-//! `/attach FILE` send.
+//! Attachments from files: what `agentry run --attach FILE` sends.
 //!
 //! The declared type comes from the file's extension, the actual one from
 //! its bytes ([`Attachment::from_bytes`]): they must agree, so a `.png` that
