@@ -71,7 +71,7 @@ pub struct RunArgs {
     pub schema: Option<PathBuf>,
     /// Send this image, PDF, text file or recording with the prompt
     /// (repeatable); its type is checked against its content.
-    #[arg(long = "attach", value_name = "FILE", conflicts_with = "schema")]
+    #[arg(long = "attach", value_name = "FILE")]
     pub attach: Vec<PathBuf>,
     /// The prompt ("-" reads it from standard input).
     #[arg(value_name = "PROMPT")]
@@ -213,11 +213,12 @@ pub(crate) async fn run(args: RunArgs, env: &Env, cwd: &Path, quiet: bool) -> Re
     }
     let agent = build_agent(&settings, client, &tools);
     let history = session.as_ref().map(|open| open.messages.clone()).unwrap_or_default();
+    let prompt = Message::user_with(prompt, attachments);
     if let Some(schema) = schema {
         return typed_run(&settings, &agent, prompt, schema, session.as_ref(), &history, args.json).await;
     }
     let continued = history.len();
-    let state = agent.start_message(history, Message::user_with(prompt, attachments));
+    let state = agent.start_message(history, prompt);
     finish(&settings, &agent, state, session.as_ref(), continued, output).await
 }
 
@@ -245,14 +246,15 @@ fn read_schema(path: &Path, cwd: &Path) -> Result<Value, AppError> {
 async fn typed_run(
     settings: &Settings,
     agent: &Agent,
-    prompt: String,
+    prompt: Message,
     schema: Value,
     session: Option<&OpenSession>,
     history: &[Message],
     json: bool,
 ) -> Result<u8, AppError> {
     let (context, on_ctrl_c) = cancel_on_ctrl_c();
-    let outcome = agent.run_json(history.to_vec(), prompt, schema, &context).await;
+    let outcome = agent.run_json_message(history.to_vec(), prompt, schema, &context);
+    let outcome = outcome.await;
     on_ctrl_c.abort();
     let (result, output, error) = match outcome {
         Ok(run) => (run.result, Some(run.value), None),

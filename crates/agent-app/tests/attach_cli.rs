@@ -97,3 +97,46 @@ async fn a_file_that_is_not_what_its_name_says_is_refused_before_any_request() {
     );
     assert!(bodies(&server).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_typed_run_answers_about_an_attached_image_in_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("dot.png"), agent_testing::media::PNG).unwrap();
+    std::fs::write(dir.path().join("agentry.toml"), "[tools]\nenabled = []\n").unwrap();
+    let schema = json!({"type": "object", "properties": {"pixels": {"type": "integer"}},
+                        "required": ["pixels"], "additionalProperties": false});
+    std::fs::write(dir.path().join("count.json"), schema.to_string()).unwrap();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(completion(
+            &json!({"role": "assistant", "content": "{\"pixels\": 1}"}),
+            "stop",
+            (90, 8),
+        ))
+        .mount(&server)
+        .await;
+    let output = run_cmd(run(
+        dir.path(),
+        &server,
+        &["--schema", "count.json", "--attach", "dot.png", "How many pixels?"],
+    ))
+    .await;
+
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(stdout_json(&output)["output"], json!({"pixels": 1}));
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["response_format"]["type"], "json_schema");
+    let user = sent[0]["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().find(|message| message["role"] == "user"))
+        .cloned()
+        .expect("a user message");
+    assert!(
+        user["content"]
+            .as_array()
+            .is_some_and(|parts| parts.iter().any(|part| part["type"] == "image_url")),
+        "{user}"
+    );
+}

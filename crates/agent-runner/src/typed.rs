@@ -336,18 +336,35 @@ impl Agent {
         schema: Value,
         context: &ToolContext,
     ) -> Result<TypedRun<Value>, TypedError> {
+        self.run_json_message(history, Message::user(user_message), schema, context)
+            .await
+    }
+
+    /// [`run_json`](Self::run_json) with a user message of its own: one
+    /// with images, documents or audio ([`Message::user_with`]), whose
+    /// answer about them must match `schema`.
+    pub async fn run_json_message(
+        &self,
+        history: Vec<Message>,
+        mut user_message: Message,
+        schema: Value,
+        context: &ToolContext,
+    ) -> Result<TypedRun<Value>, TypedError> {
         let schema = CompiledSchema::new(schema)?;
         let capabilities: Capabilities = self.client().capabilities();
-        let mut user_message = user_message.into();
         // The format goes only with calls that cannot call tools: while
         // tools are offered the model reads the schema here.
         let offers_tools = !capabilities.format_with_tools && !self.registry().shared_definitions().is_empty();
-        if !capabilities.json_schema || offers_tools {
-            user_message = with_schema_instruction(&user_message, &schema.schema);
+        if (!capabilities.json_schema || offers_tools)
+            && let Message::User { content, .. } = &mut user_message
+        {
+            *content = with_schema_instruction(content, &schema.schema);
         }
         let format = Some(schema.format());
 
-        let state = self.start(history, user_message).with_response_format(format.clone());
+        let state = self
+            .start_message(history, user_message)
+            .with_response_format(format.clone());
         let first = self.resume(state).context(context.clone()).await?;
         if !answered(first.stop_reason) {
             return Err(TypedError::Stopped {

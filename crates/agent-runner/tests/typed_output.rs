@@ -233,3 +233,31 @@ async fn run_json_accepts_what_its_schema_accepts() {
     assert_eq!(run.value, json!({"name": 3}));
     assert_eq!(run.json, run.value);
 }
+
+#[tokio::test]
+async fn a_typed_run_about_an_attached_image_sends_the_image_and_keeps_it_on_a_retry() {
+    let client = common::json_schema_client()
+        .respond(response::text(BAD_ENUM))
+        .respond(response::text(VALID));
+    let agent = common::agent(&client).build();
+    let run = agent
+        .run_json_message(
+            vec![],
+            Message::user_with("Which city is in the photo?", vec![agent_testing::media::png()]),
+            schema_of::<CityReport>(),
+            &ToolContext::new(),
+        )
+        .await
+        .expect("a valid answer on the retry");
+    assert_eq!(run.attempts, 2);
+    let requests = client.requests();
+    for request in &requests {
+        let question = request
+            .messages
+            .iter()
+            .find(|message| matches!(message, Message::User { .. }))
+            .expect("the question");
+        assert_eq!(question.attachments(), [agent_testing::media::png()]);
+    }
+    assert_eq!(run.result.messages[0].attachments(), [agent_testing::media::png()]);
+}
