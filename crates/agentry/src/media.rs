@@ -1,4 +1,7 @@
-//! Attachments from files: what `agentry run --attach FILE` sends.
+//! Attachments from files: what `agentry run --attach FILE` sends; and,
+//! with the `web` feature, attachments given by URL downloaded before each
+//! model call ([`DownloadAttachmentUrls`], `[tools.web]
+//! fetch_attachment_urls`).
 //!
 //! The declared type comes from the file's extension, the actual one from
 //! its bytes ([`Attachment::from_bytes`]): they must agree, so a `.png` that
@@ -78,6 +81,34 @@ pub fn attachment_from_file(path: &Path) -> Result<Attachment, AttachError> {
 /// The first file that cannot be attached.
 pub fn attachments_from_files(paths: &[PathBuf], cwd: &Path) -> Result<Vec<Attachment>, AttachError> {
     paths.iter().map(|path| attachment_from_file(&cwd.join(path))).collect()
+}
+
+/// A [`RunHook`](crate::runner::RunHook) that downloads, before each model
+/// call, the attachments given by URL in the request (under the web tools'
+/// URL policy and size limit, each URL once: [`AttachmentDownloads`](agent_tools_web::AttachmentDownloads)),
+/// so that the provider gets their bytes. The conversation keeps the
+/// URLs. One that cannot be downloaded goes as its URL, with a warning
+/// saying why.
+#[cfg(feature = "web")]
+#[derive(Debug)]
+pub struct DownloadAttachmentUrls(agent_tools_web::AttachmentDownloads);
+
+#[cfg(feature = "web")]
+impl DownloadAttachmentUrls {
+    /// Downloads with `downloads`.
+    pub fn new(downloads: agent_tools_web::AttachmentDownloads) -> Self {
+        Self(downloads)
+    }
+}
+
+#[cfg(feature = "web")]
+#[async_trait::async_trait]
+impl crate::runner::RunHook for DownloadAttachmentUrls {
+    async fn before_model(&self, request: &mut crate::core::ChatRequest) {
+        for reason in self.0.download_all(&mut request.messages).await {
+            tracing::warn!(%reason, "an attachment could not be downloaded; it goes to the provider as its URL");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,10 +20,42 @@ impl Settings {
 
     /// Builds `tables`, found at `key`: a [`ConfigError::InvalidValue`]
     /// names the guardrail (`agent.guardrails.input[1]`) and what is wrong.
+    /// With `[tools.web] fetch_attachment_urls`, they download the
+    /// attachments given by URL before each model call.
     pub(super) fn guardrails_of(&self, tables: &GuardrailTables, key: &str) -> Result<Guardrails, ConfigError> {
-        tables
+        let guardrails = tables
             .build(&|path| self.resolve_path(key, path))
-            .map_err(|error| self.invalid(&format!("{key}.{}", error.at), &error.message))
+            .map_err(|error| self.invalid(&format!("{key}.{}", error.at), &error.message))?;
+        self.with_attachment_downloads(guardrails)
+    }
+
+    #[cfg(feature = "web")]
+    fn with_attachment_downloads(&self, guardrails: Guardrails) -> Result<Guardrails, ConfigError> {
+        let Some(web) = self.table::<agent_tools_web::WebConfig>("tools.web")? else {
+            return Ok(guardrails);
+        };
+        if !web.fetch_attachment_urls {
+            return Ok(guardrails);
+        }
+        let downloads = agent_tools_web::AttachmentDownloads::new(&web)
+            .map_err(|error| self.invalid("tools.web", &error.to_string()))?;
+        Ok(guardrails.hook(crate::media::DownloadAttachmentUrls::new(downloads)))
+    }
+
+    /// Without the web tools nothing downloads: asking for it is an error.
+    #[cfg(not(feature = "web"))]
+    fn with_attachment_downloads(&self, guardrails: Guardrails) -> Result<Guardrails, ConfigError> {
+        let asked = self
+            .table_value("tools.web")
+            .get("fetch_attachment_urls")
+            .and_then(figment::value::Value::to_bool);
+        if asked == Some(true) {
+            return Err(self.invalid(
+                "tools.web.fetch_attachment_urls",
+                "downloading attachments needs the web tools: build agentry with the `web` feature",
+            ));
+        }
+        Ok(guardrails)
     }
 }
 
@@ -74,6 +106,63 @@ schema = { type = "object", required = ["city"] }
         assert_eq!(guardrails.names(GuardrailStage::ToolCall), ["deny_list"]);
         assert_eq!(guardrails.names(GuardrailStage::ToolResult), ["redact"]);
         assert_eq!(guardrails.names(GuardrailStage::Output), ["json_schema", "json_schema"]);
+    }
+
+    #[cfg(feature = "web")]
+    #[tokio::test]
+    async fn attachments_given_by_url_are_downloaded_before_the_model_call_when_asked() {
+        use std::sync::Arc;
+
+        use agent_testing::{ScriptedClient, response};
+        use wiremock::matchers::{method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+
+        use crate::core::Attachment;
+        use crate::runner::Agent;
+
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/dot.png"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(agent_testing::media::PNG, "image/png"))
+            .mount(&server)
+            .await;
+        let url = format!("{}/dot.png", server.uri());
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        // The mock server is on loopback, which the policy refuses unless allowed.
+        for (allow, downloaded) in [(true, true), (false, false)] {
+            let toml = format!("[tools.web]\nfetch_attachment_urls = true\nallow_private_addresses = {allow}\n");
+            let settings = settings(dir.path(), &toml).expect("the file is valid");
+            let client = ScriptedClient::new().respond(response::text("A pixel."));
+            let agent = Agent::builder(Arc::new(client.clone()))
+                .guardrails(settings.guardrails().clone())
+                .build();
+            let image = Attachment::from_url(&url, "image/png").expect("an image URL");
+            let result = agent
+                .run("What is this?")
+                .attach([image.clone()])
+                .await
+                .expect("the run ends");
+            let requests = client.requests();
+            let sent = &requests[0].messages.last().expect("the question").attachments()[0];
+            assert_eq!(sent.bytes().is_some(), downloaded, "{sent:?}");
+            assert_eq!(sent.url().is_none(), downloaded, "{sent:?}");
+            // The conversation keeps the URL.
+            assert_eq!(result.messages[0].attachments(), [image]);
+        }
+    }
+
+    #[cfg(not(feature = "web"))]
+    #[test]
+    fn asking_to_download_attachments_without_the_web_tools_is_an_error() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let error = settings(dir.path(), "[tools.web]\nfetch_attachment_urls = true\n")
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            error.contains("tools.web.fetch_attachment_urls") && error.contains("`web` feature"),
+            "{error}"
+        );
     }
 
     /// The first ```toml block of docs/guardrails.md.

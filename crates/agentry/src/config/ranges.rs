@@ -109,6 +109,7 @@ pub const NUMERIC_RANGES: &[KeyRange] = &[
     fixed("tools.web.max_text_chars", 1.0, 100_000_000.0, "characters"),
     fixed("tools.web.timeout_secs", 1.0, 3_600.0, "seconds"),
     fixed("tools.web.max_redirects", 0.0, 20.0, "redirects"),
+    fixed("tools.web.max_attachment_bytes", 1.0, GIB, "bytes"),
     fixed("tools.sql.timeout_ms", 1.0, 3_600_000.0, "milliseconds"),
     fixed("tools.sql.max_rows", 1.0, 1_000_000.0, "rows"),
     // [mcp.servers.NAME]

@@ -16,6 +16,8 @@ use serde::Deserialize;
 /// max_text_chars = 20000              # characters of text returned per page
 /// timeout_secs = 15
 /// max_redirects = 5
+/// fetch_attachment_urls = false       # true: Agentry downloads attachments given by URL, under these rules
+/// max_attachment_bytes = 20971520     # the largest attachment downloaded so
 ///
 /// [tools.web.search]
 /// backend = "searxng"                 # none | searxng | brave
@@ -51,6 +53,16 @@ pub struct WebConfig {
     pub max_redirects: usize,
     /// The User-Agent header sent with every request.
     pub user_agent: String,
+    /// Whether attachments given by URL (an `image_url` part with an
+    /// `https://` URL, say) are downloaded by Agentry, under the rules
+    /// above, and sent to the model as their bytes (checked like a file's:
+    /// their type is sniffed). For providers that cannot fetch a URL
+    /// themselves (Ollama); off, URLs go to the provider as they are and
+    /// Agentry fetches nothing.
+    pub fetch_attachment_urls: bool,
+    /// The largest attachment downloaded so, in bytes; the provider's own
+    /// limit applies after.
+    pub max_attachment_bytes: usize,
 }
 
 impl Default for WebConfig {
@@ -65,6 +77,8 @@ impl Default for WebConfig {
             timeout_secs: 15,
             max_redirects: 5,
             user_agent: concat!("agentry-web/", env!("CARGO_PKG_VERSION")).to_owned(),
+            fetch_attachment_urls: false,
+            max_attachment_bytes: 20 * 1024 * 1024,
         }
     }
 }

@@ -46,10 +46,20 @@ pub struct Page {
     pub bytes_read: usize,
 }
 
+/// What [`Fetcher::fetch_bytes`] downloaded.
+#[derive(Debug)]
+pub(crate) struct Download {
+    /// Where it came from, after redirects.
+    pub(crate) url: Url,
+    /// The bytes.
+    pub(crate) body: Vec<u8>,
+}
+
 /// Limits of one fetch.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub(crate) max_bytes: usize,
+    pub(crate) max_attachment_bytes: usize,
     pub(crate) max_text_chars: usize,
     pub(crate) max_redirects: usize,
     pub(crate) timeout: Duration,
@@ -80,8 +90,33 @@ impl Fetcher {
 
     /// Fetches `address`, within the overall time limit.
     pub(crate) async fn fetch(&self, address: &str) -> Result<Page, ToolError> {
+        self.within_time(address, self.fetch_inner(address)).await
+    }
+
+    /// The bytes at `address`, at most `max_bytes` of them (more is an
+    /// error: a file cut short is no file);
+    /// under the same policy, redirects and time limit as [`fetch`](Self::fetch).
+    pub(crate) async fn fetch_bytes(&self, address: &str, max_bytes: usize) -> Result<Download, ToolError> {
+        self.within_time(address, async {
+            let (url, response) = self.open(address).await?;
+            let (body, truncated) = read_body(&url, response, max_bytes).await?;
+            if truncated {
+                return Err(ToolError::failed(format!(
+                    "{url} is larger than the {max_bytes} bytes allowed"
+                )));
+            }
+            Ok(Download { url, body })
+        })
+        .await
+    }
+
+    async fn within_time<T>(
+        &self,
+        address: &str,
+        work: impl Future<Output = Result<T, ToolError>>,
+    ) -> Result<T, ToolError> {
         let seconds = self.limits.timeout.as_secs_f64();
-        tokio::time::timeout(self.limits.timeout, self.fetch_inner(address))
+        tokio::time::timeout(self.limits.timeout, work)
             .await
             .unwrap_or_else(|_| {
                 Err(ToolError::failed(format!(
@@ -90,10 +125,12 @@ impl Fetcher {
             })
     }
 
-    async fn fetch_inner(&self, address: &str) -> Result<Page, ToolError> {
+    /// The successful response to `address`, every redirect followed by
+    /// hand and checked, and the URL it came from.
+    async fn open(&self, address: &str) -> Result<(Url, reqwest::Response), ToolError> {
         let mut url = parse_url(address)?;
         let mut hops = 0;
-        let mut response = loop {
+        let response = loop {
             self.check(&url).await?;
             let response = self
                 .client
@@ -125,19 +162,19 @@ impl Fetcher {
             url = next;
             hops += 1;
         };
-
         let status = response.status();
         if !status.is_success() {
             return Err(ToolError::failed(format!(
                 "the server answered HTTP {status} for {url}"
             )));
         }
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
-            .filter(|value| !value.is_empty());
+        Ok((url, response))
+    }
+
+    async fn fetch_inner(&self, address: &str) -> Result<Page, ToolError> {
+        let (url, response) = self.open(address).await?;
+        let status = response.status();
+        let content_type = content_type_of(&response);
         let kind = content_type.as_deref().map_or(Kind::Sniff, classify);
         if kind == Kind::Binary {
             return Err(ToolError::failed(format!(
@@ -145,19 +182,7 @@ impl Fetcher {
                 content_type.as_deref().unwrap_or("binary data")
             )));
         }
-
-        let mut body = Vec::new();
-        let mut truncated = false;
-        while let Some(chunk) = response.chunk().await.map_err(|error| transport_error(&url, &error))? {
-            let room = self.limits.max_bytes - body.len();
-            if chunk.len() > room {
-                body.extend_from_slice(&chunk[..room]);
-                truncated = true;
-                break;
-            }
-            body.extend_from_slice(&chunk);
-        }
-        drop(response);
+        let (body, truncated) = read_body(&url, response, self.limits.max_bytes).await?;
 
         if kind == Kind::Sniff && body.contains(&0) {
             return Err(ToolError::failed(format!(
@@ -174,7 +199,7 @@ impl Fetcher {
         } else {
             (None, String::from_utf8_lossy(&body).into_owned())
         };
-        truncated |= truncate_chars(&mut text, self.limits.max_text_chars);
+        let truncated = truncate_chars(&mut text, self.limits.max_text_chars) || truncated;
         Ok(Page {
             url: address.trim().to_owned(),
             final_url: url.to_string(),
@@ -224,6 +249,31 @@ fn classify(media_type: &str) -> Kind {
         other if other.ends_with("+json") || other.ends_with("+xml") => Kind::Text,
         _ => Kind::Binary,
     }
+}
+
+/// A response's media type, lowercase, without parameters.
+fn content_type_of(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .filter(|value| !value.is_empty())
+}
+
+/// At most `max_bytes` of the body (the rest is not downloaded), and
+/// whether there was more.
+async fn read_body(url: &Url, mut response: reqwest::Response, max_bytes: usize) -> Result<(Vec<u8>, bool), ToolError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|error| transport_error(url, &error))? {
+        let room = max_bytes - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
 }
 
 fn looks_like_html(body: &[u8]) -> bool {
@@ -299,6 +349,7 @@ mod tests {
     fn fetcher(policy: UrlPolicy) -> Fetcher {
         let limits = Limits {
             max_bytes: 1024,
+            max_attachment_bytes: 1024,
             max_text_chars: 1024,
             max_redirects: 0,
             timeout: Duration::from_secs(5),

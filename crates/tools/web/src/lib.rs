@@ -49,6 +49,7 @@
 //! # }
 //! ```
 
+mod attachments;
 mod config;
 mod fetch;
 mod policy;
@@ -59,6 +60,7 @@ mod search;
 mod text;
 mod tools;
 
+pub use attachments::AttachmentDownloads;
 pub use config::{ApiKey, SearchConfig, WebConfig};
 pub use fetch::Page;
 pub use policy::{Refusal, UrlPolicy};

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{ToolContext, ToolError};
+use agent_core::{Attachment, ToolContext, ToolError};
 use agent_tools::{Json, ToolSet, TypedTool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,21 @@ pub enum WebError {
     /// The HTTP client could not be built.
     #[error("the HTTP client could not be built: {0}")]
     Client(String),
+}
+
+/// `message` with the query of `address` (its part after `?`) elided.
+fn without_query(message: &str, address: &str) -> String {
+    match address.split_once('?') {
+        Some((_, query)) => {
+            let query = query.split('#').next().unwrap_or_default();
+            if query.is_empty() {
+                message.to_owned()
+            } else {
+                message.replace(query, "…")
+            }
+        }
+        None => message.to_owned(),
+    }
 }
 
 /// Arguments of `web_search`.
@@ -81,14 +96,19 @@ impl WebTools {
 
     /// Like [`new`](Self::new), reading environment variables through `env`.
     pub fn with_env(config: &WebConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, WebError> {
-        if config.max_bytes == 0 || config.max_text_chars == 0 || config.timeout_secs == 0 {
+        if config.max_bytes == 0
+            || config.max_text_chars == 0
+            || config.timeout_secs == 0
+            || config.max_attachment_bytes == 0
+        {
             return Err(WebError::Config(
-                "max_bytes, max_text_chars and timeout_secs must be greater than 0".to_owned(),
+                "max_bytes, max_text_chars, max_attachment_bytes and timeout_secs must be greater than 0".to_owned(),
             ));
         }
         let policy = UrlPolicy::from_config(config)?;
         let limits = Limits {
             max_bytes: config.max_bytes,
+            max_attachment_bytes: config.max_attachment_bytes,
             max_text_chars: config.max_text_chars,
             max_redirects: config.max_redirects,
             timeout: Duration::from_secs(config.timeout_secs),
@@ -135,6 +155,42 @@ impl WebTools {
             search,
             limits,
         })
+    }
+
+    /// The attachment `attachment` points to, downloaded: its URL fetched
+    /// under the policy (every redirect checked, at most
+    /// `max_attachment_bytes`), its type sniffed from the bytes and checked
+    /// against the declared one (a declared `image/*`, from a URL without
+    /// an extension, takes the sniffed image type). An attachment that
+    /// holds its bytes already is returned as it is.
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot be downloaded, or why the bytes are not what it says.
+    pub async fn download_attachment(&self, attachment: &Attachment) -> Result<Attachment, ToolError> {
+        let Some(address) = attachment.url() else {
+            return Ok(attachment.clone());
+        };
+        // A URL's query may be a signature: errors show it elided.
+        let hide_query = |error: ToolError| ToolError::failed(without_query(&error.to_string(), address));
+        let download = self
+            .fetcher
+            .fetch_bytes(address, self.limits.max_attachment_bytes)
+            .await
+            .map_err(hide_query)?;
+        let declared = (attachment.mime_type != "image/*").then_some(attachment.mime_type.as_str());
+        let shown = without_query(download.url.as_str(), address);
+        let mut fetched = Attachment::from_bytes(download.body, declared, attachment.name.clone())
+            .map_err(|error| ToolError::failed(format!("{shown}: {error}")))?;
+        if fetched.kind != attachment.kind {
+            return Err(ToolError::failed(format!(
+                "{shown} is {}, not {}",
+                fetched.describe(),
+                attachment.describe()
+            )));
+        }
+        fetched.detail = attachment.detail;
+        Ok(fetched)
     }
 
     /// Uses `backend` for `web_search`, replacing the configured one.
