@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, Attachment, Message, RunEnd, ToolOutput, encode_base64};
+use agent_core::{AgentEvent, RunEnd, ToolOutput, encode_base64};
 use agent_provider_gemini::{GeminiClient, GeminiConfig};
-use agent_runner::{Agent, RunState};
+use agent_runner::Agent;
 use agent_testing::{TestTool, TestTools, ToolBehaviour};
 use agent_tools::ToolBox;
 use agentry_tests::{scripted_server, weather_tools};
@@ -183,19 +183,6 @@ async fn the_same_run_streamed() {
     assert_tool_round_went_back(&requests[1].1);
 }
 
-/// A run whose question carries `attachments`. The runner starts a run from
-/// the prompt's text only (`Agent::start` appends `Message::user(text)`), so
-/// the new state's request is rebuilt with the question as
-/// `Message::user_with`, then driven with `Agent::resume`.
-fn start_with(agent: &Agent, question: &str, attachments: Vec<Attachment>) -> RunState {
-    let state = agent.start(Vec::new(), question);
-    let mut request = state.request().clone();
-    if let Some(last) = request.messages.last_mut() {
-        *last = Message::user_with(question, attachments);
-    }
-    RunState::new(state.identity().clone(), agent.config().clone(), request, None)
-}
-
 fn png_part() -> Value {
     json!({"inlineData": {"mimeType": "image/png", "data": encode_base64(agent_testing::media::PNG)}})
 }
@@ -208,8 +195,11 @@ fn answer(text: &str, response_id: &str) -> ResponseTemplate {
 async fn a_question_about_an_attached_image() {
     let server = scripted_server(vec![answer("A single transparent pixel.", "resp-i1")]).await;
     let (agent, runs) = agent(&server);
-    let state = start_with(&agent, "What is in this picture?", vec![agent_testing::media::png()]);
-    let result = agent.resume(state).await.unwrap();
+    let result = agent
+        .run("What is in this picture?")
+        .attach([agent_testing::media::png()])
+        .await
+        .unwrap();
 
     assert_eq!(result.stop_reason, RunEnd::Completed);
     assert_eq!(result.response, "A single transparent pixel.");

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, AgentRunResult, Message, RunEnd, ToolOutput};
+use agent_core::{AgentEvent, AgentRunResult, RunEnd, ToolOutput};
 use agent_provider_ollama::{OllamaClient, OllamaConfig};
 use agent_runner::Agent;
 use agent_testing::{TestTool, TestTools, ToolBehaviour, media};
@@ -153,11 +153,9 @@ fn text_reply(text: &str) -> Value {
 async fn a_question_about_an_attached_image() {
     let server = server(vec![text_reply("A single transparent pixel.")]).await;
     let agent = Agent::builder(client(&server)).build();
-    // `run` takes the new turn's text; the picture comes with the turn before.
-    let history = vec![Message::user_with("Here is a picture.", vec![media::png()])];
     let result = agent
-        .run("What is in the picture I sent?")
-        .history(history)
+        .run("What is in this picture?")
+        .attach([media::png()])
         .await
         .unwrap();
     assert_eq!(result.stop_reason, RunEnd::Completed);
@@ -166,8 +164,7 @@ async fn a_question_about_an_attached_image() {
     assert_eq!(
         bodies[0]["messages"],
         json!([
-            {"role": "user", "content": "Here is a picture.", "images": [agent_core::encode_base64(media::PNG)]},
-            {"role": "user", "content": "What is in the picture I sent?"}
+            {"role": "user", "content": "What is in this picture?", "images": [agent_core::encode_base64(media::PNG)]}
         ])
     );
 }

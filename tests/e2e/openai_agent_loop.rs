@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{AgentEvent, Message, RunEnd, ToolOutput};
+use agent_core::{AgentEvent, RunEnd, ToolOutput};
 use agent_provider_openai::{OpenAiClient, OpenAiConfig};
 use agent_runner::Agent;
 use agent_testing::{TestTool, TestTools, ToolBehaviour, media};
@@ -213,11 +213,9 @@ async fn a_question_about_an_attached_image() {
     )])
     .await;
     let agent = Agent::builder(client(&server)).build();
-    // `run` takes the new turn's text; the picture comes with the turn before.
-    let history = vec![Message::user_with("Here is a picture.", vec![media::png()])];
     let result = agent
-        .run("What is in the picture I sent?")
-        .history(history)
+        .run("What is in this picture?")
+        .attach([media::png()])
         .await
         .unwrap();
     assert_eq!(result.stop_reason, RunEnd::Completed);
@@ -229,10 +227,9 @@ async fn a_question_about_an_attached_image() {
         bodies[0]["messages"],
         json!([
             {"role": "user", "content": [
-                {"type": "text", "text": "Here is a picture."},
+                {"type": "text", "text": "What is in this picture?"},
                 {"type": "image_url", "image_url": {"url": png_data_url()}}
-            ]},
-            {"role": "user", "content": "What is in the picture I sent?"}
+            ]}
         ])
     );
 }
