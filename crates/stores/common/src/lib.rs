@@ -49,7 +49,10 @@ mod time;
 
 pub use compaction::{compaction_cut, context_with_summary};
 pub use encoded::{EncodedMessage, EncodedTurn};
-pub use media::{MediaBlob, content_hash, externalise, restore_media, stored_hashes, verified};
+pub use media::{
+    MediaBlob, content_hash, encode_checkpoint, externalise, externalise_value, restore_media, restore_value,
+    stored_hashes, stored_hashes_in, verified,
+};
 pub use memory::InMemoryStore;
 pub use meta::{count_user_messages, imported_meta, record_turn};
 pub use sendable::{close_tool_calls, make_sendable};

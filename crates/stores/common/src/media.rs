@@ -9,7 +9,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use agent_core::{MediaSource, Message, StoreError};
+use agent_core::{Attachment, MediaSource, Message, StoreError};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// One distinct content: its hash, type and bytes.
@@ -117,6 +118,122 @@ pub fn restore_media<S: std::hash::BuildHasher>(
     Ok(())
 }
 
+/// A run checkpoint (opaque JSON: a run's state, with its conversation)
+/// with each inline attachment in it replaced by a reference to its hash,
+/// as [`externalise`] does for a message, and the blobs (each content
+/// once). An attachment is any object that reads as one.
+pub fn externalise_value(value: &mut Value) -> Vec<MediaBlob> {
+    let mut blobs: Vec<MediaBlob> = Vec::new();
+    visit_attachments(value, &mut |attachment| {
+        let MediaSource::Inline { data } = &attachment.source else {
+            return false;
+        };
+        let sha256 = content_hash(data);
+        if !blobs.iter().any(|blob| blob.sha256 == sha256) {
+            blobs.push(MediaBlob {
+                sha256: sha256.clone(),
+                mime_type: attachment.mime_type.clone(),
+                data: Arc::clone(data),
+            });
+        }
+        attachment.source = MediaSource::Stored { sha256 };
+        true
+    });
+    blobs
+}
+
+/// A checkpoint as the JSON text a store keeps, its attachments
+/// references ([`externalise_value`]), and their blobs.
+///
+/// # Errors
+///
+/// [`StoreError::Backend`](agent_core::StoreError) when it cannot be
+/// written as JSON.
+pub fn encode_checkpoint(name: &str, checkpoint: &Value) -> Result<(String, Vec<MediaBlob>), StoreError> {
+    let mut checkpoint = checkpoint.clone();
+    let media = externalise_value(&mut checkpoint);
+    let body = serde_json::to_string(&checkpoint).map_err(|error| {
+        StoreError::backend(format!(
+            "could not encode the run checkpoint of conversation `{name}`: {error}"
+        ))
+    })?;
+    Ok((body, media))
+}
+
+/// The hashes the stored references in a checkpoint name.
+pub fn stored_hashes_in(value: &Value) -> BTreeSet<String> {
+    let mut hashes = BTreeSet::new();
+    let mut value = value.clone();
+    visit_attachments(&mut value, &mut |attachment| {
+        if let MediaSource::Stored { sha256 } = &attachment.source {
+            hashes.insert(sha256.clone());
+        }
+        false
+    });
+    hashes
+}
+
+/// Puts the bytes of `blobs` back into the stored references of the
+/// checkpoint of conversation `name`.
+///
+/// # Errors
+///
+/// [`StoreError::Corrupt`](agent_core::StoreError) naming the hash of a
+/// reference whose bytes the store does not hold.
+pub fn restore_value<S: std::hash::BuildHasher>(
+    name: &str,
+    value: &mut Value,
+    blobs: &HashMap<String, Arc<[u8]>, S>,
+) -> Result<(), StoreError> {
+    let mut missing = None;
+    visit_attachments(value, &mut |attachment| {
+        let MediaSource::Stored { sha256 } = &attachment.source else {
+            return false;
+        };
+        if let Some(data) = blobs.get(sha256) {
+            attachment.source = MediaSource::Inline { data: Arc::clone(data) };
+            true
+        } else {
+            missing.get_or_insert_with(|| sha256.clone());
+            false
+        }
+    });
+    match missing {
+        Some(sha256) => Err(StoreError::corrupt(format!(
+            "the run checkpoint of conversation `{name}` refers to the attachment {sha256}, which the store does not hold"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Calls `change` on every object of `value` that reads as an attachment
+/// (it has a `source`); one it changed (answering `true`) is written back.
+fn visit_attachments(value: &mut Value, change: &mut dyn FnMut(&mut Attachment) -> bool) {
+    match value {
+        Value::Object(object) => {
+            if object.contains_key("source")
+                && let Ok(mut attachment) = serde_json::from_value::<Attachment>(Value::Object(object.clone()))
+            {
+                if change(&mut attachment)
+                    && let Ok(Value::Object(written)) = serde_json::to_value(&attachment)
+                {
+                    *object = written;
+                }
+                return;
+            }
+            for item in object.values_mut() {
+                visit_attachments(item, change);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                visit_attachments(item, change);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Checks that `data` read back for `sha256` has that hash.
 ///
 /// # Errors
@@ -142,6 +259,31 @@ mod tests {
 
     fn image() -> Attachment {
         Attachment::from_bytes(PNG_HEADER.to_vec(), None, None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_checkpoint_keeps_references_and_gets_its_bytes_back() {
+        let message = Message::user_with("twice", vec![image(), image()]);
+        let original = serde_json::json!({"request": {"messages": [message, Message::assistant("ok")]},
+                                          "tool_arguments": {"source": "the web"}});
+        let mut checkpoint = original.clone();
+        let blobs = externalise_value(&mut checkpoint);
+        assert_eq!(blobs.len(), 1);
+        let text = checkpoint.to_string();
+        assert!(!text.contains("\"data\""), "{text}");
+        assert_eq!(stored_hashes_in(&checkpoint).len(), 1);
+        assert_eq!(checkpoint["tool_arguments"], original["tool_arguments"]);
+
+        let mut missing = checkpoint.clone();
+        let error = restore_value("c", &mut missing, &HashMap::new()).expect_err("no bytes");
+        assert!(error.to_string().contains(&blobs[0].sha256), "{error}");
+
+        let held: HashMap<String, Arc<[u8]>> = blobs
+            .iter()
+            .map(|blob| (blob.sha256.clone(), Arc::clone(&blob.data)))
+            .collect();
+        restore_value("c", &mut checkpoint, &held).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(checkpoint, original);
     }
 
     #[test]

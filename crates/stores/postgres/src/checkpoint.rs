@@ -1,7 +1,8 @@
 //! Run checkpoints: at most one per conversation, a row of `checkpoints`
-//! holding opaque JSON text. [`ops::append`](crate::ops::append) deletes it
-//! in the turn's transaction. Each operation here is one statement, so one
-//! atomic step.
+//! holding opaque JSON text, its attachments kept once in `media` like a
+//! message's. [`ops::append`](crate::ops::append) deletes it in the turn's
+//! transaction. Saving is one transaction; the other operations are one
+//! statement each.
 
 use agent_core::StoreError;
 use sqlx_core::query::query;
@@ -10,8 +11,16 @@ use sqlx_postgres::PgPool;
 
 use crate::error::{db, db_in};
 
-/// Stores `body` (JSON text) as the checkpoint of `name`, replacing any.
-pub async fn save(pool: &PgPool, name: &str, body: &str, now: &str) -> Result<(), StoreError> {
+/// Stores `body` (JSON text, its attachments references to `media`) as the
+/// checkpoint of `name`, replacing any, in one transaction.
+pub async fn save(
+    pool: &PgPool,
+    name: &str,
+    body: &str,
+    media: &[agent_store::MediaBlob],
+    now: &str,
+) -> Result<(), StoreError> {
+    let mut tx = pool.begin().await.map_err(db)?;
     // Inserts nothing when there is no such conversation; a conversation
     // deleted while this runs is a foreign-key violation, also NotFound.
     let saved = query(
@@ -22,34 +31,43 @@ pub async fn save(pool: &PgPool, name: &str, body: &str, now: &str) -> Result<()
     .bind(name)
     .bind(now)
     .bind(body)
-    .execute(pool)
+    .execute(&mut *tx)
     .await
     .map_err(|error| db_in(name, error))?;
     if saved.rows_affected() == 0 {
         return Err(StoreError::not_found(name));
     }
-    Ok(())
+    let media: Vec<&agent_store::MediaBlob> = media.iter().collect();
+    crate::ops::insert_media(&mut tx, name, &media).await?;
+    tx.commit().await.map_err(|error| db_in(name, error))
 }
 
 /// The checkpoint of `name`, parsed; `None` when it has none.
 pub async fn load(pool: &PgPool, name: &str) -> Result<Option<serde_json::Value>, StoreError> {
+    let mut conn = pool.acquire().await.map_err(db)?;
     let found: Option<Option<String>> = query_scalar(
         "SELECT checkpoints.body FROM conversations \
          LEFT JOIN checkpoints ON checkpoints.conversation = conversations.name \
          WHERE conversations.name = $1",
     )
     .bind(name)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *conn)
     .await
     .map_err(db)?;
     let Some(body) = found.ok_or_else(|| StoreError::not_found(name))? else {
         return Ok(None);
     };
-    serde_json::from_str(&body).map(Some).map_err(|error| {
+    let mut checkpoint: serde_json::Value = serde_json::from_str(&body).map_err(|error| {
         StoreError::corrupt(format!(
             "the run checkpoint of conversation `{name}` cannot be read: {error}"
         ))
-    })
+    })?;
+    let hashes = agent_store::stored_hashes_in(&checkpoint);
+    if !hashes.is_empty() {
+        let held = crate::context::held_media(&mut conn, hashes).await?;
+        agent_store::restore_value(name, &mut checkpoint, &held)?;
+    }
+    Ok(Some(checkpoint))
 }
 
 /// Deletes the checkpoint of `name`, if there is one.

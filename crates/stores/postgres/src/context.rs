@@ -53,10 +53,20 @@ async fn read_rows(conn: &mut PgConnection, name: &str, first_seq: u64) -> Resul
 
 /// Puts the bytes of the stored media `messages` refer to back in them.
 async fn restore(conn: &mut PgConnection, name: &str, messages: &mut [Message]) -> Result<(), StoreError> {
-    let hashes: Vec<String> = agent_store::stored_hashes(messages).into_iter().collect();
+    let hashes = agent_store::stored_hashes(messages);
     if hashes.is_empty() {
         return Ok(());
     }
+    agent_store::restore_media(name, messages, &held_media(conn, hashes).await?)
+}
+
+/// The bytes the store holds for `hashes` (checked against them); a hash
+/// it does not hold is left out.
+pub(crate) async fn held_media(
+    conn: &mut PgConnection,
+    hashes: std::collections::BTreeSet<String>,
+) -> Result<std::collections::HashMap<String, std::sync::Arc<[u8]>>, StoreError> {
+    let hashes: Vec<String> = hashes.into_iter().collect();
     let rows = query("SELECT sha256, data FROM media WHERE sha256 = ANY($1)")
         .bind(&hashes)
         .fetch_all(conn)
@@ -69,7 +79,7 @@ async fn restore(conn: &mut PgConnection, name: &str, messages: &mut [Message]) 
         let data = agent_store::verified(&sha256, data)?;
         blobs.insert(sha256, data);
     }
-    agent_store::restore_media(name, messages, &blobs)
+    Ok(blobs)
 }
 
 /// Loads the context of a conversation (its summary, then the messages

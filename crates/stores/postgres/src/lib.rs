@@ -258,12 +258,8 @@ impl ConversationStore for PostgresStore {
 
     async fn save_checkpoint(&self, name: &str, checkpoint: &serde_json::Value) -> Result<(), StoreError> {
         validate_conversation_name(name)?;
-        let body = serde_json::to_string(checkpoint).map_err(|error| {
-            StoreError::backend(format!(
-                "could not encode the run checkpoint of conversation `{name}`: {error}"
-            ))
-        })?;
-        checkpoint::save(&self.pool, name, &body, &utc_now()).await
+        let (body, media) = agent_store::encode_checkpoint(name, checkpoint)?;
+        checkpoint::save(&self.pool, name, &body, &media, &utc_now()).await
     }
 
     async fn checkpoint(&self, name: &str) -> Result<Option<serde_json::Value>, StoreError> {

@@ -119,12 +119,17 @@ async fn insert_messages(
     .execute(&mut *conn)
     .await
     .map_err(|error| db_in(name, error))?;
-    insert_media(conn, name, messages).await
+    let media: Vec<&agent_store::MediaBlob> = messages.iter().flat_map(|message| &message.media).collect();
+    insert_media(conn, name, &media).await
 }
 
-/// Keeps each medium of `messages` once in the store, used by `name`.
-async fn insert_media(conn: &mut PgConnection, name: &str, messages: &[EncodedMessage]) -> Result<(), StoreError> {
-    for blob in messages.iter().flat_map(|message| &message.media) {
+/// Keeps each of `media` once in the store, used by `name`.
+pub(crate) async fn insert_media(
+    conn: &mut PgConnection,
+    name: &str,
+    media: &[&agent_store::MediaBlob],
+) -> Result<(), StoreError> {
+    for blob in media {
         query(
             "INSERT INTO media (sha256, mime_type, size, data) VALUES ($1, $2, $3, $4) ON CONFLICT (sha256) DO NOTHING",
         )

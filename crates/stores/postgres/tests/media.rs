@@ -83,3 +83,33 @@ async fn two_conversations_share_an_image_until_both_are_gone() {
     store.delete("b").await.unwrap();
     assert_eq!(media_rows(&store).await.0, 0);
 }
+
+#[tokio::test]
+async fn a_run_checkpoint_keeps_its_image_once_in_media_and_reads_it_back() {
+    let Some((_, store)) = temp_store("media_checkpoint").await else {
+        return;
+    };
+    store.create("paused").await.unwrap();
+    let image = big_image();
+    // A run's state holds its conversation: the question with its image.
+    let checkpoint = serde_json::json!({
+        "request": {"messages": [Message::user_with("What is on this screen?", vec![image.clone()])]},
+        "iteration": 2,
+    });
+    for _ in 0..3 {
+        store.save_checkpoint("paused", &checkpoint).await.unwrap();
+    }
+    assert_eq!(media_rows(&store).await, (1, FIVE_MIB));
+    let (body,): (i64,) = query_as("SELECT length(body)::bigint FROM checkpoints")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert!(
+        body < 2_000,
+        "the checkpoint holds a reference, not the bytes: {body} bytes"
+    );
+
+    assert_eq!(store.checkpoint("paused").await.unwrap(), Some(checkpoint));
+    store.delete("paused").await.unwrap();
+    assert_eq!(media_rows(&store).await.0, 0);
+}

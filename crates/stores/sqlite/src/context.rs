@@ -57,8 +57,17 @@ fn restore(tx: &Transaction<'_>, name: &str, messages: &mut [Message]) -> Result
     if hashes.is_empty() {
         return Ok(());
     }
+    agent_store::restore_media(name, messages, &held_media(tx, hashes)?)
+}
+
+/// The bytes the store holds for `hashes` (checked against them); a hash
+/// it does not hold is left out.
+pub(crate) fn held_media(
+    conn: &Connection,
+    hashes: std::collections::BTreeSet<String>,
+) -> Result<std::collections::HashMap<String, std::sync::Arc<[u8]>>, StoreError> {
     let mut blobs = std::collections::HashMap::with_capacity(hashes.len());
-    let mut statement = tx
+    let mut statement = conn
         .prepare_cached("SELECT data FROM media WHERE sha256 = ?1")
         .map_err(db)?;
     for sha256 in hashes {
@@ -71,7 +80,7 @@ fn restore(tx: &Transaction<'_>, name: &str, messages: &mut [Message]) -> Result
             blobs.insert(sha256, data);
         }
     }
-    agent_store::restore_media(name, messages, &blobs)
+    Ok(blobs)
 }
 
 /// The metadata of the conversation `name`, if it exists.

@@ -221,13 +221,9 @@ impl ConversationStore for SqliteStore {
 
     async fn save_checkpoint(&self, name: &str, checkpoint: &serde_json::Value) -> Result<(), StoreError> {
         validate_conversation_name(name)?;
-        let body = serde_json::to_string(checkpoint).map_err(|error| {
-            StoreError::backend(format!(
-                "could not encode the run checkpoint of conversation `{name}`: {error}"
-            ))
-        })?;
+        let (body, media) = agent_store::encode_checkpoint(name, checkpoint)?;
         let name = name.to_owned();
-        self.run(move |conn| checkpoint::save(conn, &name, &body, &utc_now()))
+        self.run(move |conn| checkpoint::save(conn, &name, &body, &media, &utc_now()))
             .await
     }
 

@@ -108,7 +108,7 @@ fn insert_messages(
 }
 
 /// Keeps each of `media` once in the store, used by conversation `id`.
-fn insert_media(tx: &Transaction<'_>, id: i64, media: &[agent_store::MediaBlob]) -> Result<(), StoreError> {
+pub(crate) fn insert_media(tx: &Transaction<'_>, id: i64, media: &[agent_store::MediaBlob]) -> Result<(), StoreError> {
     for blob in media {
         tx.prepare_cached(
             "INSERT INTO media (sha256, mime_type, size, data) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (sha256) DO NOTHING",

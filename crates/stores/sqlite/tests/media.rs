@@ -96,3 +96,44 @@ async fn two_conversations_share_an_image_until_both_are_gone() {
     store.delete("b").await.unwrap();
     assert_eq!(media(), 0);
 }
+
+#[tokio::test]
+async fn a_run_checkpoint_keeps_its_image_once_in_media_and_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let store = SqliteStore::open(&path).unwrap();
+    store.create("paused").await.unwrap();
+    let image = big_image();
+    // A run's state holds its conversation: the question with its image.
+    let checkpoint = serde_json::json!({
+        "request": {"messages": [Message::user_with("What is on this screen?", vec![image.clone()])]},
+        "iteration": 2,
+    });
+    for _ in 0..3 {
+        store.save_checkpoint("paused", &checkpoint).await.unwrap();
+    }
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (count, bytes): (i64, i64) = conn
+        .query_row("SELECT count(*), sum(length(data)) FROM media", [], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((count, bytes), (1, FIVE_MIB));
+    let body: i64 = conn
+        .query_row("SELECT length(body) FROM checkpoints", [], |row| row.get(0))
+        .unwrap();
+    assert!(
+        body < 2_000,
+        "the checkpoint holds a reference, not the bytes: {body} bytes"
+    );
+    drop(conn);
+
+    assert_eq!(store.checkpoint("paused").await.unwrap(), Some(checkpoint));
+    store.delete("paused").await.unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let left: i64 = conn
+        .query_row("SELECT count(*) FROM media", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
+}
