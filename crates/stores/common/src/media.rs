@@ -61,20 +61,27 @@ pub fn externalise(message: &Message) -> Option<(Message, Vec<MediaBlob>)> {
     let mut message = message.clone();
     let mut blobs: Vec<MediaBlob> = Vec::new();
     for attachment in message.attachments_mut().into_iter().flatten() {
-        let MediaSource::Inline { data } = &attachment.source else {
-            continue;
-        };
-        let sha256 = content_hash(data);
-        if !blobs.iter().any(|blob| blob.sha256 == sha256) {
-            blobs.push(MediaBlob {
-                sha256: sha256.clone(),
-                mime_type: attachment.mime_type.clone(),
-                data: Arc::clone(data),
-            });
-        }
-        attachment.source = MediaSource::Stored { sha256 };
+        store_once(attachment, &mut blobs);
     }
     Some((message, blobs))
+}
+
+/// Makes an inline `attachment` a reference to its hash, its bytes added
+/// to `blobs` unless there already; whether it was inline.
+fn store_once(attachment: &mut Attachment, blobs: &mut Vec<MediaBlob>) -> bool {
+    let MediaSource::Inline { data } = &attachment.source else {
+        return false;
+    };
+    let sha256 = content_hash(data);
+    if !blobs.iter().any(|blob| blob.sha256 == sha256) {
+        blobs.push(MediaBlob {
+            sha256: sha256.clone(),
+            mime_type: attachment.mime_type.clone(),
+            data: Arc::clone(data),
+        });
+    }
+    attachment.source = MediaSource::Stored { sha256 };
+    true
 }
 
 /// The hashes the stored references of `messages` name.
@@ -124,21 +131,7 @@ pub fn restore_media<S: std::hash::BuildHasher>(
 /// once). An attachment is any object that reads as one.
 pub fn externalise_value(value: &mut Value) -> Vec<MediaBlob> {
     let mut blobs: Vec<MediaBlob> = Vec::new();
-    visit_attachments(value, &mut |attachment| {
-        let MediaSource::Inline { data } = &attachment.source else {
-            return false;
-        };
-        let sha256 = content_hash(data);
-        if !blobs.iter().any(|blob| blob.sha256 == sha256) {
-            blobs.push(MediaBlob {
-                sha256: sha256.clone(),
-                mime_type: attachment.mime_type.clone(),
-                data: Arc::clone(data),
-            });
-        }
-        attachment.source = MediaSource::Stored { sha256 };
-        true
-    });
+    visit_attachments(value, &mut |attachment| store_once(attachment, &mut blobs));
     blobs
 }
 
