@@ -29,14 +29,23 @@ impl Settings {
         self.with_attachment_downloads(guardrails)
     }
 
+    /// Whether `[tools.web] fetch_attachment_urls` is `true` (the table is
+    /// read whole only then, and otherwise by the web tools when enabled).
+    fn downloads_attachments(&self) -> bool {
+        let web = self.table_value("tools.web");
+        web.get("fetch_attachment_urls")
+            .and_then(figment::value::Value::to_bool)
+            == Some(true)
+    }
+
     #[cfg(feature = "web")]
     fn with_attachment_downloads(&self, guardrails: Guardrails) -> Result<Guardrails, ConfigError> {
-        let Some(web) = self.table::<agent_tools_web::WebConfig>("tools.web")? else {
-            return Ok(guardrails);
-        };
-        if !web.fetch_attachment_urls {
+        if !self.downloads_attachments() {
             return Ok(guardrails);
         }
+        let web = self
+            .table::<agent_tools_web::WebConfig>("tools.web")?
+            .unwrap_or_default();
         let downloads = agent_tools_web::AttachmentDownloads::new(&web)
             .map_err(|error| self.invalid("tools.web", &error.to_string()))?;
         Ok(guardrails.hook(crate::media::DownloadAttachmentUrls::new(downloads)))
@@ -45,11 +54,7 @@ impl Settings {
     /// Without the web tools nothing downloads: asking for it is an error.
     #[cfg(not(feature = "web"))]
     fn with_attachment_downloads(&self, guardrails: Guardrails) -> Result<Guardrails, ConfigError> {
-        let asked = self
-            .table_value("tools.web")
-            .get("fetch_attachment_urls")
-            .and_then(figment::value::Value::to_bool);
-        if asked == Some(true) {
+        if self.downloads_attachments() {
             return Err(self.invalid(
                 "tools.web.fetch_attachment_urls",
                 "downloading attachments needs the web tools: build agentry with the `web` feature",
