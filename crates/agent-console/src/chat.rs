@@ -74,10 +74,18 @@ pub enum Command {
 /// The command on `line`, if it is one.
 pub fn parse_command(line: &str) -> Option<Command> {
     let line = line.trim();
-    let rest = line.strip_prefix('/')?;
+    let rest = line.strip_prefix('/')?.trim_start();
     let word = rest.split_whitespace().next().unwrap_or_default();
     Some(match word.to_ascii_lowercase().as_str() {
-        "attach" => Command::Attach(rest[word.len()..].trim().to_owned()),
+        "attach" => {
+            // A path with spaces may be quoted.
+            let path = rest[word.len()..].trim();
+            let path = path
+                .strip_prefix('"')
+                .and_then(|path| path.strip_suffix('"'))
+                .unwrap_or(path);
+            Command::Attach(path.to_owned())
+        }
         "detach" => Command::Detach,
         "help" | "h" | "?" => Command::Help,
         "tools" => Command::Tools,

@@ -127,6 +127,11 @@ fn slash_commands_parse_forgivingly() {
         parse_command("/attach  my photo.png "),
         Some(Command::Attach("my photo.png".into()))
     );
+    assert_eq!(
+        parse_command("/attach \"my photo.png\""),
+        Some(Command::Attach("my photo.png".into()))
+    );
+    assert_eq!(parse_command("/ attach a.png"), Some(Command::Attach("a.png".into())));
     assert_eq!(parse_command("/attach"), Some(Command::Attach(String::new())));
     assert_eq!(parse_command("/detach"), Some(Command::Detach));
     assert_eq!(parse_command("what is 2/3?"), None);
