@@ -20,7 +20,7 @@ use tracing::Instrument;
 use crate::Protocol;
 use crate::cache::{ToolResultCache, cache_key};
 use crate::checkpoint::RunCheckpoints;
-use crate::guardrails::Guardrails;
+use crate::guardrails::{Guardrails, HeldCalls};
 use crate::state::RunState;
 use crate::step::{Step, StepError, ToolOutcome};
 use crate::telemetry;
@@ -108,10 +108,20 @@ impl Driver<'_> {
         self.guardrails.screen_input(state).await;
         self.save(state).await;
         let mut screened = Screened::skipped_if(self.guardrails.is_empty());
+        let mut held = HeldCalls::new(self.guardrails);
         loop {
             state.prepare_call();
             // A compaction's event comes before the call it made room for.
-            self.forward(state);
+            self.forward(state, &mut held);
+            // Held calls no guardrail checks now (none of them runs) go out as they are.
+            let screening = match state.current_step() {
+                Step::AwaitApproval(_) => !screened.before_approval,
+                Step::RunTools(_) => !screened.before_running,
+                _ => false,
+            };
+            if !screening {
+                self.release(state, &mut held);
+            }
             // A summary request of a compaction is no iteration: it is
             // reported by the compaction's event, and its text is not the
             // answer, so it is not streamed.
@@ -173,6 +183,7 @@ impl Driver<'_> {
                     // The user is asked about calls the guardrails let through, as they rewrote them.
                     screened.before_approval = true;
                     self.guardrails.screen_calls(state).await;
+                    self.release(state, &mut held);
                     Ok(())
                 }
                 Step::AwaitApproval(calls) => {
@@ -208,6 +219,7 @@ impl Driver<'_> {
                     if !state.is_finished() {
                         self.guardrails.before_tools(state).await;
                     }
+                    self.release(state, &mut held);
                     Ok(())
                 }
                 Step::RunTools(calls) => {
@@ -236,7 +248,7 @@ impl Driver<'_> {
             if let Err(error) = outcome {
                 state.interrupt(RunEnd::Error, error.to_string());
             }
-            self.forward(state);
+            self.forward(state, &mut held);
             self.save(state).await;
         }
         self.guardrails.screen_answer(state).await;
@@ -260,12 +272,20 @@ impl Driver<'_> {
         }
     }
 
-    /// Sends on the events `state` produced.
-    fn forward(&self, state: &mut RunState) {
+    /// Sends on the events `state` produced, but the requested calls
+    /// `held` keeps until the guardrails checked them.
+    fn forward(&self, state: &mut RunState, held: &mut HeldCalls) {
         if let Some(events) = self.events {
-            for event in state.drain_events() {
+            for event in state.drain_events().filter_map(|event| held.pass(event)) {
                 let _ = events.send(event);
             }
+        }
+    }
+
+    /// Sends on the events `held` kept, now that the calls were checked.
+    fn release(&self, state: &RunState, held: &mut HeldCalls) {
+        for event in held.release(state) {
+            self.emit(event);
         }
     }
 

@@ -292,6 +292,73 @@ async fn a_tripped_tool_call_never_runs_and_the_model_is_not_called_again() {
     assert!(agent_runner::history::is_sendable(&result.messages));
 }
 
+/// What a watcher of the run's events saw: each event as JSON text.
+fn seen(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|event| serde_json::to_string(event).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_watcher_never_sees_the_arguments_of_a_blocked_call() {
+    let (registry, lookup, _) = tools();
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([("lookup", json!({"q": "x; DROP TABLE users"}))]))
+        .respond(response::text("never"));
+    let agent = Agent::builder(Arc::new(client))
+        .tools(registry)
+        .guardrails(Guardrails::new().tool_call(DenyList::new(["drop table"], Vec::<String>::new()).unwrap()))
+        .build();
+    let events: Vec<AgentEvent> = agent.run("look it up").stream().collect().await;
+    let seen = seen(&events);
+    assert!(
+        seen.iter()
+            .all(|event| !event.contains("DROP TABLE") || event.contains("run_finished")),
+        "{seen:#?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, AgentEvent::ToolCallRequested { .. }))
+    );
+    assert_eq!(calls(&lookup), 0);
+}
+
+#[tokio::test]
+async fn a_watcher_sees_a_rewritten_call_as_it_runs_and_before_it_starts() {
+    let (registry, _, _) = tools();
+    let client = ScriptedClient::new()
+        .respond(response::tool_calls([(
+            "lookup",
+            json!({"q": "orders of ana@example.com"}),
+        )]))
+        .respond(response::text("Done."));
+    let agent = Agent::builder(Arc::new(client))
+        .tools(registry)
+        .guardrails(Guardrails::new().tool_call(Redactor::builtin()))
+        .build();
+    let events: Vec<AgentEvent> = agent.run("look it up").stream().collect().await;
+    let requested = events
+        .iter()
+        .position(|event| matches!(event, AgentEvent::ToolCallRequested { .. }))
+        .unwrap();
+    let started = events
+        .iter()
+        .position(|event| matches!(event, AgentEvent::ToolStarted { .. }))
+        .unwrap();
+    assert!(requested < started, "{events:?}");
+    let AgentEvent::ToolCallRequested { call, .. } = &events[requested] else {
+        unreachable!("found above")
+    };
+    assert_eq!(call.arguments, json!({"q": "orders of [redacted email]"}));
+    assert!(
+        seen(&events[..events.len() - 1])
+            .iter()
+            .all(|event| !event.contains("ana@example.com"))
+    );
+}
+
 // --- tool results ----------------------------------------------------------
 
 #[tokio::test]

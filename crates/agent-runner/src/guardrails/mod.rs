@@ -52,6 +52,7 @@
 
 mod apply;
 pub mod builtin;
+mod held;
 
 use std::fmt;
 use std::sync::Arc;
@@ -61,6 +62,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 pub use self::builtin::{BUILTIN_PATTERNS, DenyList, MaxInputSize, OutputSchema, RedactionPattern, Redactor};
+pub(crate) use self::held::HeldCalls;
 use crate::step::ToolOutcome;
 
 /// What a guardrail decided about one item.
