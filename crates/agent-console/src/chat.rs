@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use agent_core::{
     AgentEvent, AgentRunResult, ApprovalDecision, Attachment, CancellationToken, Message, ToolApprover, ToolCall,
-    ToolContext, mime_of_name,
+    ToolContext,
 };
 use agent_runner::ChatSession;
 use futures::StreamExt;
@@ -326,8 +326,7 @@ fn attach(path: &str, attached: &mut Vec<Attachment>) -> String {
         Err(error) => return format!("cannot read {path}: {error}"),
     };
     let name = file.file_name().map(|name| name.to_string_lossy().into_owned());
-    let declared = name.as_deref().and_then(mime_of_name);
-    match Attachment::from_bytes(bytes, declared, name) {
+    match Attachment::from_named_bytes(bytes, name) {
         Ok(attachment) => {
             let said = format!("(attached {}; it goes with your next message)", describe(&attachment));
             attached.push(attachment);

@@ -306,6 +306,18 @@ impl Attachment {
         })
     }
 
+    /// [`from_bytes`](Self::from_bytes) of a file called `name`: its
+    /// extension declares the type ([`mime_of_name`]), which the bytes must
+    /// have (a file of no known extension is sniffed).
+    ///
+    /// # Errors
+    ///
+    /// As [`from_bytes`](Self::from_bytes).
+    pub fn from_named_bytes(bytes: Vec<u8>, name: Option<String>) -> Result<Self, MediaError> {
+        let declared = name.as_deref().and_then(mime_of_name);
+        Self::from_bytes(bytes, declared, name)
+    }
+
     /// An attachment at `url`, of `mime_type`, which the provider fetches.
     ///
     /// # Errors

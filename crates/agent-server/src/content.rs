@@ -125,9 +125,8 @@ fn file(part: &Value) -> Result<Attachment, String> {
         return from_data_url(&data, name);
     }
     // Bare base64: the file name says what it is.
-    let declared = name.as_deref().and_then(mime_of_name);
     let bytes = decode_base64(&data).ok_or("`file_data` is neither a data URL nor base64")?;
-    Attachment::from_bytes(bytes, declared, name).map_err(|error| error.to_string())
+    Attachment::from_named_bytes(bytes, name).map_err(|error| error.to_string())
 }
 
 /// `data:MIME;base64,DATA` as an attachment of that declared type.

@@ -68,7 +68,7 @@ pub fn attachment_from_file(path: &Path) -> Result<Attachment, AttachError> {
         source,
     })?;
     let name = path.file_name().map(|name| name.to_string_lossy().into_owned());
-    Attachment::from_bytes(bytes, mime_of_extension(path), name).map_err(|source| AttachError::Media {
+    Attachment::from_named_bytes(bytes, name).map_err(|source| AttachError::Media {
         path: path.to_owned(),
         source,
     })
